@@ -1,0 +1,15 @@
+// One function per subcommand, each in its own file; main.cc only dispatches.
+// Each takes the arguments after the subcommand name and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lsb::cli {
+
+using Args = std::vector<std::string>;
+
+int RunCommand(const Args& args);     // run_cmd.cc: llm-sandbox run
+int PolicyCommand(const Args& args);  // policy_cmd.cc: llm-sandbox policy check|explain
+
+}  // namespace lsb::cli

@@ -1,0 +1,39 @@
+// llm-sandbox: a thin CLI over the library. Subcommands live one per file (commands.h).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: llm-sandbox <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run [--policy FILE|NAME] [--lang LANG] [--json] [FILE|-]   run a program in a sandbox\n"
+    "  policy check FILE                                          validate a policy\n"
+    "  policy explain FILE|NAME                                   how each control is enforced\n"
+    "  version                                                    print the version\n"
+    "\n"
+    "Run 'llm-sandbox <command> --help' for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  lsb::cli::Args args(argv + 2, argv + argc);
+  if (cmd == "run") return lsb::cli::RunCommand(args);
+  if (cmd == "policy") return lsb::cli::PolicyCommand(args);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("llm-sandbox %s\n", LSB_VERSION);
+    return 0;
+  }
+  std::fprintf(stderr, "llm-sandbox: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

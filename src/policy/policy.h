@@ -1,0 +1,87 @@
+// The policy: what a sandboxed program may do. Loaded from YAML (policy_loader.h), documented field
+// by field in docs/policy.md. Every field has a defined value after loading; "left out" is resolved
+// by the loader to the documented default, so consumers never guess.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lsb {
+
+// Where a value came from, for error messages and `policy explain`.
+struct SourcePos {
+  std::string file;
+  int line = 0;    // 1-based; 0 = not from the file (a default)
+  int column = 0;  // 1-based
+  std::string ToString() const;  // "file:line:column" or "(default)"
+};
+
+struct TmpfsMount {
+  std::string path;             // absolute
+  uint64_t size_bytes = 0;      // always set: the loader requires size= or applies 64M
+  uint32_t mode = 01777;
+  bool noexec = true;           // every writable mount is noexec: the loader refuses "exec"
+  bool nosuid = true;
+  bool nodev = true;
+  std::string options;          // the text as written, for explain
+};
+
+// How a language's program is run: argv with "{file}" standing for the program file.
+struct Language {
+  std::string name;
+  std::vector<std::string> command;  // command[0] is an absolute path that must be allowed
+  std::string file_name;             // e.g. "main.py"
+};
+
+struct Policy {
+  std::string version;  // "1.0"
+  std::string name;
+  std::string source_file;
+
+  std::string backend = "auto";  // auto | native | docker
+  std::string runtime = "runc";  // runc | runsc (Docker only)
+
+  // container:
+  std::string image;             // e.g. "python:3.12-slim"; "host" = the host's system dirs
+  bool read_only = true;
+  std::vector<TmpfsMount> tmpfs;
+  bool user_namespace = true;
+  std::string seccomp = "default";
+  uint32_t uid = 1000;           // container.user "uid:gid"; never 0
+  uint32_t gid = 1000;
+  std::string workdir = "/tmp";
+  std::map<std::string, std::string> env;
+
+  // network:
+  bool network_enabled = false;
+
+  // commands:
+  std::vector<std::string> allow;  // absolute paths
+  std::vector<std::string> deny;   // absolute paths
+
+  // languages: (built-ins python, bash, sh, node unless overridden)
+  std::map<std::string, Language> languages;
+  std::string default_language = "python";
+
+  // resources:
+  double cpu = 0;                  // cores; 0 = unlimited
+  uint64_t memory_bytes = 0;       // 0 = unlimited
+  uint64_t timeout_ms = 30000;
+  uint32_t pids = 128;
+  uint64_t output_bytes = 1 << 20; // stdout+stderr cap
+  uint64_t open_files = 256;
+  uint64_t file_size_bytes = 64ull << 20;
+
+  // monitoring:
+  bool trace = false;
+
+  // Where each field was set, keyed by its dotted path ("resources.memory"), for explain.
+  std::map<std::string, SourcePos> positions;
+
+  const Language* FindLanguage(const std::string& lang) const;
+};
+
+}  // namespace lsb

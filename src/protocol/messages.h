@@ -1,0 +1,114 @@
+// The JSON control messages of the init protocol (docs/protocol.md). Host and init both include
+// this file, so the two ends cannot disagree about a field.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lsb::protocol {
+
+inline constexpr int kProtocolVersion = 1;
+
+struct TmpfsSpec {
+  std::string path;         // absolute mount point inside the box
+  uint64_t size_bytes = 0;  // 0 = kernel default (half of RAM): the policy loader always sets one
+  uint32_t mode = 01777;
+  bool noexec = true;
+  bool nosuid = true;
+  bool nodev = true;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TmpfsSpec, path, size_bytes, mode, noexec, nosuid, nodev)
+
+// kSetup: how init builds the box's inner view, once.
+struct BoxSetup {
+  int protocol = kProtocolVersion;
+  // "build_root": init is in fresh user+mount namespaces (native backend) and assembles the root
+  //   itself from `rootfs`, then pivots into it.
+  // "in_place": the outer box already provides the mounts (Docker: ReadonlyRootfs, Tmpfs, masked
+  //   /proc); init only adds Landlock, seccomp and its watch.
+  std::string mode = "build_root";
+  std::string rootfs = "host";  // "host" (the host's system dirs, read-only) or a directory path
+  bool read_only = true;
+  std::vector<TmpfsSpec> tmpfs;
+  std::string job_dir = "/run/job";  // where init writes the program file (noexec, read-only to it)
+  std::string hostname = "sandbox";
+  bool network_enabled = false;
+  std::vector<std::string> allow;  // absolute paths of executables the program may execute
+  std::vector<std::string> deny;   // absolute paths that must never run (alert names them)
+  uint32_t uid = 1000;             // the program's uid/gid inside the box (never 0)
+  uint32_t gid = 1000;
+  bool trace = false;              // report every exec/connect as a trace event, not only alerts
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs,
+                                                job_dir, hostname, network_enabled, allow, deny,
+                                                uid, gid, trace)
+
+// kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
+struct RunSpec {
+  std::vector<std::string> argv;
+  std::string file_name = "main";
+  std::map<std::string, std::string> env;
+  std::string workdir = "/tmp";
+  uint64_t timeout_ms = 30000;
+  uint64_t output_limit_bytes = 1 << 20;  // stdout + stderr together; beyond it: killed, truncated
+  uint64_t nofile = 256;                  // RLIMIT_NOFILE
+  uint64_t file_size_bytes = 64ull << 20; // RLIMIT_FSIZE
+  bool stdin_follows = false;             // kStdin frames then kStdinEof follow kCode
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSpec, argv, file_name, env, workdir, timeout_ms,
+                                                output_limit_bytes, nofile, file_size_bytes,
+                                                stdin_follows)
+
+struct InitReady {
+  int protocol = kProtocolVersion;
+  int landlock_abi = 0;
+  std::string mode;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitReady, protocol, landlock_abi, mode)
+
+// kEvent: something the program did that the host should know about.
+struct Event {
+  std::string kind;      // "exec" | "connect" | "sendto" | "bind" | "syscall" | "output_limit" | "timeout"
+  std::string severity;  // "info" (trace) | "warning" | "critical"
+  std::string rule;      // alert rule id, e.g. "network_attempt", "denied_exec"; empty for trace
+  std::string message;   // human words: "exec of /bin/sh denied: not in commands.allow"
+  int pid = 0;           // pid inside the box
+  std::string path;      // exec path
+  std::vector<std::string> argv;
+  std::string address;   // "127.0.0.1:6379", "[::1]:80", "unix:/path"
+  std::string decision;  // "allowed" | "denied"
+  uint64_t time_ms = 0;  // since the run started
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Event, kind, severity, rule, message, pid, path,
+                                                argv, address, decision, time_ms)
+
+// kExit: the run is over. status: "ok" (exit 0), "error" (exit != 0), "killed" (by a signal),
+// "timeout", "output_limit", "denied" (the program itself could not be executed). The host may
+// refine it with what only the outer box knows ("oom").
+struct ExitReport {
+  std::string status;
+  int exit_code = -1;  // the program's exit code, or 128+signal when killed
+  int signal = 0;
+  uint64_t duration_ms = 0;
+  uint64_t cpu_ms = 0;          // user+sys of the whole reaped process tree
+  uint64_t max_rss_bytes = 0;   // largest single process RSS (the host refines with cgroup peak)
+  uint64_t stdout_bytes = 0;    // bytes produced (including those past the cap)
+  uint64_t stderr_bytes = 0;
+  bool truncated = false;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExitReport, status, exit_code, signal, duration_ms,
+                                                cpu_ms, max_rss_bytes, stdout_bytes, stderr_bytes,
+                                                truncated)
+
+struct InitError {
+  std::string stage;    // "setup" | "run" | "protocol"
+  std::string message;  // names the control that could not be enforced and why
+  int sys_errno = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitError, stage, message, sys_errno)
+
+}  // namespace lsb::protocol

@@ -1,0 +1,61 @@
+// The narrow interface every backend implements (DESIGN §2): start a box whose PID 1 is
+// llm-sandbox-init, hand over its byte stream, apply outer limits, say how it died, destroy it.
+// Everything about running a program lives in llm-sandbox-init; backends never interpret frames.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/policy.h"
+#include "protocol/messages.h"
+
+namespace lsb {
+
+// What only the outer box knows, read after a run (or after init died).
+struct BoxVerdict {
+  bool oom_killed = false;       // the kernel's OOM killer acted inside the box's memory limit
+  bool pids_limit_hit = false;   // a fork/clone failed at the pids limit
+  std::optional<uint64_t> memory_peak_bytes;  // peak of the whole box (cgroup), when known
+  std::optional<uint64_t> cpu_ns;             // cpu of the whole box (cgroup), when known
+};
+
+// One live box. Destroying it kills every process in it and removes everything it created on the
+// host (cgroups, temp dirs, containers): no path may leave a box behind.
+class Box {
+ public:
+  virtual ~Box() = default;
+  // A connected, bidirectional byte stream to init (frames of protocol/frame.h).
+  virtual int stream_fd() const = 0;
+  // Reads the outer verdict. May be called after each run; counters are cumulative per box, so
+  // callers compare before/after (see Runner).
+  virtual BoxVerdict Verdict() = 0;
+  // Kills the box now (init and all its processes); the stream then reaches EOF.
+  virtual void Kill() = 0;
+  // A short id for logs ("native-3f2a...").
+  virtual std::string id() const = 0;
+};
+
+// How a backend enforces one policy control, for `policy explain` and fail-closed checks.
+struct ControlSupport {
+  std::string control;   // "resources.memory", "commands", "network.enabled", ...
+  bool enforced = false;
+  std::string how;       // "cgroup v1 memory.limit_in_bytes", or why it cannot be
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "native" | "docker"
+  // Fail closed: an error naming every control of `policy` this backend cannot enforce here.
+  virtual Status Check(const Policy& policy) const = 0;
+  // Starts a box for `policy`. The box is ready to receive kSetup on its stream.
+  virtual Result<std::unique_ptr<Box>> Start(const Policy& policy) = 0;
+  // The BoxSetup to send for `policy` on this backend (mode, rootfs...).
+  virtual Result<protocol::BoxSetup> SetupFor(const Policy& policy) const = 0;
+};
+
+}  // namespace lsb
