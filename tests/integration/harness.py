@@ -1,0 +1,61 @@
+"""Drives the real llm-sandbox binary for the integration suites (stdlib only).
+
+LSB_BUILD_DIR points at the build directory (the CTest entry sets it); LSB_SOURCE_DIR at the repo.
+"""
+import json
+import os
+import subprocess
+import unittest
+
+SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+SEED_POLICY = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
+IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+
+
+def run_cli(args, stdin=None, timeout=120):
+    """Runs llm-sandbox with args; returns the CompletedProcess (text mode)."""
+    return subprocess.run([BINARY] + list(args), input=stdin, capture_output=True, text=True,
+                          timeout=timeout, cwd=SOURCE_DIR)
+
+
+def run_code(code, policy=SEED_POLICY, lang=None, timeout_s=None, extra=(), stdin=None):
+    """Runs code in a box with --json and returns (result dict, CompletedProcess)."""
+    args = ["run", "--json", "--policy", policy, "--images", IMAGES]
+    if lang:
+        args += ["--lang", lang]
+    if timeout_s is not None:
+        args += ["--timeout", str(timeout_s)]
+    args += list(extra)
+    args.append("-")
+    proc = run_cli(args, stdin=code)
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise AssertionError(
+            f"llm-sandbox run --json did not print JSON (exit {proc.returncode}): {e}\n"
+            f"stdout: {proc.stdout[:2000]}\nstderr: {proc.stderr[:2000]}") from e
+    return result, proc
+
+
+def alerts_with_rule(result, rule):
+    return [a for a in result.get("alerts", []) if a.get("rule") == rule]
+
+
+class SandboxTestCase(unittest.TestCase):
+    """Base class: skips when the binary was not built or we are not root (the native backend's
+    full enforcement needs root; the unprivileged mode is tested separately)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(BINARY, os.X_OK):
+            raise unittest.SkipTest(f"{BINARY} not built")
+
+    def assertAlert(self, result, rule, **fields):
+        found = alerts_with_rule(result, rule)
+        self.assertTrue(found, f"no alert with rule {rule!r}; alerts: {result.get('alerts')}")
+        for key, want in fields.items():
+            self.assertTrue(any(want in str(a.get(key, "")) for a in found),
+                            f"no {rule!r} alert with {key} containing {want!r}: {found}")
