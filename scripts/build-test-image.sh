@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Docker test image (no registry is reachable here, DESIGN §9): a Debian bookworm minbase
-# tree with python3-minimal from the configured apt mirror, made by debootstrap and `docker import`ed.
+# tree with python3-minimal (+ its stdlib) from the configured apt mirror, made by debootstrap and `docker import`ed.
 # Cached twice: nothing is done when the image exists, and the tarball is kept under
 # ~/.cache/llm-sandbox so a fresh engine only needs a `docker import` (seconds, not a minute).
 #
@@ -15,7 +15,9 @@ set -euo pipefail
 image="${1:-${LSB_TEST_IMAGE:-llm-sandbox/python:3.11-test}}"
 cache_dir="${LSB_CACHE_DIR:-${HOME:-/root}/.cache/llm-sandbox}"
 suite=bookworm
-tarball="$cache_dir/debian-$suite-minbase-python3.tar"
+# libpython3.11-stdlib brings ctypes, which the threat suites use to make raw system calls.
+packages=python3-minimal,libpython3.11-stdlib
+tarball="$cache_dir/debian-$suite-minbase-python3-stdlib.tar"
 rebuild="${LSB_REBUILD:-0}"
 
 say() { echo "build-test-image: $*" >&2; }
@@ -53,7 +55,7 @@ if [[ "$rebuild" == 1 || ! -s "$tarball" ]]; then
   root="$(mktemp -d "$cache_dir/rootfs.XXXXXX")"
   trap 'rm -rf "$root"' EXIT
   say "debootstrap $suite from $mirror (about a minute)"
-  debootstrap --variant=minbase --include=python3-minimal "$suite" "$root" "$mirror" \
+  debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" \
     >"$cache_dir/debootstrap.log" 2>&1 || {
     say "debootstrap failed; see $cache_dir/debootstrap.log"
     tail -n 20 "$cache_dir/debootstrap.log" >&2
