@@ -21,6 +21,9 @@ struct BoxVerdict {
   bool pids_limit_hit = false;   // a fork/clone failed at the pids limit
   std::optional<uint64_t> memory_peak_bytes;  // peak of the whole box (cgroup), when known
   std::optional<uint64_t> cpu_ns;             // cpu of the whole box (cgroup), when known
+  // The cumulative counters behind the two flags, so a session can tell whether THIS run hit them.
+  uint64_t oom_kill_count = 0;
+  uint64_t pids_limit_events = 0;
 };
 
 // One live box. Destroying it kills every process in it and removes everything it created on the
@@ -37,6 +40,8 @@ class Box {
   virtual void Kill() = 0;
   // A short id for logs ("native-3f2a...").
   virtual std::string id() const = 0;
+  // What the box's init said outside the protocol (its stderr), for errors when it dies early.
+  virtual std::string Diagnostics() { return {}; }
 };
 
 // How a backend enforces one policy control, for `policy explain` and fail-closed checks.
@@ -52,6 +57,9 @@ class Backend {
   virtual std::string name() const = 0;  // "native" | "docker"
   // Fail closed: an error naming every control of `policy` this backend cannot enforce here.
   virtual Status Check(const Policy& policy) const = 0;
+  // Per control of `policy`: how this backend enforces it here, or why it cannot (Check's detail;
+  // `policy explain`). Default: nothing known.
+  virtual std::vector<ControlSupport> Explain(const Policy& /*policy*/) const { return {}; }
   // Starts a box for `policy`. The box is ready to receive kSetup on its stream.
   virtual Result<std::unique_ptr<Box>> Start(const Policy& policy) = 0;
   // The BoxSetup to send for `policy` on this backend (mode, rootfs...).
