@@ -1,10 +1,99 @@
+// llm-sandbox policy check FILE... | policy explain [--json] FILE|NAME
 #include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "policy/explain.h"
+#include "policy/policy_loader.h"
 
 namespace lsb::cli {
-int PolicyCommand(const Args&) {
-  std::fputs("llm-sandbox policy: not built yet\n", stderr);
-  return 70;
+namespace {
+
+constexpr const char* kUsage =
+    "usage: llm-sandbox policy check FILE|NAME...\n"
+    "       llm-sandbox policy explain [--json] FILE|NAME\n"
+    "\n"
+    "  check     validate policies: prints 'ok: NAME (FILE)' for each good one; every error goes to\n"
+    "            stderr as FILE:LINE:COLUMN: message, with a hint. Exit 0 if all are valid, 1 if not.\n"
+    "  explain   print, for each control, its setting and how the native and the Docker backend\n"
+    "            enforce it, or why they cannot. --json prints the same as JSON.\n"
+    "\n"
+    "A NAME (no '/', no .yaml) is looked up as NAME.yaml in $LLM_SANDBOX_POLICY_DIR (colon-separated),\n"
+    "./policies and /etc/llm-sandbox/policies. Every field is documented in docs/policy.md.\n";
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "llm-sandbox policy: %s\n\n%s", problem.c_str(), kUsage);
+  return 2;
 }
+
+bool IsHelp(const std::string& a) { return a == "--help" || a == "-h"; }
+
+int Check(const Args& args) {
+  if (args.empty()) return Usage("check needs at least one policy file");
+  for (const auto& a : args) {
+    if (IsHelp(a)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a.size() > 1 && a[0] == '-') return Usage("unknown option '" + a + "'");
+  }
+  int status = 0;
+  for (const auto& target : args) {
+    Result<Policy> policy = LoadPolicy(target);
+    if (!policy.ok()) {
+      std::fprintf(stderr, "%s\n", policy.error().message.c_str());
+      status = 1;
+      continue;
+    }
+    std::printf("ok: %s (%s)\n", policy->name.c_str(), policy->source_file.c_str());
+  }
+  return status;
+}
+
+int Explain(const Args& args) {
+  bool json = false;
+  std::string target;
+  for (const auto& a : args) {
+    if (IsHelp(a)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--json") {
+      json = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Usage("unknown option '" + a + "'");
+    } else if (!target.empty()) {
+      return Usage("explain takes one policy");
+    } else {
+      target = a;
+    }
+  }
+  if (target.empty()) return Usage("explain needs a policy file or name");
+  Result<Policy> policy = LoadPolicy(target);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "%s\n", policy.error().message.c_str());
+    return 1;
+  }
+  std::string text = json ? ExplanationJson(*policy).dump(2) + "\n" : FormatExplanation(*policy);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int PolicyCommand(const Args& args) {
+  if (args.empty()) return Usage("missing subcommand");
+  const std::string& sub = args[0];
+  Args rest(args.begin() + 1, args.end());
+  if (IsHelp(sub)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (sub == "check") return Check(rest);
+  if (sub == "explain") return Explain(rest);
+  return Usage("unknown subcommand '" + sub + "'");
+}
+
 }  // namespace lsb::cli

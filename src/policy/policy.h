@@ -39,10 +39,15 @@ struct Language {
 struct Policy {
   std::string version;  // "1.0"
   std::string name;
+  std::string description;  // free text, optional
   std::string source_file;
 
   std::string backend = "auto";  // auto | native | docker
-  std::string runtime = "runc";  // runc | runsc (Docker only)
+  std::string runtime = "runc";  // runc | runsc (Docker only); YAML: container.runtime
+  // container.gvisor_accept_weaker: under runsc, Landlock and seccomp user notification do not
+  // exist, so commands are not enforced inside the box and exec/connect are not watched. The
+  // loader refuses runtime runsc unless the policy sets this to true.
+  bool gvisor_accept_weaker = false;
 
   // container:
   std::string image;             // e.g. "python:3.12-slim"; "host" = the host's system dirs
@@ -82,6 +87,9 @@ struct Policy {
   std::map<std::string, SourcePos> positions;
 
   const Language* FindLanguage(const std::string& lang) const;
+  // Exact path membership in commands.allow / commands.deny.
+  bool Allows(const std::string& path) const;
+  bool Denies(const std::string& path) const;
 };
 
 }  // namespace lsb

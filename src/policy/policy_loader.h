@@ -2,16 +2,26 @@
 // carry file:line:column and a hint (docs/policy.md lists every field and its default).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "policy/diagnostic.h"
 #include "policy/policy.h"
 
 namespace lsb {
 
-// Parses policy text; `file_name` is used in error positions.
+// Every problem of one policy text, for callers that show them one by one (policy check, an API).
+struct PolicyParse {
+  std::optional<Policy> policy;                 // set only when `diagnostics` is empty
+  std::vector<PolicyDiagnostic> diagnostics;    // in file order
+};
+PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& file_name);
+
+// Parses policy text; `file_name` is used in error positions. The Error's message holds all
+// diagnostics, one "file:line:column: message" line and one "  hint: ..." line each.
 Result<Policy> ParsePolicyText(std::string_view yaml_text, const std::string& file_name);
 
 // Loads a policy file.

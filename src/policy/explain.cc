@@ -1,0 +1,307 @@
+// The words of `policy explain`. They state the design both backends implement (docs/policy.md,
+// DESIGN §3); when a mechanism changes, this file changes with it.
+#include "policy/explain.h"
+
+#include <nlohmann/json.hpp>
+
+#include "policy/units.h"
+
+namespace lsb {
+namespace {
+
+std::string Source(const Policy& p, const std::string& key) {
+  if (key.empty()) return "(built in)";
+  auto it = p.positions.find(key);
+  return it == p.positions.end() ? "(default)" : it->second.ToString();
+}
+
+std::string Bytes(uint64_t b) { return units::FormatBytes(b) + " (" + std::to_string(b) + " bytes)"; }
+
+std::string List(const std::vector<std::string>& items) {
+  if (items.empty()) return "(none)";
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string Octal(uint32_t mode) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04o", mode);
+  return buf;
+}
+
+Enforcement Yes(std::string how) { return Enforcement{true, std::move(how)}; }
+Enforcement No(std::string why) { return Enforcement{false, std::move(why)}; }
+
+class Explainer {
+ public:
+  explicit Explainer(const Policy& p) : p_(p), gvisor_(p.runtime == "runsc") {}
+
+  std::vector<ControlExplanation> Build() {
+    Image();
+    ReadOnly();
+    Tmpfs();
+    UserNamespace();
+    User();
+    Privileges();
+    Seccomp();
+    Network();
+    Commands();
+    Languages();
+    Resources();
+    Environment();
+    Monitoring();
+    Runtime();
+    return std::move(out_);
+  }
+
+ private:
+  void Add(std::string control, std::string setting, const std::string& key, Enforcement native, Enforcement docker) {
+    out_.push_back({std::move(control), std::move(setting), Source(p_, key), std::move(native), std::move(docker)});
+  }
+
+  // Under gVisor a control that needs Landlock or seccomp user notification is not enforced; the
+  // policy accepted that with container.gvisor_accept_weaker (the loader refuses runsc otherwise).
+  Enforcement Gvisor(const std::string& what_is_lost) const {
+    return No("under runtime runsc, gVisor has no " + what_is_lost +
+              "; the policy accepts this with container.gvisor_accept_weaker: true (" +
+              Source(p_, "container.gvisor_accept_weaker") + ")");
+  }
+
+  void Image() {
+    Enforcement native = p_.image == "host"
+        ? Yes("root = the host's system directories (/usr, /bin, /lib*, /etc...) bind-mounted read-only into "
+              "the box's new mount namespace; nothing else of the host is visible")
+        : Yes("root = the directory images.yaml maps '" + p_.image + "' to ('NAME: host' or 'NAME: /path/to/rootfs'), "
+              "mounted read-only; an image without a mapping is an error at run time, never silently replaced");
+    Enforcement docker = p_.image == "host"
+        ? No("'host' is not a Docker image; name an image or use the native backend")
+        : Yes("the container is created from the engine's image '" + p_.image +
+              "'; llm-sandbox-init is bind-mounted read-only and runs as PID 1");
+    Add("container.image", p_.image, "container.image", native, docker);
+  }
+
+  void ReadOnly() {
+    Add("container.read_only", "true (always)", "container.read_only",
+        Yes("every mount of the root is read-only (writes fail with EROFS); /proc paths the kernel exposes "
+            "(kcore, keys, sysrq-trigger...) are masked as runc masks them"),
+        Yes("HostConfig.ReadonlyRootfs: true; the engine masks /proc paths"));
+  }
+
+  void Tmpfs() {
+    if (p_.tmpfs.empty()) {
+      Add("container.tmpfs", "(none)", "container.tmpfs",
+          Yes("no writable mount: the program can write nowhere"),
+          Yes("no HostConfig.Tmpfs: the program can write nowhere"));
+      return;
+    }
+    for (const auto& m : p_.tmpfs) {
+      std::string setting = m.path + " size=" + units::FormatBytes(m.size_bytes) + " mode=" + Octal(m.mode) +
+                            " noexec,nosuid,nodev";
+      std::string docker_opts = "size=" + std::to_string(m.size_bytes) + ",mode=" + Octal(m.mode) + ",noexec,nosuid,nodev";
+      Add("container.tmpfs " + m.path, setting, "container.tmpfs." + m.path,
+          Yes("mounted by llm-sandbox-init in the box's mount namespace with size, mode, noexec, nosuid and "
+              "nodev; full -> ENOSPC; its pages count toward resources.memory; fresh for every box"),
+          Yes("HostConfig.Tmpfs {\"" + m.path + "\": \"" + docker_opts +
+              "\"}; its pages count toward the container's memory limit"));
+    }
+  }
+
+  void UserNamespace() {
+    std::string setting = p_.user_namespace ? "true" : "false";
+    Enforcement native = Yes(
+        std::string("always: clone() into new user, mount, pid, net, ipc, uts and cgroup namespaces, with the box's ids "
+                    "mapped to an unprivileged host id, so nothing in the box is privileged on the host") +
+        (p_.user_namespace ? "" : " (false cannot turn this off: it is how the native backend runs without privilege)"));
+    Enforcement docker = p_.user_namespace
+        ? Yes("the engine's userns-remap when the daemon runs with it (detected at run time), plus the nested user "
+              "namespace llm-sandbox-init creates for each execution's view")
+        : Yes("no nested user namespace from llm-sandbox-init; the engine's userns-remap still applies if the daemon "
+              "has it; CapDrop ALL and no-new-privileges hold either way");
+    Add("container.user_namespace", setting, "container.user_namespace", native, docker);
+  }
+
+  void User() {
+    std::string ids = std::to_string(p_.uid) + ":" + std::to_string(p_.gid);
+    Add("container.user", ids, "container.user",
+        Yes("the program runs as " + ids + " inside the box's user namespace, which maps it to an unprivileged "
+            "host id; never 0"),
+        Yes("Config.User \"" + ids + "\""));
+  }
+
+  void Privileges() {
+    Add("privileges", "none (always)", "",
+        Yes("the box holds no capability in the host's user namespace; llm-sandbox-init sets no_new_privs before "
+            "exec, so set-uid files grant nothing"),
+        Yes("HostConfig.CapDrop [\"ALL\"] and SecurityOpt no-new-privileges; no host socket (never docker.sock) is "
+            "mounted"));
+  }
+
+  void Seccomp() {
+    const std::string refused =
+        "refuses mount, unshare/setns, namespace flags of clone, ptrace, process_vm_readv/writev, bpf, keyctl, "
+        "perf_event_open, userfaultfd, io_uring, open_by_handle_at, kexec and module loading, memfd_create, "
+        "execveat(AT_EMPTY_PATH), the TIOCSTI ioctl, and raw, packet, vsock and alg sockets";
+    Enforcement docker = gvisor_
+        ? Yes("HostConfig.SecurityOpt seccomp profile; inside, llm-sandbox-init's filter (" + refused +
+              ") is applied by gVisor's own seccomp implementation")
+        : Yes("HostConfig.SecurityOpt seccomp profile (Docker's default plus only what llm-sandbox-init needs to "
+              "build its view); inside, llm-sandbox-init's filter " + refused);
+    Add("container.seccomp", p_.seccomp, "container.seccomp",
+        Yes("llm-sandbox-init installs the filter before exec; it " + refused), docker);
+  }
+
+  void Network() {
+    if (!p_.network_enabled) {
+      Enforcement docker = gvisor_
+          ? Yes("HostConfig.NetworkMode \"none\"; attempts fail but are not reported (no seccomp user notification "
+                "under gVisor)")
+          : Yes("HostConfig.NetworkMode \"none\"; llm-sandbox-init also answers connect/sendto with an error and "
+                "records a network_attempt alert with the address");
+      Add("network.enabled", "false", "network.enabled",
+          Yes("a new, empty network namespace (no interface but a down loopback); llm-sandbox-init also answers "
+              "connect/sendto with an error and records a network_attempt alert with the address"),
+          docker);
+      return;
+    }
+    Add("network.enabled", "true", "network.enabled",
+        No("the native backend has only an empty network namespace; run this policy on the docker "
+           "backend"),
+        Yes("the container joins the engine's default bridge network (outbound access as the host allows it)"));
+  }
+
+  void Commands() {
+    std::string landlock =
+        "Landlock: EXECUTE and READ_FILE granted per allowed file plus the ELF interpreter (ld.so) it needs; the "
+        "bin directories get only READ_DIR, so every other binary is unreadable and cannot run, not even as "
+        "'ld.so /bin/sh'; writable mounts are noexec; memfd and execveat(AT_EMPTY_PATH) exec are refused by seccomp";
+    Add("commands.allow", List(p_.allow), "commands.allow", Yes(landlock),
+        gvisor_ ? Gvisor("Landlock, so any binary in the image can be executed")
+                : Yes(landlock + " (applied by llm-sandbox-init inside the container)"));
+    std::string watch =
+        "not in commands.allow, so Landlock refuses it; seccomp user notification also watches execve/execveat: "
+        "an exec of a listed path fails with EACCES and raises a denied_exec alert naming it";
+    Add("commands.deny", List(p_.deny), "commands.deny", Yes(watch),
+        gvisor_ ? Gvisor("Landlock or seccomp user notification, so listed paths can run and are not reported")
+                : Yes(watch));
+  }
+
+  void Languages() {
+    std::string setting = "default " + p_.default_language;
+    for (const auto& [name, lang] : p_.languages) {
+      std::string argv;
+      for (const auto& a : lang.command) argv += (argv.empty() ? "" : " ") + a;
+      setting += "; " + name + ": " + argv + " (" + lang.file_name + ")";
+    }
+    const std::string how =
+        "not a kernel control: picks the argv a run uses; the interpreter (command[0]) must pass commands.allow, "
+        "or the run is refused before it starts";
+    Add("languages", setting, "languages", Yes(how), Yes(how));
+  }
+
+  void Resources() {
+    Add("resources.cpu", units::FormatCpu(p_.cpu) + " cores", "resources.cpu",
+        Yes("cgroup v2 cpu.max, or v1 cpu.cfs_quota_us/cpu.cfs_period_us, whichever the host mounts (detected at "
+            "run time)"),
+        Yes("HostConfig.NanoCpus " + std::to_string(static_cast<uint64_t>(p_.cpu * 1e9))));
+    Add("resources.memory", Bytes(p_.memory_bytes), "resources.memory",
+        Yes("cgroup v2 memory.max, or v1 memory.limit_in_bytes (detected at run time); tmpfs pages count; an OOM "
+            "kill is reported as OOM"),
+        Yes("HostConfig.Memory " + std::to_string(p_.memory_bytes) + "; the engine's OOMKilled flag is reported"));
+    Add("resources.pids", std::to_string(p_.pids), "resources.pids",
+        Yes("cgroup pids.max (v2 or v1), counting llm-sandbox-init; a fork past it fails with EAGAIN and is "
+            "reported (pids_limit)"),
+        Yes("HostConfig.PidsLimit " + std::to_string(p_.pids)));
+    const std::string timeout =
+        "wall clock kept by llm-sandbox-init: at the limit the whole pid namespace is killed with SIGKILL (orphans "
+        "and programs that ignore SIGTERM included) and the run is reported as a timeout; the host destroys the "
+        "box if init does not answer";
+    Add("resources.timeout", units::FormatDurationMs(p_.timeout_ms), "resources.timeout", Yes(timeout), Yes(timeout));
+    const std::string output =
+        "llm-sandbox-init counts stdout and stderr together; past the cap the program is killed, the output is "
+        "truncated and the result flagged (output_limit)";
+    Add("resources.output", Bytes(p_.output_bytes), "resources.output", Yes(output), Yes(output));
+    const std::string nofile = "RLIMIT_NOFILE " + std::to_string(p_.open_files) +
+                               " set by llm-sandbox-init before exec; one more open fails with EMFILE";
+    Add("resources.open_files", std::to_string(p_.open_files), "resources.open_files", Yes(nofile), Yes(nofile));
+    const std::string fsize = "RLIMIT_FSIZE " + std::to_string(p_.file_size_bytes) +
+                              " set by llm-sandbox-init before exec (and RLIMIT_CORE 0); a write past it fails "
+                              "with EFBIG";
+    Add("resources.file_size", Bytes(p_.file_size_bytes), "resources.file_size", Yes(fsize), Yes(fsize));
+  }
+
+  void Environment() {
+    std::string env;
+    for (const auto& [k, v] : p_.env) env += (env.empty() ? "" : ", ") + k + "=" + v;
+    const std::string how_env =
+        "llm-sandbox-init builds the program's environment from these; nothing of the host's environment is "
+        "passed through";
+    Add("container.env", env.empty() ? "(none)" : env, "container.env", Yes(how_env), Yes(how_env));
+    const std::string how_wd = "llm-sandbox-init changes to it before exec; a missing directory fails the run";
+    Add("container.workdir", p_.workdir, "container.workdir", Yes(how_wd), Yes(how_wd));
+  }
+
+  void Monitoring() {
+    std::string how = p_.trace
+        ? "every exec and connect/sendto/bind is reported as a trace event (seccomp user notification, watching "
+          "only: the kernel layers decide), besides the alerts"
+        : "alerts only: denied exec, network attempt, refused escape syscall, OOM kill, pids limit, timeout, "
+          "output flood";
+    Add("monitoring.trace", p_.trace ? "true" : "false", "monitoring.trace", Yes(how),
+        gvisor_ ? Gvisor("seccomp user notification, so exec and network attempts are not reported; OOM, pids, "
+                         "timeout and output alerts remain")
+                : Yes(how));
+  }
+
+  void Runtime() {
+    Add("backend", p_.backend, "backend",
+        p_.backend == "docker" ? Yes("not selected: this policy runs on the docker backend only")
+                               : Yes("needs no daemon: unprivileged user namespaces on the host"),
+        p_.backend == "native" ? Yes("not selected: this policy runs on the native backend only")
+                               : Yes("the Docker Engine API over its unix socket (or DOCKER_HOST)"));
+    Add("container.runtime", p_.runtime, "container.runtime",
+        gvisor_ ? No("runsc is a Docker runtime; the native backend does not run gVisor")
+                : Yes("not applicable: runc/runsc choose a Docker runtime"),
+        Yes("HostConfig.Runtime \"" + p_.runtime + "\"" +
+            (gvisor_ ? " (gVisor: a user-space kernel between the program and the host)" : "")));
+  }
+
+  const Policy& p_;
+  bool gvisor_;
+  std::vector<ControlExplanation> out_;
+};
+
+}  // namespace
+
+std::vector<ControlExplanation> ExplainPolicy(const Policy& policy) { return Explainer(policy).Build(); }
+
+std::string FormatExplanation(const Policy& policy) {
+  std::string out = "policy " + policy.name + " (" + policy.source_file + ")\n";
+  out += "backend: " + policy.backend + ", runtime: " + policy.runtime +
+         ". For each control: its setting and where it was set, then how the native and the Docker backend "
+         "enforce it.\n";
+  for (const auto& c : ExplainPolicy(policy)) {
+    out += "\n" + c.control + " = " + c.setting + "  [" + c.source + "]\n";
+    out += "  native: " + std::string(c.native.enforced ? "" : "NOT ENFORCED: ") + c.native.how + "\n";
+    out += "  docker: " + std::string(c.docker.enforced ? "" : "NOT ENFORCED: ") + c.docker.how + "\n";
+  }
+  return out;
+}
+
+nlohmann::json ExplanationJson(const Policy& policy) {
+  nlohmann::json controls = nlohmann::json::array();
+  for (const auto& c : ExplainPolicy(policy)) {
+    controls.push_back({{"control", c.control},
+                        {"setting", c.setting},
+                        {"source", c.source},
+                        {"native", {{"enforced", c.native.enforced}, {"how", c.native.how}}},
+                        {"docker", {{"enforced", c.docker.enforced}, {"how", c.docker.how}}}});
+  }
+  return {{"policy", policy.name},
+          {"file", policy.source_file},
+          {"backend", policy.backend},
+          {"runtime", policy.runtime},
+          {"controls", controls}};
+}
+
+}  // namespace lsb

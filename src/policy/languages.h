@@ -1,0 +1,27 @@
+// Languages: how a program in language X is run (argv with "{file}" and the file's name), and the
+// check that the policy lets that interpreter run at all.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "base/result.h"
+#include "policy/policy.h"
+
+namespace lsb {
+
+// python: /usr/bin/python3 -u {file} (main.py); bash: /bin/bash {file} (main.sh);
+// sh: /bin/sh {file} (main.sh); node: /usr/bin/node {file} (main.js). A policy's `languages:`
+// section overrides or adds to these.
+const std::map<std::string, Language>& BuiltinLanguages();
+
+// Why `language` cannot run under `policy` (unknown, or its interpreter command[0] is denied or
+// not allowed), or OkStatus.
+Status CheckLanguageRunnable(const Policy& policy, const Language& language);
+
+// The language a run uses: `lang`, or the policy's default when `lang` is empty. Errors when the
+// policy does not know it or does not let its interpreter run, e.g. "language 'bash' runs
+// /bin/bash, which commands.deny lists; use a policy that allows it".
+Result<Language> ResolveLanguage(const Policy& policy, const std::string& lang);
+
+}  // namespace lsb

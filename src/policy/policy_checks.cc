@@ -1,0 +1,110 @@
+#include "policy/policy_checks.h"
+
+#include "policy/languages.h"
+#include "policy/units.h"
+
+namespace lsb {
+namespace {
+
+// The position of the first of `keys` the policy set; the file itself (line 1) otherwise, so every
+// diagnostic still carries file:line:column.
+SourcePos PosOf(const Policy& p, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    auto it = p.positions.find(key);
+    if (it != p.positions.end()) return it->second;
+  }
+  return SourcePos{p.source_file, 1, 1};
+}
+
+size_t IndexOf(const std::vector<std::string>& list, const std::string& item) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == item) return i;
+  }
+  return list.size();
+}
+
+}  // namespace
+
+std::vector<PolicyDiagnostic> CheckPolicyConsistency(const Policy& p,
+                                                     const std::vector<std::string>& explicit_languages) {
+  std::vector<PolicyDiagnostic> out;
+  auto report = [&](SourcePos pos, std::string message, std::string hint) {
+    out.push_back(PolicyDiagnostic{std::move(pos), std::move(message), std::move(hint)});
+  };
+
+  for (size_t i = 0; i < p.deny.size(); ++i) {
+    size_t a = IndexOf(p.allow, p.deny[i]);
+    if (a == p.allow.size()) continue;
+    std::string deny_key = "commands.deny[" + std::to_string(i) + "]";
+    std::string allow_key = "commands.allow[" + std::to_string(a) + "]";
+    report(PosOf(p, {deny_key.c_str(), "commands.deny"}),
+           "commands: '" + p.deny[i] + "' is both allowed (" + PosOf(p, {allow_key.c_str()}).ToString() +
+               ") and denied",
+           "remove it from one of the two lists; a path is either allowed or denied");
+  }
+
+  if (p.runtime == "runsc") {
+    if (!p.gvisor_accept_weaker) {
+      report(PosOf(p, {"container.runtime"}),
+             "container.runtime: runsc (gVisor) cannot enforce commands or watch exec/connect: Landlock and "
+             "seccomp user notification do not exist under gVisor",
+             "add 'gvisor_accept_weaker: true' under container: to accept that explicitly, or use runtime: runc");
+    }
+    if (p.backend == "native") {
+      report(PosOf(p, {"container.runtime"}), "container.runtime: runsc needs the docker backend, but backend is native",
+             "write backend: docker (or auto), or runtime: runc");
+    }
+  } else if (p.gvisor_accept_weaker) {
+    report(PosOf(p, {"container.gvisor_accept_weaker"}),
+           "container.gvisor_accept_weaker: only means something with runtime: runsc",
+           "remove the line, or add runtime: runsc under container:");
+  }
+
+  if (p.network_enabled && p.backend == "native") {
+    report(PosOf(p, {"network.enabled"}),
+           "network.enabled: true cannot be enforced by the native backend, which gives the box only an empty "
+           "network namespace",
+           "use backend: docker for a policy with network, or write enabled: false");
+  }
+  if (p.image == "host" && p.backend == "docker") {
+    report(PosOf(p, {"container.image", "backend"}),
+           "container.image: 'host' (the host's system directories) exists only on the native backend",
+           "name a Docker image, e.g. image: python:3.12-slim, or write backend: native (or auto)");
+  }
+
+  for (const auto& mount : p.tmpfs) {
+    if (mount.size_bytes > p.memory_bytes) {
+      report(PosOf(p, {("container.tmpfs." + mount.path).c_str()}),
+             "container.tmpfs " + mount.path + ": size " + units::FormatBytes(mount.size_bytes) +
+                 " is more than resources.memory " + units::FormatBytes(p.memory_bytes),
+             "tmpfs pages count toward the memory limit, so filling it would end in an OOM kill instead of "
+             "ENOSPC; make the size smaller than memory");
+    }
+  }
+
+  const Language* def = p.FindLanguage(p.default_language);
+  if (!def) {
+    std::string known;
+    for (const auto& [name, _] : p.languages) known += (known.empty() ? "" : ", ") + name;
+    report(PosOf(p, {"languages.default", "languages"}),
+           "languages.default: unknown language '" + p.default_language + "'",
+           "write one of: " + known + ", or define it under languages:");
+  } else if (Status s = CheckLanguageRunnable(p, *def); !s.ok()) {
+    report(PosOf(p, {"languages.default", "commands.allow", "commands.deny", "commands"}),
+           "the default language cannot run: " + s.error().message,
+           "add " + def->command[0] + " to commands.allow, or set languages.default to a language it allows");
+  }
+  for (const auto& name : explicit_languages) {
+    if (name == p.default_language) continue;  // reported above
+    const Language* lang = p.FindLanguage(name);
+    if (!lang) continue;
+    if (Status s = CheckLanguageRunnable(p, *lang); !s.ok()) {
+      std::string key = "languages." + name;
+      report(PosOf(p, {key.c_str()}), s.error().message,
+             "add " + lang->command[0] + " to commands.allow, or remove languages." + name);
+    }
+  }
+  return out;
+}
+
+}  // namespace lsb

@@ -1,0 +1,519 @@
+// YAML text -> Policy, one section per function, in the order of docs/policy.md. Each field is
+// read on its own here; checks across fields live in policy_checks.cc.
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "policy/languages.h"
+#include "policy/policy_checks.h"
+#include "policy/policy_loader.h"
+#include "policy/suggest.h"
+#include "policy/tmpfs_options.h"
+#include "policy/units.h"
+#include "policy/yaml_reader.h"
+
+namespace lsb {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"version",  "name",      "description", "backend",   "container",
+                                           "network",  "commands",  "languages",   "resources", "monitoring"};
+const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs",
+                                                 "user_namespace", "seccomp", "user", "workdir", "env"};
+const std::vector<std::string> kNetworkKeys = {"enabled"};
+const std::vector<std::string> kCommandsKeys = {"allow", "deny"};
+const std::vector<std::string> kResourcesKeys = {"cpu", "memory", "timeout", "pids", "output", "open_files", "file_size"};
+const std::vector<std::string> kMonitoringKeys = {"trace"};
+const std::vector<std::string> kLanguageKeys = {"command", "file"};
+
+constexpr uint64_t kDefaultMemory = 512ull << 20;
+constexpr double kDefaultCpu = 1.0;
+
+// "/usr/bin/python3" yes; "python3", "/usr//bin", "/usr/bin/../bin/sh", "/tmp/" no. Sets `why`.
+bool IsCleanAbsolutePath(const std::string& path, std::string* why) {
+  if (path.empty() || path[0] != '/') {
+    *why = "is not an absolute path";
+    return false;
+  }
+  if (path.find_first_of("*?[") != std::string::npos) {
+    *why = "contains a wildcard; patterns are not supported";
+    return false;
+  }
+  if (path.size() > 1 && path.back() == '/') {
+    *why = "ends with '/'";
+    return false;
+  }
+  size_t start = 1;
+  while (start < path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    std::string part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") {
+      *why = "has an empty, '.' or '..' component";
+      return false;
+    }
+    start = slash + 1;
+  }
+  return true;
+}
+
+bool IsUnder(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+class Parser {
+ public:
+  Parser(YamlReader& reader, Policy& policy) : r_(reader), p_(policy) {}
+
+  void Document(const YAML::Node& root) {
+    Field top{"", YAML::Node(), root};
+    if (!root || root.IsNull()) {
+      r_.Report(SourcePos{r_.file(), 1, 1}, "the policy is empty",
+                "start from policies/code-sandbox.yaml; a policy needs at least version: \"1.0\" and name:");
+      return;
+    }
+    if (!root.IsMap()) {
+      r_.Report(root.Mark(), "a policy is a mapping of sections, got " + YamlReader::KindOf(root),
+                "start from policies/code-sandbox.yaml (version, name, container, network, commands, resources)");
+      return;
+    }
+    bool have_version = false, have_name = false;
+    r_.ForEachKnownKey(top, kTopKeys, [&](const Field& f) {
+      const std::string& key = f.path;
+      if (key == "version") {
+        have_version = true;
+        Version(f);
+      } else if (key == "name") {
+        have_name = true;
+        Name(f);
+      } else if (key == "description") {
+        if (auto s = r_.String(f)) Set(f, p_.description, *s);
+      } else if (key == "backend") {
+        Choice(f, {"auto", "native", "docker"}, p_.backend,
+               "auto picks docker when a Docker engine answers and native otherwise");
+      } else if (key == "container") {
+        r_.ForEachKnownKey(f, kContainerKeys, [&](const Field& c) { Container(c); });
+      } else if (key == "network") {
+        r_.ForEachKnownKey(f, kNetworkKeys, [&](const Field& n) {
+          if (auto b = r_.Bool(n)) Set(n, p_.network_enabled, *b);
+        });
+      } else if (key == "commands") {
+        r_.ForEachKnownKey(f, kCommandsKeys, [&](const Field& c) { Commands(c); });
+      } else if (key == "languages") {
+        Languages(f);
+      } else if (key == "resources") {
+        r_.ForEachKnownKey(f, kResourcesKeys, [&](const Field& c) { Resources(c); });
+      } else if (key == "monitoring") {
+        r_.ForEachKnownKey(f, kMonitoringKeys, [&](const Field& m) {
+          if (auto b = r_.Bool(m)) Set(m, p_.trace, *b);
+        });
+      }
+    });
+    if (!have_version) {
+      r_.Report(root.Mark(), "missing key 'version'", "add version: \"1.0\" at the top of the file");
+    }
+    if (!have_name) {
+      r_.Report(root.Mark(), "missing key 'name'",
+                "add name: NAME at the top; a policy is looked up by name as NAME.yaml");
+    }
+  }
+
+  const std::vector<std::string>& explicit_languages() const { return explicit_languages_; }
+
+ private:
+  template <typename T>
+  void Set(const Field& f, T& slot, T value) {
+    slot = std::move(value);
+    p_.positions[f.path] = r_.Pos(f.mark());
+  }
+
+  void Choice(const Field& f, const std::vector<std::string>& options, std::string& slot, const std::string& note) {
+    auto s = r_.String(f);
+    if (!s) return;
+    if (std::find(options.begin(), options.end(), *s) == options.end()) {
+      std::string guess = ClosestMatch(*s, options);
+      r_.Report(f.mark(), f.path + ": unknown value '" + *s + "'",
+                (guess.empty() ? std::string() : "did you mean '" + guess + "'? ") + "write one of: " +
+                    JoinList(options) + (note.empty() ? "" : " (" + note + ")"));
+      return;
+    }
+    Set(f, slot, *s);
+  }
+
+  void Version(const Field& f) {
+    auto s = r_.String(f);
+    if (!s) return;
+    if (*s != "1.0") {
+      r_.Report(f.mark(), "version: unsupported policy version '" + *s + "'",
+                "this llm-sandbox reads version \"1.0\"; write version: \"1.0\"");
+      return;
+    }
+    Set(f, p_.version, *s);
+  }
+
+  void Name(const Field& f) {
+    auto s = r_.String(f);
+    if (!s) return;
+    bool ok = s->size() <= 64 && std::isalnum(static_cast<unsigned char>((*s)[0])) &&
+              std::all_of(s->begin(), s->end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
+    if (!ok) {
+      r_.Report(f.mark(), "name: '" + *s + "' is not a valid policy name",
+                "use letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64 "
+                "characters (it names the file NAME.yaml)");
+      return;
+    }
+    Set(f, p_.name, *s);
+  }
+
+  void Container(const Field& f) {
+    const std::string key = f.key.Scalar();
+    if (key == "image") {
+      if (auto s = r_.String(f)) Set(f, p_.image, *s);
+    } else if (key == "runtime") {
+      Choice(f, {"runc", "runsc"}, p_.runtime, "runsc is gVisor, Docker backend only");
+    } else if (key == "gvisor_accept_weaker") {
+      if (auto b = r_.Bool(f)) Set(f, p_.gvisor_accept_weaker, *b);
+    } else if (key == "read_only") {
+      auto b = r_.Bool(f);
+      if (!b) return;
+      if (!*b) {
+        r_.Report(f.mark(), "container.read_only: false is refused: the root is always read-only",
+                  "remove the line or write true; a writable root would let a program write an executable "
+                  "and run it. Add a tmpfs mount for the paths that must be writable");
+        return;
+      }
+      Set(f, p_.read_only, *b);
+    } else if (key == "tmpfs") {
+      Tmpfs(f);
+    } else if (key == "user_namespace") {
+      if (auto b = r_.Bool(f)) Set(f, p_.user_namespace, *b);
+    } else if (key == "seccomp") {
+      auto s = r_.String(f);
+      if (!s) return;
+      if (*s != "default") {
+        r_.Report(f.mark(), "container.seccomp: unknown profile '" + *s + "'",
+                  "write seccomp: default (the only profile: the sandbox never runs without its filter; "
+                  "docs/policy.md lists what it refuses)");
+        return;
+      }
+      Set(f, p_.seccomp, *s);
+    } else if (key == "user") {
+      User(f);
+    } else if (key == "workdir") {
+      auto s = r_.String(f);
+      if (!s) return;
+      std::string why;
+      if (!IsCleanAbsolutePath(*s, &why)) {
+        r_.Report(f.mark(), "container.workdir: '" + *s + "' " + why, "write an absolute path such as /tmp");
+        return;
+      }
+      Set(f, p_.workdir, *s);
+    } else if (key == "env") {
+      Env(f);
+    }
+  }
+
+  void Tmpfs(const Field& f) {
+    p_.positions[f.path] = r_.Pos(f.mark());
+    r_.ForEachEntry(f, [&](const std::string& path, const Field& e) {
+      std::string why;
+      if (path == "/") {
+        r_.Report(e.key.Mark(), "container.tmpfs: a tmpfs on '/' is refused",
+                  "the root stays read-only; mount tmpfs on a directory such as /tmp");
+        return;
+      }
+      if (!IsCleanAbsolutePath(path, &why)) {
+        r_.Report(e.key.Mark(), "container.tmpfs: mount point '" + path + "' " + why,
+                  "write an absolute path such as /tmp");
+        return;
+      }
+      for (const char* reserved : {"/proc", "/sys", "/dev"}) {
+        if (IsUnder(path, reserved)) {
+          r_.Report(e.key.Mark(), "container.tmpfs: '" + path + "' is under " + reserved + ", which the sandbox builds itself",
+                    "mount tmpfs elsewhere, e.g. /tmp or /home/sandbox");
+          return;
+        }
+      }
+      std::string text;
+      if (e.value.IsScalar()) {
+        text = e.value.Scalar();
+      } else if (!e.value.IsNull()) {
+        r_.Report(e.mark(), e.path + ": expected an option string such as \"size=100M,noexec,nosuid\", got " +
+                                YamlReader::KindOf(e.value),
+                  "write " + path + ": \"size=100M\"");
+        return;
+      }
+      TmpfsMount mount;
+      mount.path = path;
+      auto problems = ParseTmpfsOptions(text, &mount);
+      for (const auto& pr : problems) {
+        r_.Report(r_.PosInScalar(e.value, pr.offset, pr.option), "container.tmpfs " + path + ": " + pr.message, pr.hint);
+      }
+      if (problems.empty()) {
+        p_.tmpfs.push_back(mount);
+        p_.positions["container.tmpfs." + path] = r_.Pos(e.mark());
+      }
+    });
+  }
+
+  void User(const Field& f) {
+    auto s = r_.String(f);
+    if (!s) return;
+    auto number = [](const std::string& t, uint32_t* out) {
+      if (t.empty() || t.size() > 10 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+      uint64_t v = std::stoull(t);
+      if (v >= 0xffffffffull) return false;
+      *out = static_cast<uint32_t>(v);
+      return true;
+    };
+    size_t colon = s->find(':');
+    uint32_t uid = 0, gid = 0;
+    bool ok = number(s->substr(0, colon), &uid) &&
+              (colon == std::string::npos ? (gid = uid, true) : number(s->substr(colon + 1), &gid));
+    if (!ok) {
+      r_.Report(f.mark(), "container.user: '" + *s + "' is not a numeric \"uid:gid\"",
+                "write user: \"1000:1000\" (numbers: names mean different users in different images)");
+      return;
+    }
+    if (uid == 0 || gid == 0) {
+      r_.Report(f.mark(), "container.user: '" + *s + "' runs as root (uid or gid 0), which is refused",
+                "write an unprivileged id such as user: \"1000:1000\"; root inside the box is never needed");
+      return;
+    }
+    p_.uid = uid;
+    p_.gid = gid;
+    p_.positions[f.path] = r_.Pos(f.mark());
+  }
+
+  void Env(const Field& f) {
+    p_.positions[f.path] = r_.Pos(f.mark());
+    r_.ForEachEntry(f, [&](const std::string& name, const Field& e) {
+      bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+      if (!ok) {
+        r_.Report(e.key.Mark(), "container.env: '" + name + "' is not a valid variable name",
+                  "use letters, digits and '_', not starting with a digit");
+        return;
+      }
+      if (name.rfind("LD_", 0) == 0) {
+        r_.Report(e.key.Mark(), "container.env: " + name + " is refused",
+                  "remove it; the dynamic loader's variables load code that commands.allow never approved");
+        return;
+      }
+      if (!e.value.IsScalar()) {
+        if (e.value.IsNull()) {
+          p_.env[name] = "";
+          return;
+        }
+        r_.Report(e.mark(), e.path + ": expected a value, got " + YamlReader::KindOf(e.value),
+                  "write " + name + ": \"VALUE\"");
+        return;
+      }
+      p_.env[name] = e.value.Scalar();
+    });
+  }
+
+  void Commands(const Field& f) {
+    auto items = r_.ScalarList(f);
+    if (!items) return;
+    std::vector<std::string>& list = f.key.Scalar() == "allow" ? p_.allow : p_.deny;
+    p_.positions[f.path] = r_.Pos(f.mark());
+    std::set<std::string> seen;
+    for (size_t i = 0; i < items->size(); ++i) {
+      const Field& item = (*items)[i];
+      const std::string& path = item.value.Scalar();
+      std::string why;
+      if (!IsCleanAbsolutePath(path, &why)) {
+        r_.Report(item.value.Mark(), f.path + ": '" + path + "' " + why,
+                  "write the executable's absolute path, e.g. /usr/bin/" +
+                      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1));
+        continue;
+      }
+      if (!seen.insert(path).second) {
+        r_.Report(item.value.Mark(), f.path + ": '" + path + "' is listed twice", "remove one of the two entries");
+        continue;
+      }
+      p_.positions[f.path + "[" + std::to_string(list.size()) + "]"] = r_.Pos(item.value.Mark());
+      list.push_back(path);
+    }
+  }
+
+  void Languages(const Field& f) {
+    p_.positions[f.path] = r_.Pos(f.mark());
+    r_.ForEachEntry(f, [&](const std::string& name, const Field& e) {
+      if (name == "default") {
+        if (auto s = r_.String(e)) Set(e, p_.default_language, *s);
+        return;
+      }
+      bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+        return std::islower(c) || std::isdigit(c) || c == '_' || c == '-' || c == '+';
+      });
+      if (!ok) {
+        r_.Report(e.key.Mark(), "languages: '" + name + "' is not a valid language name",
+                  "use lower-case letters, digits, '_', '-' or '+' (e.g. python, node, cpp)");
+        return;
+      }
+      auto builtin = BuiltinLanguages().find(name);
+      Language lang = builtin != BuiltinLanguages().end() ? builtin->second : Language{name, {}, ""};
+      bool have_command = false, have_file = false, bad = false;
+      size_t errors_before = r_.diagnostics().size();
+      r_.ForEachKnownKey(e, kLanguageKeys, [&](const Field& k) {
+        if (k.key.Scalar() == "command") {
+          auto items = r_.ScalarList(k);
+          if (!items) return;
+          have_command = true;
+          lang.command.clear();
+          for (const auto& item : *items) lang.command.push_back(item.value.Scalar());
+          if (lang.command.empty()) {
+            r_.Report(k.mark(), k.path + ": the command is empty",
+                      "write command: [\"/usr/bin/ruby\", \"{file}\"] (interpreter path first)");
+            bad = true;
+            return;
+          }
+          std::string why;
+          if (!IsCleanAbsolutePath(lang.command[0], &why)) {
+            r_.Report((*items)[0].value.Mark(), k.path + ": the interpreter '" + lang.command[0] + "' " + why,
+                      "write its absolute path first (e.g. /usr/bin/" + lang.command[0] +
+                          "); it must also be in commands.allow");
+            bad = true;
+            return;
+          }
+          bool mentions_file = std::any_of(lang.command.begin(), lang.command.end(),
+                                           [](const std::string& a) { return a.find("{file}") != std::string::npos; });
+          if (!mentions_file) {
+            r_.Report(k.mark(), k.path + ": no argument contains {file}, so the program would never be read",
+                      "add \"{file}\" where the program's path goes, e.g. [\"" + lang.command[0] + "\", \"{file}\"]");
+            bad = true;
+            return;
+          }
+          p_.positions[k.path] = r_.Pos(k.mark());
+        } else {
+          auto s = r_.String(k);
+          if (!s) return;
+          if (s->find('/') != std::string::npos || *s == "." || *s == "..") {
+            r_.Report(k.mark(), k.path + ": '" + *s + "' must be a plain file name", "write e.g. file: main.rb");
+            bad = true;
+            return;
+          }
+          have_file = true;
+          lang.file_name = *s;
+          p_.positions[k.path] = r_.Pos(k.mark());
+        }
+      });
+      if (bad || r_.diagnostics().size() != errors_before) return;
+      if (builtin == BuiltinLanguages().end() && (!have_command || !have_file)) {
+        r_.Report(e.key.Mark(), "languages." + name + ": a new language needs both 'command' and 'file'",
+                  "write " + name + ": {command: [\"/usr/bin/" + name + "\", \"{file}\"], file: main." + name + "}");
+        return;
+      }
+      p_.languages[name] = lang;
+      p_.positions["languages." + name] = r_.Pos(e.key.Mark());
+      explicit_languages_.push_back(name);
+    });
+  }
+
+  void Resources(const Field& f) {
+    const std::string key = f.key.Scalar();
+    if (!f.value.IsScalar() || f.value.Scalar().empty()) {
+      r_.Report(f.mark(), f.path + ": expected a single value, got " + YamlReader::KindOf(f.value),
+                "write " + key + ": VALUE on one line (docs/policy.md lists the units)");
+      return;
+    }
+    const std::string& text = f.value.Scalar();
+    if (key == "cpu") {
+      auto v = units::ParseCpu(text);
+      if (!v.ok()) return Bad(f, v.error().message, "write cpu: 0.5 (half a core), cpu: 2 or cpu: \"500m\"");
+      if (*v <= 0) return Bad(f, "must be more than 0", "write the number of cores the program may use, e.g. 0.5");
+      Set(f, p_.cpu, *v);
+    } else if (key == "memory" || key == "output" || key == "file_size") {
+      auto v = units::ParseBytes(text);
+      if (!v.ok()) return Bad(f, v.error().message, "write a size such as 256M (MiB), 1G, 512k or a number of bytes");
+      if (*v == 0) return Bad(f, "must be more than 0", "write a size such as " + std::string(key == "memory" ? "256M" : "1M"));
+      uint64_t& slot = key == "memory" ? p_.memory_bytes : key == "output" ? p_.output_bytes : p_.file_size_bytes;
+      Set(f, slot, *v);
+    } else if (key == "timeout") {
+      auto v = units::ParseDurationMs(text);
+      if (!v.ok()) return Bad(f, v.error().message, "write timeout: 30 (seconds), \"30s\", \"500ms\" or \"2m\"");
+      if (*v == 0) return Bad(f, "must be more than 0", "write a wall-clock limit such as 30s");
+      Set(f, p_.timeout_ms, *v);
+    } else if (key == "pids" || key == "open_files") {
+      bool digits = text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 9;
+      if (!digits) {
+        return Bad(f, "'" + text + "' is not a whole number" + (text[0] == '-' ? " (it is negative)" : ""),
+                   "write a plain count such as " + key + ": " + (key == "pids" ? "128" : "256"));
+      }
+      uint64_t v = std::stoull(text);
+      uint64_t minimum = key == "pids" ? 2 : 3;
+      if (v < minimum) {
+        return Bad(f, "must be at least " + std::to_string(minimum),
+                   key == "pids" ? "llm-sandbox-init counts as one process of the box; allow at least 2, e.g. 64"
+                                 : "stdin, stdout and stderr take 3; allow e.g. 256");
+      }
+      if (key == "pids") {
+        Set(f, p_.pids, static_cast<uint32_t>(v));
+      } else {
+        Set(f, p_.open_files, v);
+      }
+    }
+  }
+
+  void Bad(const Field& f, const std::string& message, const std::string& hint) {
+    r_.Report(f.mark(), f.path + ": " + message, hint);
+  }
+
+  YamlReader& r_;
+  Policy& p_;
+  std::vector<std::string> explicit_languages_;
+};
+
+}  // namespace
+
+PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& file_name) {
+  PolicyParse out;
+  YamlReader reader(file_name, yaml_text);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::ParserException& e) {
+    reader.Report(e.mark, "YAML syntax error: " + e.msg,
+                  "check the indentation (spaces, not tabs) and quoting near here; a mapping is 'key: value' "
+                  "with a space after the colon");
+    out.diagnostics = reader.diagnostics();
+    return out;
+  } catch (const YAML::Exception& e) {
+    reader.Report(e.mark, "YAML error: " + e.msg, "check the file is valid YAML");
+    out.diagnostics = reader.diagnostics();
+    return out;
+  }
+
+  Policy policy;
+  policy.source_file = file_name;
+  policy.cpu = kDefaultCpu;
+  policy.memory_bytes = kDefaultMemory;
+  policy.image = "host";
+  policy.languages = BuiltinLanguages();
+  Parser parser(reader, policy);
+  parser.Document(root);
+  if (!reader.diagnostics().empty()) {
+    out.diagnostics = reader.diagnostics();
+    return out;
+  }
+  // Left out: commands.allow is the default language's interpreter, so a minimal policy runs.
+  if (!policy.positions.count("commands.allow")) {
+    if (const Language* lang = policy.FindLanguage(policy.default_language); lang && !lang->command.empty()) {
+      policy.allow.push_back(lang->command[0]);
+    }
+  }
+  out.diagnostics = CheckPolicyConsistency(policy, parser.explicit_languages());
+  if (out.diagnostics.empty()) out.policy = std::move(policy);
+  return out;
+}
+
+Result<Policy> ParsePolicyText(std::string_view yaml_text, const std::string& file_name) {
+  PolicyParse parsed = ParsePolicyDetailed(yaml_text, file_name);
+  if (!parsed.policy) return Error{FormatDiagnostics(parsed.diagnostics)};
+  return std::move(*parsed.policy);
+}
+
+}  // namespace lsb
