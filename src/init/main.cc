@@ -1,6 +1,129 @@
-// llm-sandbox-init: PID 1 of every box. Placeholder until the supervisor lands.
-#include <cstdio>
-int main() {
-  std::fputs("llm-sandbox-init: not built yet\n", stderr);
-  return 70;
+// llm-sandbox-init: PID 1 of every box (DESIGN §2, §3; the protocol is docs/protocol.md).
+//
+// The setup is an ordered checklist; each step fails closed with a kError that names the control
+// it could not enforce. Frames go to fd 1 only; diagnostics go to fd 2.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <exception>
+
+#include "base/unique_fd.h"
+#include "init/diag.h"
+#include "init/exec_policy.h"
+#include "init/landlock.h"
+#include "init/mounts.h"
+#include "init/notify_watch.h"
+#include "init/seccomp_filter.h"
+#include "init/spawn.h"
+#include "init/stream.h"
+#include "init/supervisor.h"
+
+namespace lsb::init {
+namespace {
+
+using protocol::BoxSetup;
+using protocol::FrameType;
+
+struct Setup {
+  BoxSetup box;
+  ExecPolicy exec;
+  UniqueFd ruleset;
+  int landlock_abi = 0;
+};
+
+Status Prepare(Setup& s) {
+  const BoxSetup& box = s.box;
+  // 1. The contract: protocol version, an unprivileged program, PID 1 of a pid namespace (the
+  //    wall timeout and the end of each run kill "every process but init").
+  if (box.protocol != protocol::kProtocolVersion)
+    return Error{"protocol version " + std::to_string(box.protocol) + " is not supported (init speaks " +
+                 std::to_string(protocol::kProtocolVersion) + ")"};
+  if (box.uid == 0 || box.gid == 0) return Error{"the program must not run as uid/gid 0"};
+  if (::getpid() != 1)
+    return Error{"init must be PID 1 of the box's pid namespace (timeouts kill the whole namespace)"};
+  if (box.mode != "build_root" && box.mode != "in_place")
+    return Error{"mode must be \"build_root\" or \"in_place\": \"" + box.mode + "\""};
+  // 2. Kernel features, before touching anything: fail closed if a control is unenforceable.
+  s.landlock_abi = LandlockAbi();
+  if (s.landlock_abi < 1)
+    return Error{"commands: Landlock is unavailable (kernel without CONFIG_SECURITY_LANDLOCK or lsm= without landlock); cannot restrict executables"};
+  LSB_TRY(NotifyWatch::Probe());
+  // 3. The filesystem view.
+  if (box.mode == "build_root") {
+    auto st = BuildRoot(box);
+    if (!st.ok()) return st.error().Wrap("filesystem (build_root)");
+  } else {
+    auto st = CheckInPlace(box);
+    if (!st.ok()) return st.error().Wrap("filesystem (in_place)");
+  }
+  // 4. Which files may be executed, resolved in the finished view; the Landlock ruleset.
+  auto exec = ExecPolicy::Resolve(box.allow, box.deny, [](const std::string& w) { Diag(w); });
+  if (!exec.ok()) return exec.error();
+  s.exec = std::move(*exec);
+  auto rs = CreateRuleset(s.landlock_abi, PlanRules(box, s.exec), box.network_enabled);
+  if (!rs.ok()) return rs.error();
+  s.ruleset = std::move(*rs);
+  // 5. The seccomp programs compile (checked once here; the child loads them per run).
+  auto progs = BuildSeccompPrograms(256);
+  if (!progs.ok()) return progs.error().Wrap("seccomp");
+  return OkStatus();
 }
+
+int Main() {
+  // fd 2 must exist (diagnostics); fds 0 and 1 are the stream.
+  if (::fcntl(2, F_GETFD) < 0) ::open("/dev/null", O_WRONLY);
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  UniqueFd sigfd(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) {
+    Diag("signalfd failed");
+    return 70;
+  }
+  Stream stream(0, 1);
+
+  auto first = stream.Read();
+  if (!first.ok()) {
+    Diag("no setup frame: " + first.error().message);
+    return first.error().message == "eof" ? 0 : 65;
+  }
+  if (first->type != FrameType::kSetup) {
+    (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", "the first frame must be kSetup", 0});
+    return 65;
+  }
+  Setup s;
+  try {
+    s.box = nlohmann::json::parse(first->payload).get<BoxSetup>();
+  } catch (const std::exception& e) {
+    (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("bad BoxSetup: ") + e.what(), 0});
+    return 65;
+  }
+  auto st = Prepare(s);
+  if (!st.ok()) {
+    Diag("setup failed: " + st.error().message);
+    (void)stream.SendJson(FrameType::kError, protocol::InitError{"setup", st.error().message, st.error().sys_errno});
+    return 1;
+  }
+  if (!stream.SendJson(FrameType::kReady, protocol::InitReady{protocol::kProtocolVersion, s.landlock_abi, s.box.mode}).ok())
+    return 0;
+
+  Supervisor sup(stream, sigfd.get(), s.box, s.exec, s.ruleset.get());
+  auto served = sup.Serve();
+  // Leaving PID 1 kills whatever is left in the namespace; do it explicitly anyway.
+  ::kill(-1, SIGKILL);
+  if (!served.ok()) {
+    Diag(served.error().message);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace lsb::init
+
+int main() { return lsb::init::Main(); }

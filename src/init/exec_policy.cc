@@ -1,0 +1,120 @@
+#include "init/exec_policy.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "base/unique_fd.h"
+#include "init/elf_interp.h"
+
+namespace lsb::init {
+namespace {
+
+std::optional<std::string> RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  if (::realpath(p.c_str(), buf) == nullptr) return std::nullopt;
+  return std::string(buf);
+}
+
+std::string ReadHead(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  char buf[256];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// Adds what `exe` needs to start (its ELF interpreter, or its "#!" interpreter and that one's
+// ELF interpreter), recursing a little for "#!" chains.
+Status AddSupport(const std::string& exe, std::set<std::string>& support, int depth) {
+  if (depth > 4) return Error{"interpreter chain too deep at " + exe};
+  std::string head = ReadHead(exe);
+  if (auto interp = ParseShebang(head)) {
+    auto real = RealPath(*interp);
+    if (!real) return Error{exe + ": its interpreter " + *interp + " does not exist in the box"};
+    support.insert(*real);
+    return AddSupport(*real, support, depth + 1);
+  }
+  LSB_ASSIGN_OR_RETURN(ElfInfo elf, ReadElfInfo(exe));
+  if (!elf.interp.empty()) {
+    auto real = RealPath(elf.interp);
+    if (!real) return Error{exe + ": its ELF interpreter " + elf.interp + " does not exist in the box"};
+    support.insert(*real);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string JoinPath(std::string_view base, std::string_view path) {
+  std::vector<std::string_view> parts;
+  auto push = [&](std::string_view s) {
+    size_t i = 0;
+    while (i <= s.size()) {
+      size_t j = s.find('/', i);
+      if (j == std::string_view::npos) j = s.size();
+      std::string_view seg = s.substr(i, j - i);
+      if (seg == "..") {
+        if (!parts.empty()) parts.pop_back();
+      } else if (!seg.empty() && seg != ".") {
+        parts.push_back(seg);
+      }
+      i = j + 1;
+    }
+  };
+  if (path.empty() || path[0] != '/') push(base);
+  push(path);
+  std::string out;
+  for (auto p : parts) {
+    out += '/';
+    out += p;
+  }
+  return out.empty() ? "/" : out;
+}
+
+Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
+                                       const std::vector<std::string>& deny,
+                                       const std::function<void(const std::string&)>& warn) {
+  std::set<std::string> denied, denied_raw;
+  for (const auto& d : deny) {
+    if (d.empty() || d[0] != '/') return Error{"commands.deny: not an absolute path: " + d};
+    denied_raw.insert(JoinPath("/", d));
+    if (auto real = RealPath(d)) denied.insert(*real);
+  }
+  std::set<std::string> allowed, support;
+  for (const auto& a : allow) {
+    if (a.empty() || a[0] != '/') return Error{"commands.allow: not an absolute path: " + a};
+    auto real = RealPath(a);
+    if (!real) {
+      warn("commands.allow: " + a + " does not exist in the box; skipped");
+      continue;
+    }
+    if (denied.count(*real) || denied_raw.count(JoinPath("/", a))) {
+      warn("commands.allow: " + a + " is also denied; deny wins");
+      continue;
+    }
+    struct stat st;
+    if (::stat(real->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      warn("commands.allow: " + a + " is not a regular file; skipped");
+      continue;
+    }
+    allowed.insert(*real);
+    auto st2 = AddSupport(*real, support, 0);
+    if (!st2.ok()) return st2.error().Wrap("commands.allow");
+  }
+  return ExecPolicy(std::move(allowed), std::move(denied), std::move(denied_raw), std::move(support));
+}
+
+ExecDecision ExecPolicy::Decide(const std::string& raw, const std::optional<std::string>& real) const {
+  ExecDecision d;
+  bool listed = denied_raw_.count(raw) > 0 || (real && denied_.count(*real) > 0);
+  if (listed) return ExecDecision{false, true, "listed in commands.deny"};
+  if (!real) return d;  // nothing there: the kernel answers ENOENT itself
+  if (allowed_.count(*real)) return d;
+  return ExecDecision{false, false, "not in commands.allow"};
+}
+
+}  // namespace lsb::init

@@ -1,0 +1,132 @@
+#include "init/seccomp_filter.h"
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "base/unique_fd.h"
+
+namespace lsb::init {
+namespace {
+
+struct CtxDeleter {
+  void operator()(void* c) const { seccomp_release(c); }
+};
+using Ctx = std::unique_ptr<void, CtxDeleter>;
+
+Status Rule(const Ctx& ctx, uint32_t action, const char* name, std::initializer_list<scmp_arg_cmp> args = {}) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return OkStatus();  // not a syscall on this architecture
+  int rc = seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(args.size()),
+                                  args.size() ? args.begin() : nullptr);
+  if (rc != 0) return Error{std::string("seccomp: rule for ") + name + ": " + std::strerror(-rc), -rc};
+  return OkStatus();
+}
+
+Result<std::vector<sock_filter>> Export(const Ctx& ctx) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return Error::FromErrno("seccomp: pipe");
+  UniqueFd r(p[0]), w(p[1]);
+  int rc = seccomp_export_bpf(ctx.get(), w.get());
+  if (rc != 0) return Error{std::string("seccomp: export BPF: ") + std::strerror(-rc), -rc};
+  w.reset();
+  std::string bytes;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(r.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno("seccomp: read BPF");
+    if (n == 0) break;
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+  if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) return Error{"seccomp: bad BPF export"};
+  std::vector<sock_filter> prog(bytes.size() / sizeof(sock_filter));
+  std::memcpy(prog.data(), bytes.data(), bytes.size());
+  return prog;
+}
+
+Result<Ctx> NewCtx(uint32_t def) {
+  Ctx ctx(seccomp_init(def));
+  if (!ctx) return Error{"seccomp: seccomp_init failed"};
+  // Foreign-architecture calls (int 0x80, x32) are killed outright: no filter was written for them.
+  seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
+  return ctx;
+}
+
+Result<std::vector<sock_filter>> BuildEscape() {
+  LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  for (const char* name :
+       {"mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace",
+        "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd", "bpf",
+        "keyctl", "add_key", "request_key", "perf_event_open", "userfaultfd", "io_uring_setup",
+        "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at",
+        "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+        "memfd_create", "memfd_secret", "swapon", "swapoff", "reboot", "acct", "syslog",
+        "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+        "quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "iopl", "ioperm", "fanotify_init",
+        "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+        "uselib", "nfsservctl", "_sysctl", "vm86", "vm86old", "create_module", "get_kernel_syms",
+        "query_module", "ustat", "sysfs"})
+    LSB_TRY(Rule(ctx, eperm, name));
+  // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
+  LSB_TRY(Rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
+  for (uint64_t f : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
+                     CLONE_NEWPID, CLONE_NEWNET})
+    LSB_TRY(Rule(ctx, eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, f, f)}));
+  // fexecve of a memfd or any fd: execveat(fd, "", AT_EMPTY_PATH) is invisible to Landlock.
+  LSB_TRY(Rule(ctx, eperm, "execveat", {SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)}));
+  // ioctl's cmd is an unsigned int: compare the low 32 bits only, or high garbage slips past.
+  for (uint64_t cmd : {0x5412ULL /* TIOCSTI */, 0x541CULL /* TIOCLINUX */})
+    LSB_TRY(Rule(ctx, eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, cmd)}));
+  // A program's own USER_NOTIF listener would take precedence over ours for the calls we watch.
+  LSB_TRY(Rule(ctx, eperm, "seccomp",
+               {SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER)}));
+  // Socket families: only AF_UNIX (1), AF_INET (2), AF_INET6 (10). Any value with high bits set is
+  // >= 11 as a 64-bit number, so the kernel's int truncation cannot smuggle a family through.
+  for (const char* call : {"socket", "socketpair"}) {
+    LSB_TRY(Rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), call, {SCMP_A0(SCMP_CMP_EQ, 0)}));
+    for (uint64_t fam = 3; fam <= 9; ++fam) LSB_TRY(Rule(ctx, eperm, call, {SCMP_A0(SCMP_CMP_EQ, fam)}));
+    LSB_TRY(Rule(ctx, eperm, call, {SCMP_A0(SCMP_CMP_GE, 11)}));
+    for (uint64_t type : {uint64_t{SOCK_RAW}, uint64_t{SOCK_PACKET}})
+      LSB_TRY(Rule(ctx, eperm, call, {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)}));
+  }
+  return Export(ctx);
+}
+
+Result<std::vector<sock_filter>> BuildWatch(int handoff_fd) {
+  LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
+  for (const char* name : {"execve", "execveat", "connect", "sendto", "sendmmsg", "bind"})
+    LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
+  LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, "sendmsg",
+               {SCMP_A0(SCMP_CMP_NE, static_cast<uint64_t>(handoff_fd))}));
+  return Export(ctx);
+}
+
+}  // namespace
+
+Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd) {
+  SeccompPrograms p;
+  LSB_ASSIGN_OR_RETURN(p.escape, BuildEscape());
+  LSB_ASSIGN_OR_RETURN(p.watch, BuildWatch(handoff_fd));
+  return p;
+}
+
+int LoadSeccompProgram(const std::vector<sock_filter>& prog, bool new_listener) {
+  sock_fprog fprog{static_cast<unsigned short>(prog.size()), const_cast<sock_filter*>(prog.data())};
+  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                    new_listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fprog));
+}
+
+}  // namespace lsb::init

@@ -1,0 +1,34 @@
+// The two seccomp filters every program runs under (DESIGN §3, "seccomp").
+//
+// 1. The escape filter: the kernel refuses the escape surface with EPERM (mount, namespaces,
+//    ptrace, bpf, keyctl, io_uring, module loading, memfd exec, TIOCSTI...; clone3 gets ENOSYS so
+//    libc falls back to clone, whose flags a filter can see).
+// 2. The watch filter: execve, execveat, connect, sendto, sendmsg, sendmmsg and bind are sent to
+//    init (SECCOMP_RET_USER_NOTIF, one listener). ERRNO outranks USER_NOTIF, so a call the escape
+//    filter refuses is never even shown to init.
+//
+// Both are compiled once at setup (libseccomp, exported as BPF) and loaded by each run's child.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <vector>
+
+#include "base/result.h"
+
+namespace lsb::init {
+
+struct SeccompPrograms {
+  std::vector<sock_filter> escape;
+  std::vector<sock_filter> watch;
+};
+
+// `handoff_fd` is the one descriptor the child may sendmsg() on without being watched (it carries
+// the listener to init). It is numbered at RLIMIT_NOFILE, so the program can never own that number.
+Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd);
+
+// Child side, async-signal-safe. Returns the listener fd for the watch program (flags:
+// SECCOMP_FILTER_FLAG_NEW_LISTENER) or -1 with errno.
+int LoadSeccompProgram(const std::vector<sock_filter>& prog, bool new_listener);
+
+}  // namespace lsb::init

@@ -1,0 +1,50 @@
+// Starting one program: fork, then in the child the ordered confinement before execve
+// (new session, stdio, cwd, oom_score_adj, rlimits, uid/gid, no_new_privs, Landlock, seccomp,
+// listener hand-off, every other fd closed). The parent receives the seccomp listener.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "init/seccomp_filter.h"
+
+namespace lsb::init {
+
+struct SpawnParams {
+  std::string path;                // what execve gets (already resolved through PATH)
+  std::vector<std::string> argv;
+  std::vector<std::string> env;    // "K=V"
+  std::string workdir;
+  uint64_t nofile = 256;           // RLIMIT_NOFILE; the hand-off fd is numbered exactly this
+  uint64_t file_size = 64ull << 20;
+  uint32_t uid = 1000;
+  uint32_t gid = 1000;
+  bool stdin_pipe = false;         // else /dev/null
+  int ruleset_fd = -1;             // Landlock
+  const SeccompPrograms* seccomp = nullptr;  // built for handoff fd == nofile
+};
+
+struct Spawned {
+  pid_t pid = -1;
+  UniqueFd listener;   // seccomp user-notification fd
+  UniqueFd control;    // SOCK_SEQPACKET: "X<errno>" if execve failed; EOF once it succeeded
+  UniqueFd stdin_w;    // invalid unless stdin_pipe
+  UniqueFd stdout_r;
+  UniqueFd stderr_r;
+};
+
+// On an error in the child before execve, the child is reaped and the error (with the child's
+// words and errno) is returned: the run could not be confined, so it does not happen.
+Result<Spawned> Spawn(const SpawnParams& p);
+
+// After Spawn, once `control` is readable: 0 when execve succeeded (EOF), else execve's errno.
+int ReadExecOutcome(int control_fd);
+
+// The highest fd number that lets the hand-off trick work for `nofile` (init's own hard limit).
+Result<uint64_t> CheckNofile(uint64_t nofile);
+
+}  // namespace lsb::init

@@ -1,0 +1,396 @@
+#include "init/supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/io.h"
+#include "init/diag.h"
+#include "init/notify_watch.h"
+#include "init/spawn.h"
+
+namespace lsb::init {
+
+using protocol::Event;
+using protocol::ExitReport;
+using protocol::FrameType;
+using protocol::RunSpec;
+
+namespace {
+
+uint64_t NowMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+uint64_t TvMs(const timeval& tv) {
+  return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
+}
+
+std::string Substitute(std::string s, const std::string& file) {
+  for (size_t at = s.find("{file}"); at != std::string::npos; at = s.find("{file}", at + file.size()))
+    s.replace(at, 6, file);
+  return s;
+}
+
+// argv[0] without a slash is looked up in the run's PATH, inside the box.
+std::string ResolveCommand(const std::string& name, const std::string& path_var) {
+  if (name.find('/') != std::string::npos) return name;
+  size_t i = 0;
+  while (i <= path_var.size()) {
+    size_t j = path_var.find(':', i);
+    if (j == std::string::npos) j = path_var.size();
+    std::string cand = path_var.substr(i, j - i) + "/" + name;
+    struct stat st;
+    if (j > i && ::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return cand;
+    i = j + 1;
+  }
+  return name;
+}
+
+void SetNonBlocking(int fd) {
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+}  // namespace
+
+void FillStatus(const RunOutcome& o, ExitReport& r) {
+  if (o.exited) {
+    if (WIFEXITED(o.wait_status)) {
+      r.exit_code = WEXITSTATUS(o.wait_status);
+    } else if (WIFSIGNALED(o.wait_status)) {
+      r.signal = WTERMSIG(o.wait_status);
+      r.exit_code = 128 + r.signal;
+    }
+  }
+  if (o.exec_failed) {
+    r.status = (o.exec_errno == EACCES || o.exec_errno == EPERM) ? "denied" : "error";
+    r.exit_code = o.exec_errno == ENOENT ? 127 : 126;
+    r.signal = 0;
+  } else if (o.timed_out) {
+    r.status = "timeout";
+  } else if (o.output_limited) {
+    r.status = "output_limit";
+  } else if (o.killed_by_host) {
+    r.status = "killed";
+  } else if (r.signal != 0) {
+    r.status = "killed";
+  } else {
+    r.status = r.exit_code == 0 ? "ok" : "error";
+  }
+}
+
+Status Supervisor::Serve() {
+  for (;;) {
+    auto f = stream_.Read();
+    if (!f.ok()) {
+      if (f.error().message == "eof") return OkStatus();
+      return f.error();
+    }
+    switch (f->type) {
+      case FrameType::kRun: {
+        RunSpec spec;
+        try {
+          spec = nlohmann::json::parse(f->payload).get<RunSpec>();
+        } catch (const std::exception& e) {
+          LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("bad RunSpec: ") + e.what(), 0}));
+          break;
+        }
+        auto code = stream_.Read();
+        if (!code.ok()) return code.error().message == "eof" ? OkStatus() : code.error();
+        if (code->type != FrameType::kCode) {
+          LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", "kRun must be followed by kCode", 0}));
+          break;
+        }
+        bool shutdown = false;
+        auto st = Run(spec, code->payload, &shutdown);
+        if (!st.ok()) {
+          if (st.error().message == "eof") return OkStatus();
+          LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"run", st.error().message, st.error().sys_errno}));
+        }
+        if (shutdown) return OkStatus();
+        break;
+      }
+      case FrameType::kShutdown:
+        return OkStatus();
+      case FrameType::kKill:
+      case FrameType::kStdin:
+      case FrameType::kStdinEof:
+        break;  // late frames for a run that already ended
+      default:
+        LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("unexpected frame ") + protocol::FrameTypeName(f->type), 0}));
+    }
+  }
+}
+
+Status Supervisor::WriteProgram(const RunSpec& spec, const std::string& code) {
+  const std::string& n = spec.file_name;
+  if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos || n.find('\0') != std::string::npos)
+    return Error{"file_name must be a plain file name: \"" + n + "\""};
+  if (DIR* d = ::opendir(setup_.job_dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string old = e->d_name;
+      if (old != "." && old != "..") ::unlink((setup_.job_dir + "/" + old).c_str());
+    }
+    ::closedir(d);
+  }
+  std::string path = setup_.job_dir + "/" + n;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!fd) return Error::FromErrno("write the program to " + path);
+  return WriteAll(fd.get(), code);
+}
+
+Result<const SeccompPrograms*> Supervisor::ProgramsFor(uint64_t nofile) {
+  auto& slot = programs_[nofile];
+  if (!slot) {
+    LSB_ASSIGN_OR_RETURN(SeccompPrograms p, BuildSeccompPrograms(static_cast<int>(nofile)));
+    slot = std::make_unique<SeccompPrograms>(std::move(p));
+  }
+  return slot.get();
+}
+
+Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutdown) {
+  if (spec.argv.empty()) return Error{"RunSpec.argv is empty"};
+  LSB_TRY(WriteProgram(spec, code));
+  LSB_ASSIGN_OR_RETURN(uint64_t nofile, CheckNofile(spec.nofile));
+  LSB_ASSIGN_OR_RETURN(const SeccompPrograms* progs, ProgramsFor(nofile));
+
+  const std::string file = setup_.job_dir + "/" + spec.file_name;
+  SpawnParams p;
+  for (const auto& a : spec.argv) p.argv.push_back(Substitute(a, file));
+  std::map<std::string, std::string> env = spec.env;
+  env.emplace("PATH", "/usr/local/bin:/usr/bin:/bin");
+  env.emplace("HOME", spec.workdir);
+  for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
+  p.path = ResolveCommand(p.argv[0], env["PATH"]);
+  p.workdir = spec.workdir;
+  p.nofile = nofile;
+  p.file_size = spec.file_size_bytes;
+  p.uid = setup_.uid;
+  p.gid = setup_.gid;
+  p.stdin_pipe = spec.stdin_follows;
+  p.ruleset_fd = ruleset_fd_;
+  p.seccomp = progs;
+
+  rusage before{};
+  ::getrusage(RUSAGE_CHILDREN, &before);
+  const uint64_t start = NowMs();
+  LSB_ASSIGN_OR_RETURN(Spawned child, Spawn(p));
+  SetNonBlocking(child.stdout_r.get());
+  SetNonBlocking(child.stderr_r.get());
+  SetNonBlocking(child.stdin_w.get());
+
+  NotifyWatch watch(std::move(child.listener), WatchConfig{&exec_, setup_.network_enabled, setup_.trace});
+  UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!timer) return Error::FromErrno("timerfd_create");
+  itimerspec its{};
+  uint64_t tmo = spec.timeout_ms ? spec.timeout_ms : 1;
+  its.it_value.tv_sec = static_cast<time_t>(tmo / 1000);
+  its.it_value.tv_nsec = static_cast<long>(tmo % 1000) * 1000000;
+  ::timerfd_settime(timer.get(), 0, &its, nullptr);
+
+  RunOutcome out;
+  ExitReport report;
+  uint64_t forwarded = 0, end_ms = 0, max_rss_kb = 0;
+  bool killed_all = false, children_gone = false, stdin_eof = false;
+  std::string stdin_pending;
+
+  auto emit = [&](Event ev) {
+    ev.time_ms = NowMs() - start;
+    auto st = stream_.SendJson(FrameType::kEvent, ev);
+    (void)st;  // a broken stream shows up as EOF on the read side
+  };
+  auto kill_all = [&] {
+    // PID 1 of the box's pid namespace: -1 reaches every other process in it, trap '' TERM and
+    // re-parented grandchildren included.
+    if (!killed_all) ::kill(-1, SIGKILL);
+    killed_all = true;
+  };
+  auto alert = [&](const char* kind, const char* rule, std::string msg) {
+    Event ev;
+    ev.kind = kind;
+    ev.severity = "warning";
+    ev.rule = rule;
+    ev.message = std::move(msg);
+    ev.decision = "denied";
+    emit(std::move(ev));
+  };
+  auto reap = [&] {
+    for (;;) {
+      int status;
+      rusage ru{};
+      pid_t pid = ::wait4(-1, &status, WNOHANG, &ru);
+      if (pid > 0) {
+        max_rss_kb = std::max<uint64_t>(max_rss_kb, static_cast<uint64_t>(ru.ru_maxrss));
+        if (pid == child.pid) {
+          out.exited = true;
+          out.wait_status = status;
+          end_ms = NowMs();
+        }
+        continue;
+      }
+      if (pid < 0 && errno == EINTR) continue;
+      children_gone = pid < 0 && errno == ECHILD;
+      return;
+    }
+  };
+  auto pump_output = [&](UniqueFd& fd, FrameType type, uint64_t& counter) {
+    static char buf[kMaxDataChunk];
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) fd.reset();
+      return;
+    }
+    if (n == 0) {
+      fd.reset();
+      return;
+    }
+    counter += static_cast<uint64_t>(n);
+    uint64_t room = forwarded < spec.output_limit_bytes ? spec.output_limit_bytes - forwarded : 0;
+    size_t fwd = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
+    if (fwd > 0) {
+      (void)stream_.Send(type, std::string_view(buf, fwd));
+      forwarded += fwd;
+    }
+    if (fwd < static_cast<size_t>(n)) {
+      report.truncated = true;
+      if (!out.output_limited && !out.timed_out && !out.killed_by_host) {
+        out.output_limited = true;
+        alert("output_limit", "output_flood",
+              "output exceeded " + std::to_string(spec.output_limit_bytes) + " bytes: program killed, output truncated");
+      }
+      kill_all();
+    }
+  };
+
+  for (;;) {
+    if (out.exited && !killed_all) kill_all();  // background leftovers do not outlive their run
+    if (killed_all) reap();
+    if (killed_all && children_gone && !child.stdout_r && !child.stderr_r) break;
+
+    pollfd fds[8];
+    int nfds = 0;
+    auto add = [&](int fd, short ev) -> int {
+      if (fd < 0) return -1;
+      fds[nfds] = {fd, ev, 0};
+      return nfds++;
+    };
+    int i_stream = add(stream_.in_fd(), POLLIN);
+    int i_out = add(child.stdout_r.get(), POLLIN);
+    int i_err = add(child.stderr_r.get(), POLLIN);
+    int i_watch = add(watch.fd(), POLLIN);
+    int i_ctl = add(child.control.get(), POLLIN);
+    int i_sig = add(sigfd_, POLLIN);
+    int i_timer = out.exited ? -1 : add(timer.get(), POLLIN);
+    int i_stdin = stdin_pending.empty() ? -1 : add(child.stdin_w.get(), POLLOUT);
+    if (::poll(fds, static_cast<nfds_t>(nfds), -1) < 0) {
+      if (errno == EINTR) continue;
+      kill_all();
+      return Error::FromErrno("poll");
+    }
+    auto ready = [&](int i) { return i >= 0 && (fds[i].revents & (fds[i].events | POLLHUP | POLLERR)); };
+
+    if (ready(i_watch)) {
+      if (fds[i_watch].revents & POLLIN) {
+        auto st = watch.HandleOne(emit);
+        if (!st.ok()) {
+          Diag(st.error().message);
+        }
+      } else {
+        watch.Close();  // POLLHUP: no process is left under the filter
+      }
+    }
+    if (ready(i_ctl)) {
+      int err = ReadExecOutcome(child.control.get());
+      if (err != 0) {
+        out.exec_failed = true;
+        out.exec_errno = err;
+        std::string m = "llm-sandbox-init: cannot execute " + p.path + ": " + std::strerror(err) + "\n";
+        (void)stream_.Send(FrameType::kStderr, m);
+      }
+      child.control.reset();
+    }
+    if (ready(i_out)) pump_output(child.stdout_r, FrameType::kStdout, report.stdout_bytes);
+    if (ready(i_err)) pump_output(child.stderr_r, FrameType::kStderr, report.stderr_bytes);
+    if (ready(i_sig)) {
+      signalfd_siginfo si[8];
+      while (::read(sigfd_, si, sizeof si) > 0) {
+      }
+      reap();
+    }
+    if (ready(i_timer)) {
+      uint64_t ticks;
+      if (::read(timer.get(), &ticks, sizeof ticks) < 0) ticks = 0;
+      if (!out.output_limited && !out.killed_by_host && !out.exited) {
+        out.timed_out = true;
+        alert("timeout", "timeout", "wall timeout of " + std::to_string(spec.timeout_ms) + " ms: every process killed");
+      }
+      kill_all();
+    }
+    if (ready(i_stdin)) {
+      ssize_t n = ::write(child.stdin_w.get(), stdin_pending.data(), stdin_pending.size());
+      if (n > 0) {
+        stdin_pending.erase(0, static_cast<size_t>(n));
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        stdin_pending.clear();  // EPIPE: the program closed its stdin
+        child.stdin_w.reset();
+      }
+    }
+    if (stdin_eof && stdin_pending.empty()) child.stdin_w.reset();
+    if (ready(i_stream)) {
+      auto more = stream_.Pump();
+      if (!more.ok() || !*more) {
+        kill_all();  // the host is gone: nobody will read the result
+        return Error{"eof"};
+      }
+      for (;;) {
+        auto f = stream_.Next();
+        if (!f.ok()) {
+          kill_all();
+          return f.error();
+        }
+        if (!*f) break;
+        switch ((*f)->type) {
+          case FrameType::kStdin:
+            if (child.stdin_w) stdin_pending += (*f)->payload;
+            break;
+          case FrameType::kStdinEof:
+            stdin_eof = true;
+            if (stdin_pending.empty()) child.stdin_w.reset();
+            break;
+          case FrameType::kShutdown:
+            *shutdown = true;
+            [[fallthrough]];
+          case FrameType::kKill:
+            if (!out.timed_out && !out.output_limited) out.killed_by_host = !out.exited;
+            kill_all();
+            break;
+          default:
+            (void)stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("unexpected frame during a run: ") + protocol::FrameTypeName((*f)->type), 0});
+        }
+      }
+    }
+  }
+
+  rusage after{};
+  ::getrusage(RUSAGE_CHILDREN, &after);
+  report.cpu_ms = (TvMs(after.ru_utime) + TvMs(after.ru_stime)) - (TvMs(before.ru_utime) + TvMs(before.ru_stime));
+  report.max_rss_bytes = max_rss_kb * 1024;
+  report.duration_ms = (end_ms ? end_ms : NowMs()) - start;
+  FillStatus(out, report);
+  return stream_.SendJson(FrameType::kExit, report);
+}
+
+}  // namespace lsb::init

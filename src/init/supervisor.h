@@ -1,0 +1,54 @@
+// The run loop (DESIGN §2): after the view is built, init waits for kRun + kCode, starts the
+// program confined (spawn.h), and watches it in one poll loop over the control stream, the
+// program's stdout/stderr pipes, the seccomp listener, a signalfd for SIGCHLD and a timerfd for
+// the wall timeout. Output is forwarded in <= 64 KiB frames up to the cap; alerts go out as they
+// happen; kExit closes the run once every process of it is gone (leftovers are killed).
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "base/result.h"
+#include "init/exec_policy.h"
+#include "init/seccomp_filter.h"
+#include "init/stream.h"
+#include "protocol/messages.h"
+
+namespace lsb::init {
+
+class Supervisor {
+ public:
+  Supervisor(Stream& stream, int signal_fd, const protocol::BoxSetup& setup, const ExecPolicy& exec,
+             int ruleset_fd)
+      : stream_(stream), sigfd_(signal_fd), setup_(setup), exec_(exec), ruleset_fd_(ruleset_fd) {}
+
+  // Serves runs until kShutdown or the end of the stream (then everything is killed).
+  Status Serve();
+
+ private:
+  // Returns an error for kError{stage:"run"}; Error{"eof"} when the host went away mid-run.
+  Status Run(const protocol::RunSpec& spec, const std::string& code, bool* shutdown);
+  Status WriteProgram(const protocol::RunSpec& spec, const std::string& code);
+  Result<const SeccompPrograms*> ProgramsFor(uint64_t nofile);
+
+  Stream& stream_;
+  int sigfd_;
+  const protocol::BoxSetup& setup_;
+  const ExecPolicy& exec_;
+  int ruleset_fd_;
+  std::map<uint64_t, std::unique_ptr<SeccompPrograms>> programs_;  // by hand-off fd number
+};
+
+// Status of a finished run, pure: what ExitReport.status/exit_code/signal say.
+struct RunOutcome {
+  bool exec_failed = false;
+  int exec_errno = 0;
+  bool timed_out = false;
+  bool output_limited = false;
+  bool killed_by_host = false;
+  bool exited = false;   // main program reaped
+  int wait_status = 0;
+};
+void FillStatus(const RunOutcome& o, protocol::ExitReport& r);
+
+}  // namespace lsb::init
