@@ -1,0 +1,79 @@
+#include "runtime/docker/container_spec.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace lsb::docker {
+
+std::string TmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev) {
+  char m[16];
+  std::snprintf(m, sizeof(m), "%o", mode);
+  std::string o = "rw";
+  if (size_bytes) o += ",size=" + std::to_string(size_bytes);
+  o += std::string(",mode=") + m;
+  if (noexec) o += ",noexec";
+  if (nosuid) o += ",nosuid";
+  if (nodev) o += ",nodev";
+  return o;
+}
+
+nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
+  using nlohmann::json;
+  json tmpfs = json::object();
+  for (const auto& t : policy.tmpfs)
+    tmpfs[t.path] = TmpfsOptions(t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev);
+  // World-writable + sticky because init runs as the policy's unprivileged uid (no CAP_CHOWN to
+  // give itself the directory); Landlock inside makes the program file read-only to the program.
+  if (!tmpfs.contains(kJobDir)) tmpfs[kJobDir] = TmpfsOptions(kJobDirBytes, 01777, true, true, true);
+
+  json security_opt = json::array({"no-new-privileges"});
+  if (!in.seccomp_profile_json.empty()) security_opt.push_back("seccomp=" + in.seccomp_profile_json);
+
+  json host = {
+      {"Binds", json::array({in.init_host_path + ":" + kInitInContainer + ":ro"})},
+      {"ReadonlyRootfs", policy.read_only},
+      {"Tmpfs", tmpfs},
+      {"NetworkMode", policy.network_enabled ? "bridge" : "none"},
+      {"CapDrop", json::array({"ALL"})},
+      {"SecurityOpt", security_opt},
+      {"PidsLimit", policy.pids},
+      {"IpcMode", "private"},
+      {"Init", false},        // our init is PID 1, not the engine's tini
+      {"AutoRemove", false},  // we remove it ourselves, after reading OOMKilled
+      {"Privileged", false},
+      {"Runtime", policy.runtime.empty() ? "runc" : policy.runtime},
+      // Core dumps never leave the box; init sets the program's own limits (RunSpec).
+      {"Ulimits", json::array({json{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}}})},
+  };
+  if (policy.memory_bytes) {
+    host["Memory"] = policy.memory_bytes;
+    host["MemorySwap"] = policy.memory_bytes;  // equal: no swap on top of the limit
+  }
+  if (policy.cpu > 0) host["NanoCpus"] = static_cast<int64_t>(std::llround(policy.cpu * 1e9));
+
+  json labels = {{kLabelOwner, in.owner}, {kLabelPolicy, policy.name}};
+  if (in.pooled) labels[kLabelPool] = "1";
+
+  return json{
+      {"Image", in.image},
+      {"Entrypoint", json::array({kInitInContainer})},
+      {"Cmd", json::array()},
+      {"User", std::to_string(policy.uid) + ":" + std::to_string(policy.gid)},
+      {"WorkingDir", "/"},
+      {"Hostname", "sandbox"},
+      {"Env", json::array({"PATH=/usr/local/bin:/usr/bin:/bin"})},
+      {"Labels", labels},
+      // The init protocol travels on stdin/stdout of the attach connection; no TTY, so stdout and
+      // stderr arrive multiplexed and init's diagnostics (stderr) stay apart from its frames.
+      {"AttachStdin", true},
+      {"AttachStdout", true},
+      {"AttachStderr", true},
+      {"OpenStdin", true},
+      {"StdinOnce", false},
+      {"Tty", false},
+      {"NetworkDisabled", !policy.network_enabled},
+      {"HostConfig", host},
+  };
+}
+
+}  // namespace lsb::docker

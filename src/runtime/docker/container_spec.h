@@ -1,0 +1,39 @@
+// Policy -> the body of POST /containers/create (DESIGN §3, outer box). Pure: no I/O, unit-tested.
+// Every control the policy states is mapped to an engine field; what cannot be mapped is refused by
+// DockerBackend::Check before a spec is ever built.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/policy.h"
+
+namespace lsb::docker {
+
+// Where init lives inside every container (bind-mounted read-only from the host).
+inline constexpr const char* kInitInContainer = "/.llm-sandbox/init";
+// A small tmpfs init writes the program file into (noexec: the interpreter reads it).
+inline constexpr const char* kJobDir = "/run/job";
+inline constexpr uint64_t kJobDirBytes = 16ull << 20;
+
+// Labels: every container we create carries kLabelOwner, so orphans are found by label.
+inline constexpr const char* kLabelOwner = "io.llm-sandbox.owner";    // "<host>/<pid>/<start time>"
+inline constexpr const char* kLabelPolicy = "io.llm-sandbox.policy";  // policy name, for humans
+inline constexpr const char* kLabelPool = "io.llm-sandbox.pool";      // "1" for warm-pool boxes
+
+struct SpecInputs {
+  std::string image;         // the engine image (after the image map)
+  std::string init_host_path;  // absolute path of the static llm-sandbox-init on the engine's host
+  std::string owner;         // kLabelOwner value
+  bool pooled = false;
+  std::string seccomp_profile_json;  // empty: the engine's default profile
+};
+
+// The tmpfs options string Docker expects ("rw,size=67108864,mode=1777,noexec,nosuid,nodev").
+std::string TmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev);
+
+nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in);
+
+}  // namespace lsb::docker

@@ -1,0 +1,133 @@
+#include "runtime/docker/docker_box.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "base/io.h"
+
+namespace lsb::docker {
+namespace {
+
+// Where cgroupfs (v1) and systemd/v2 drivers put a container's cgroup directories.
+std::vector<std::string> CgroupDirs(const std::string& controller, const std::string& id) {
+  return {"/sys/fs/cgroup/" + controller + "/docker/" + id,
+          "/sys/fs/cgroup/" + controller + "/system.slice/docker-" + id + ".scope",
+          "/sys/fs/cgroup/docker/" + id, "/sys/fs/cgroup/system.slice/docker-" + id + ".scope"};
+}
+
+std::optional<std::string> ReadCgroupFile(const std::string& controller, const std::string& id,
+                                          const std::string& file) {
+  for (const auto& dir : CgroupDirs(controller, id)) {
+    auto r = ReadFile(dir + "/" + file);
+    if (r.ok()) return *r;
+  }
+  return std::nullopt;
+}
+
+// "key value" lines (memory.oom_control, pids.events, memory.events).
+std::optional<uint64_t> KeyedValue(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string k;
+  uint64_t v;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> Number(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  uint64_t v = std::strtoull(text->c_str(), &end, 10);
+  if (end == text->c_str()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
+  BoxVerdict v;
+  bool local = engine.endpoint().kind == Endpoint::Kind::kUnix;
+  if (local) {
+    if (auto oc = ReadCgroupFile("memory", cid, "memory.oom_control")) {  // v1
+      if (auto n = KeyedValue(*oc, "oom_kill")) v.oom_kill_count = *n;
+    } else if (auto ev = ReadCgroupFile("", cid, "memory.events")) {  // v2
+      if (auto n = KeyedValue(*ev, "oom_kill")) v.oom_kill_count = *n;
+    }
+    auto peak = Number(ReadCgroupFile("memory", cid, "memory.max_usage_in_bytes"));
+    if (!peak) peak = Number(ReadCgroupFile("", cid, "memory.peak"));
+    v.memory_peak_bytes = peak;
+    if (auto pe = ReadCgroupFile("pids", cid, "pids.events")) {
+      if (auto n = KeyedValue(*pe, "max")) v.pids_limit_events = *n;
+    }
+    if (auto cpu = Number(ReadCgroupFile("cpuacct", cid, "cpuacct.usage"))) v.cpu_ns = cpu;
+  }
+  // The engine's view: OOMKilled survives the container's death; stats only while it runs.
+  auto insp = engine.InspectContainer(cid);
+  if (insp.ok() && insp->contains("State")) {
+    const auto& st = (*insp)["State"];
+    if (st.value("OOMKilled", false) && v.oom_kill_count == 0) v.oom_kill_count = 1;
+  }
+  if (!local || !v.memory_peak_bytes) {
+    auto stats = engine.ContainerStats(cid);
+    if (stats.ok() && stats->is_object()) {
+      const auto& mem = stats->value("memory_stats", Json::object());
+      if (mem.contains("max_usage") && mem["max_usage"].is_number_unsigned())
+        v.memory_peak_bytes = mem["max_usage"].get<uint64_t>();
+      const auto& cpu = stats->value("cpu_stats", Json::object());
+      if (!v.cpu_ns && cpu.contains("cpu_usage") && cpu["cpu_usage"].contains("total_usage"))
+        v.cpu_ns = cpu["cpu_usage"]["total_usage"].get<uint64_t>();
+    }
+  }
+  v.oom_killed = v.oom_kill_count > 0;
+  v.pids_limit_hit = v.pids_limit_events > 0;
+  return v;
+}
+
+Result<std::unique_ptr<DockerBox>> DockerBox::Launch(std::shared_ptr<const EngineClient> engine,
+                                                     const nlohmann::json& spec) {
+  LSB_ASSIGN_OR_RETURN(std::string cid, engine->CreateContainer(spec));
+  // From here the object owns the container: an early return removes it.
+  std::unique_ptr<DockerBox> box(new DockerBox(engine, cid));
+  auto hj = engine->Hijack("/containers/" + cid + "/attach?stream=1&stdin=1&stdout=1&stderr=1");
+  if (!hj.ok()) return hj.error().Wrap("attach to container " + cid.substr(0, 12));
+  LSB_ASSIGN_OR_RETURN(box->pump_, StreamPump::Start(std::move(hj->fd), std::move(hj->initial), box->id()));
+  auto st = engine->StartContainer(cid);
+  if (!st.ok()) return st.error();
+  return box;
+}
+
+DockerBox::~DockerBox() {
+  // Remove with force kills init and everything in the box; the pump then sees EOF.
+  auto st = engine_->RemoveContainer(container_id_, /*force=*/true);
+  if (!st.ok()) std::fprintf(stderr, "llm-sandbox: %s (it will be removed as an orphan later)\n", st.error().message.c_str());
+  pump_.reset();
+}
+
+BoxVerdict DockerBox::Verdict() { return ReadVerdict(*engine_, container_id_); }
+
+void DockerBox::Kill() {
+  auto st = engine_->KillContainer(container_id_);
+  if (!st.ok()) std::fprintf(stderr, "llm-sandbox: %s\n", st.error().message.c_str());
+}
+
+std::string DockerBox::Diagnostics() {
+  std::string d = pump_ ? pump_->Diagnostics() : std::string();
+  if (death_note_.empty() && pump_ && !pump_->alive()) {
+    // Why did it end? Inspect says (exit code, OOM, an engine error such as a bad seccomp profile).
+    auto insp = engine_->InspectContainer(container_id_);
+    if (insp.ok() && insp->contains("State")) {
+      const auto& s = (*insp)["State"];
+      death_note_ = "container " + container_id_.substr(0, 12) + " " + s.value("Status", "?") + ", exit code " +
+                    std::to_string(s.value("ExitCode", -1)) + (s.value("OOMKilled", false) ? ", OOM killed" : "");
+      std::string err = s.value("Error", "");
+      if (!err.empty()) death_note_ += ", engine error: " + err;
+    } else if (!insp.ok()) {
+      death_note_ = insp.error().message;
+    }
+  }
+  if (!death_note_.empty()) d += (d.empty() || d.back() == '\n' ? "" : "\n") + death_note_ + "\n";
+  return d;
+}
+
+}  // namespace lsb::docker

@@ -1,0 +1,49 @@
+// One container whose PID 1 is llm-sandbox-init, with the attach stream pumped onto a socketpair.
+// Owning the object owns the container: the destructor kills and removes it (RAII), whatever path
+// the caller took.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/backend.h"
+#include "runtime/docker/engine_client.h"
+#include "runtime/docker/stream_pump.h"
+
+namespace lsb::docker {
+
+class DockerBox : public Box {
+ public:
+  // create -> attach -> start (attach before start, so not one byte of init's output is lost).
+  // On any failure the container is removed before returning the error.
+  static Result<std::unique_ptr<DockerBox>> Launch(std::shared_ptr<const EngineClient> engine,
+                                                   const nlohmann::json& spec);
+  ~DockerBox() override;
+
+  int stream_fd() const override { return pump_->fd(); }
+  BoxVerdict Verdict() override;
+  void Kill() override;
+  std::string id() const override { return "docker-" + container_id_.substr(0, 12); }
+  std::string Diagnostics() override;
+
+  const std::string& container_id() const { return container_id_; }
+  // The stream still flows (init has not exited, the engine has not dropped us).
+  bool alive() const { return pump_ && pump_->alive(); }
+
+ private:
+  DockerBox(std::shared_ptr<const EngineClient> engine, std::string id)
+      : engine_(std::move(engine)), container_id_(std::move(id)) {}
+
+  std::shared_ptr<const EngineClient> engine_;
+  std::string container_id_;
+  std::unique_ptr<StreamPump> pump_;
+  std::string death_note_;  // how the container ended, once known
+};
+
+// The box's cgroup counters read straight from the host's cgroup files when the engine is local
+// (exact: OOM kill count, pids.max hits, memory peak), else from the engine's stats.
+BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& container_id);
+
+}  // namespace lsb::docker

@@ -1,0 +1,81 @@
+// A Docker Engine API client: one short connection per call (unix socket or tcp), the API version
+// negotiated once through GET /version, every call bounded in time. Immutable after Open(), so one
+// client is shared by all threads. Works with any engine that speaks the Docker API (Podman too).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "runtime/docker/endpoint.h"
+#include "runtime/docker/http_codec.h"
+
+namespace lsb::docker {
+
+using Json = nlohmann::json;
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds call_timeout{30000};  // creating or removing a container can take seconds
+};
+
+// A hijacked connection (attach): raw bidirectional bytes, plus what arrived with the headers.
+struct Hijacked {
+  UniqueFd fd;
+  std::string initial;
+};
+
+class EngineClient {
+ public:
+  // The newest API version this client was written and tested against, and the oldest it accepts.
+  static constexpr const char* kMaxApiVersion = "1.43";
+  static constexpr const char* kMinApiVersion = "1.40";
+
+  // Connects, asks GET /version, and settles on min(engine's version, kMaxApiVersion).
+  static Result<EngineClient> Open(const Endpoint& ep, ClientOptions opts = {});
+
+  const Endpoint& endpoint() const { return ep_; }
+  const std::string& api_version() const { return api_version_; }
+  const Json& version_info() const { return version_info_; }
+
+  // One request on the versioned API ("/containers/json" -> "/v1.41/containers/json").
+  Result<HttpResponse> Call(const std::string& method, const std::string& path, const std::string& body = "",
+                            std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const;
+  // Call + "2xx or an Error carrying the engine's message" + the body parsed as JSON (null if empty).
+  Result<Json> CallJson(const std::string& method, const std::string& path, const Json& body = nullptr,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const;
+  // POST path with Upgrade: tcp; on success the connection is a raw stream (no I/O timeout left on it).
+  Result<Hijacked> Hijack(const std::string& path) const;
+
+  // Typed helpers over the calls the backend uses.
+  Result<Json> Info() const;
+  Result<bool> ImageExists(const std::string& image) const;
+  Result<std::string> CreateContainer(const Json& spec, const std::string& name = "") const;
+  Status StartContainer(const std::string& id) const;
+  Status KillContainer(const std::string& id, const std::string& signal = "KILL") const;
+  // force: kill first when running. Removing a container that is already gone is success.
+  Status RemoveContainer(const std::string& id, bool force = true) const;
+  Result<Json> InspectContainer(const std::string& id) const;
+  // One stats sample, without the engine's 1 s wait for a second one.
+  Result<Json> ContainerStats(const std::string& id) const;
+  // Containers (running or not) carrying label `key=value` (or just `key` when value is empty).
+  Result<Json> ListContainers(const std::string& label_key, const std::string& label_value = "") const;
+
+ private:
+  EngineClient(Endpoint ep, ClientOptions opts) : ep_(std::move(ep)), opts_(opts) {}
+  Result<HttpResponse> RawCall(const HttpRequest& req, std::chrono::milliseconds timeout) const;
+
+  Endpoint ep_;
+  ClientOptions opts_;
+  std::string api_version_;
+  Json version_info_;
+};
+
+// "1.41" < "1.43"
+int CompareApiVersions(const std::string& a, const std::string& b);
+
+}  // namespace lsb::docker

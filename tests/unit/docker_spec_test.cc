@@ -1,0 +1,112 @@
+// Policy -> container create body, endpoint parsing and the image map's docker section.
+#include <gtest/gtest.h>
+
+#include "runtime/docker/container_spec.h"
+#include "runtime/docker/endpoint.h"
+#include "runtime/docker/image_resolver.h"
+
+namespace lsb::docker {
+namespace {
+
+Policy SeedLike() {
+  Policy p;
+  p.name = "code-sandbox";
+  p.image = "python:3.12-slim";
+  p.read_only = true;
+  TmpfsMount t;
+  t.path = "/tmp";
+  t.size_bytes = 100ull << 20;
+  t.mode = 01777;
+  t.noexec = true;
+  t.nosuid = true;
+  t.nodev = true;
+  p.tmpfs.push_back(t);
+  p.cpu = 0.5;
+  p.memory_bytes = 256ull << 20;
+  p.pids = 64;
+  return p;
+}
+
+TEST(DockerSpec, MapsEveryOuterControl) {
+  SpecInputs in{"llm-sandbox/python:3.11-test", "/opt/lsb/llm-sandbox-init", "host/42/777", false, ""};
+  auto s = BuildContainerSpec(SeedLike(), in);
+  EXPECT_EQ(s["Image"], "llm-sandbox/python:3.11-test");
+  EXPECT_EQ(s["Entrypoint"][0], kInitInContainer);
+  EXPECT_EQ(s["User"], "1000:1000");
+  EXPECT_EQ(s["Tty"], false);
+  EXPECT_EQ(s["OpenStdin"], true);
+  EXPECT_EQ(s["StdinOnce"], false);
+  EXPECT_EQ(s["Labels"][kLabelOwner], "host/42/777");
+  const auto& h = s["HostConfig"];
+  EXPECT_EQ(h["ReadonlyRootfs"], true);
+  EXPECT_EQ(h["NetworkMode"], "none");
+  EXPECT_EQ(h["CapDrop"][0], "ALL");
+  EXPECT_EQ(h["SecurityOpt"][0], "no-new-privileges");
+  EXPECT_EQ(h["Memory"], 256ull << 20);
+  EXPECT_EQ(h["MemorySwap"], 256ull << 20);
+  EXPECT_EQ(h["NanoCpus"], 500000000);
+  EXPECT_EQ(h["PidsLimit"], 64);
+  EXPECT_EQ(h["Runtime"], "runc");
+  EXPECT_EQ(h["Binds"][0], "/opt/lsb/llm-sandbox-init:/.llm-sandbox/init:ro");
+  EXPECT_EQ(h["Tmpfs"]["/tmp"], "rw,size=104857600,mode=1777,noexec,nosuid,nodev");
+  EXPECT_EQ(h["Tmpfs"][kJobDir], "rw,size=16777216,mode=1777,noexec,nosuid,nodev");
+}
+
+TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
+  Policy p = SeedLike();
+  p.network_enabled = true;
+  p.runtime = "runsc";
+  p.memory_bytes = 0;
+  p.cpu = 0;
+  SpecInputs in{"img", "/init", "o", true, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}"};
+  auto s = BuildContainerSpec(p, in);
+  const auto& h = s["HostConfig"];
+  EXPECT_EQ(h["NetworkMode"], "bridge");
+  EXPECT_EQ(h["Runtime"], "runsc");
+  EXPECT_FALSE(h.contains("Memory"));
+  EXPECT_FALSE(h.contains("NanoCpus"));
+  EXPECT_EQ(h["SecurityOpt"][1], "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}");
+  EXPECT_EQ(s["Labels"][kLabelPool], "1");
+}
+
+TEST(DockerEndpoint, Parses) {
+  auto u = ParseEndpoint("unix:///run/podman/podman.sock");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->kind, Endpoint::Kind::kUnix);
+  EXPECT_EQ(u->path, "/run/podman/podman.sock");
+  auto t = ParseEndpoint("tcp://127.0.0.1:2375");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->host, "127.0.0.1");
+  EXPECT_EQ(t->port, 2375);
+  EXPECT_EQ(t->ToString(), "tcp://127.0.0.1:2375");
+  auto v6 = ParseEndpoint("tcp://[::1]:2375");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->ToString(), "tcp://[::1]:2375");
+  EXPECT_FALSE(ParseEndpoint("tcp://host").ok());
+  EXPECT_FALSE(ParseEndpoint("unix://relative").ok());
+  EXPECT_FALSE(ParseEndpoint("ssh://me@host").ok());
+  EXPECT_FALSE(ParseEndpoint("tcp://h:99999").ok());
+}
+
+TEST(DockerImages, DockerSectionAndEnv) {
+  auto m = ImageResolver::ParseDockerSection(
+      "images:\n  \"python:3.12-slim\": host\ndocker:\n  \"python:3.12-slim\": llm-sandbox/python:3.11-test\n",
+      "images.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->at("python:3.12-slim"), "llm-sandbox/python:3.11-test");
+  auto bad = ImageResolver::ParseDockerSection("docker:\n  a: [1, 2]\n", "f.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("f.yaml:2"), std::string::npos);
+  auto e = ImageResolver::ParseEnv("a=b,python:3.12-slim=local/py:1");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->at("python:3.12-slim"), "local/py:1");
+  EXPECT_FALSE(ImageResolver::ParseEnv("nonsense").ok());
+  ImageResolver r;
+  r.Set("x", "y");
+  EXPECT_EQ(r.Map("x"), "y");
+  EXPECT_EQ(r.Map("z"), "z");
+}
+
+}  // namespace
+}  // namespace lsb::docker
