@@ -91,7 +91,7 @@ class Parser {
         if (auto s = r_.String(f)) Set(f, p_.description, *s);
       } else if (key == "backend") {
         Choice(f, {"auto", "native", "docker"}, p_.backend,
-               "auto picks docker when a Docker engine answers and native otherwise");
+               "auto lets llm-sandbox pick one at run time");
       } else if (key == "container") {
         r_.ForEachKnownKey(f, kContainerKeys, [&](const Field& c) { Container(c); });
       } else if (key == "network") {

@@ -110,6 +110,7 @@ Result<uint64_t> ParseDurationMs(std::string_view raw) {
   while (!rest.empty()) {
     auto number = TakeNumber(rest, nullptr);
     if (!number) return NotA("a duration", s, kDurationExamples);
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);  // "30 s"
     size_t u = 0;
     while (u < rest.size() && std::isalpha(static_cast<unsigned char>(rest[u]))) ++u;
     std::string unit = Lower(rest.substr(0, u));

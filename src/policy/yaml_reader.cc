@@ -125,7 +125,7 @@ std::optional<bool> YamlReader::Bool(const Field& f) {
     if (s == "false") return false;
   }
   Report(f.mark(), f.path + ": expected true or false, got " + KindOf(f.value),
-         "write " + f.key.Scalar() + ": true  or  " + f.key.Scalar() + ": false (unquoted)");
+         "write " + f.key.Scalar() + ": true  or  " + f.key.Scalar() + ": false");
   return std::nullopt;
 }
 
