@@ -1,0 +1,148 @@
+"""`llm-sandbox policy check|explain` driven through the real binary (stdlib only).
+
+LSB_BUILD_DIR points at the build directory holding llm-sandbox; LSB_SOURCE_DIR at the repo.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import unittest
+
+SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+SEED = "policies/code-sandbox.yaml"
+BAD_DIR = "tests/policies/bad"
+
+
+def policy_cli(*args, env=None):
+    full_env = dict(os.environ)
+    full_env.pop("LLM_SANDBOX_POLICY_DIR", None)
+    full_env.update(env or {})
+    return subprocess.run([BINARY, "policy", *args], capture_output=True, text=True, timeout=60,
+                          cwd=SOURCE_DIR, env=full_env)
+
+
+def expectations(path):
+    """The '# expect: LINE:COL: message' lines at the top of a bad policy file."""
+    out = []
+    with open(os.path.join(SOURCE_DIR, path)) as f:
+        for line in f:
+            if not line.startswith("# expect"):
+                break
+            if line.startswith("# expect: "):
+                out.append(line[len("# expect: "):].rstrip("\n"))
+    return out
+
+
+@unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
+class PolicyCheckTest(unittest.TestCase):
+    def test_seed_is_ok(self):
+        proc = policy_cli("check", SEED)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, f"ok: code-sandbox ({SEED})\n")
+        self.assertEqual(proc.stderr, "")
+
+    def test_all_shipped_policies_are_ok(self):
+        files = sorted(glob.glob("policies/*.yaml", root_dir=SOURCE_DIR))
+        self.assertGreaterEqual(len(files), 4)
+        proc = policy_cli("check", *files)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(len(proc.stdout.splitlines()), len(files))
+
+    def test_by_name_through_the_search_path(self):
+        proc = policy_cli("check", "python-strict")  # ./policies, relative to the repo
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("ok: python-strict", proc.stdout)
+
+    def test_every_bad_file_fails_with_its_position(self):
+        files = sorted(glob.glob(f"{BAD_DIR}/*.yaml", root_dir=SOURCE_DIR))
+        self.assertGreaterEqual(len(files), 15)
+        for path in files:
+            with self.subTest(path=path):
+                proc = policy_cli("check", path)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertEqual(proc.stdout, "")
+                for expect in expectations(path):
+                    self.assertIn(f"{path}:{expect}", proc.stderr)
+                self.assertIn("\n  hint: ", proc.stderr)
+
+    def test_errors_are_file_line_column(self):
+        proc = policy_cli("check", f"{BAD_DIR}/unknown_key_memroy.yaml")
+        first = proc.stderr.splitlines()[0]
+        self.assertRegex(first, r"^tests/policies/bad/unknown_key_memroy\.yaml:\d+:\d+: ")
+        self.assertIn("did you mean 'memory'?", proc.stderr)
+
+    def test_good_and_bad_together_exit_1_and_report_both(self):
+        proc = policy_cli("check", SEED, f"{BAD_DIR}/bad_version.yaml")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("ok: code-sandbox", proc.stdout)
+        self.assertIn("bad_version.yaml:2:10:", proc.stderr)
+
+    def test_missing_file(self):
+        proc = policy_cli("check", "policies/does-not-exist.yaml")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("does-not-exist.yaml", proc.stderr)
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(policy_cli().returncode, 2)
+        self.assertEqual(policy_cli("check").returncode, 2)
+        self.assertEqual(policy_cli("frobnicate").returncode, 2)
+        self.assertEqual(policy_cli("check", "--bogus", SEED).returncode, 2)
+        self.assertEqual(policy_cli("explain").returncode, 2)
+        self.assertEqual(policy_cli("explain", SEED, SEED).returncode, 2)
+
+
+@unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
+class PolicyExplainTest(unittest.TestCase):
+    def test_explain_seed_names_both_backends(self):
+        proc = policy_cli("explain", SEED)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = proc.stdout
+        for control in ("container.image", "container.read_only", "container.tmpfs /tmp",
+                        "container.user_namespace", "container.seccomp", "network.enabled",
+                        "commands.allow", "commands.deny", "resources.cpu", "resources.memory",
+                        "resources.pids", "resources.timeout", "resources.output",
+                        "resources.open_files", "resources.file_size", "container.env",
+                        "container.workdir", "container.user"):
+            self.assertRegex(out, rf"(?m)^{re.escape(control)} = ")
+        native = [l for l in out.splitlines() if l.startswith("  native: ")]
+        docker = [l for l in out.splitlines() if l.startswith("  docker: ")]
+        self.assertGreaterEqual(len(native), 18)
+        self.assertEqual(len(native), len(docker))
+        self.assertIn("Landlock", out)
+        self.assertIn("cgroup", out)
+        self.assertIn('NetworkMode "none"', out)
+        self.assertIn("HostConfig.Memory 268435456", out)
+        self.assertIn(f"[{SEED}:23:11]", out)  # where memory was set
+
+    def test_explain_by_name(self):
+        proc = policy_cli("explain", "code-sandbox")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("policy code-sandbox", proc.stdout)
+
+    def test_explain_gvisor_states_what_is_given_up(self):
+        proc = policy_cli("explain", "policies/python-gvisor.yaml")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("docker: NOT ENFORCED: under runtime runsc, gVisor has no Landlock", proc.stdout)
+        self.assertIn("gvisor_accept_weaker", proc.stdout)
+
+    def test_explain_json(self):
+        proc = policy_cli("explain", "--json", SEED)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout)
+        self.assertEqual(doc["policy"], "code-sandbox")
+        memory = [c for c in doc["controls"] if c["control"] == "resources.memory"][0]
+        self.assertTrue(memory["native"]["enforced"])
+        self.assertIn("HostConfig.Memory", memory["docker"]["how"])
+
+    def test_explain_bad_policy_exits_1(self):
+        proc = policy_cli("explain", f"{BAD_DIR}/tmpfs_exec.yaml")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("tmpfs_exec.yaml:7:22:", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
