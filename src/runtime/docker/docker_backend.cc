@@ -1,0 +1,177 @@
+#include "runtime/docker/docker_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/docker/container_spec.h"
+#include "runtime/docker/docker_box.h"
+#include "runtime/docker/init_path.h"
+#include "runtime/docker/ownership.h"
+
+namespace lsb::docker {
+
+Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackendOptions& opts) {
+  std::unique_ptr<DockerBackend> b(new DockerBackend(opts));
+  Endpoint ep;
+  if (opts.endpoint.empty()) {
+    LSB_ASSIGN_OR_RETURN(ep, DefaultEndpoint());
+  } else {
+    LSB_ASSIGN_OR_RETURN(ep, ParseEndpoint(opts.endpoint));
+  }
+  LSB_ASSIGN_OR_RETURN(auto client, EngineClient::Open(ep, opts.client));
+  b->engine_ = std::make_shared<const EngineClient>(std::move(client));
+  LSB_ASSIGN_OR_RETURN(Json info, b->engine_->Info());
+  if (info.contains("Runtimes") && info["Runtimes"].is_object())
+    for (auto it = info["Runtimes"].begin(); it != info["Runtimes"].end(); ++it) b->runtimes_.push_back(it.key());
+  if (info.contains("SecurityOptions") && info["SecurityOptions"].is_array()) {
+    for (const auto& o : info["SecurityOptions"]) {
+      std::string s = o.is_string() ? o.get<std::string>() : "";
+      if (s.rfind("name=seccomp", 0) == 0) b->engine_seccomp_ = true;
+      if (s.rfind("name=userns", 0) == 0) b->engine_userns_ = true;
+      if (s.rfind("name=rootless", 0) == 0) b->engine_rootless_ = true;
+    }
+  }
+  LSB_ASSIGN_OR_RETURN(b->images_, ImageResolver::Load(opts.images_file));
+  LSB_ASSIGN_OR_RETURN(b->init_path_, FindStaticInit(opts.init_path));
+  b->owner_ = OwnerLabel();
+  if (opts.reap_orphans) {
+    auto reaped = ReapOrphans(*b->engine_);
+    if (!reaped.ok()) return reaped.error().Wrap("removing orphaned sandbox containers");
+    b->orphans_removed_ = reaped->removed;
+  }
+  return b;
+}
+
+DockerBackend::~DockerBackend() {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  pools_.clear();  // each pool removes its waiting containers
+}
+
+Status DockerBackend::Check(const Policy& policy) const {
+  std::vector<std::string> problems;
+  if (policy.runtime != "runc" && policy.runtime != "runsc")
+    problems.push_back("container.runtime '" + policy.runtime + "': the Docker backend runs runc or runsc");
+  else if (std::find(runtimes_.begin(), runtimes_.end(), policy.runtime) == runtimes_.end())
+    problems.push_back("container.runtime '" + policy.runtime + "' is not registered with the engine at " +
+                       engine_->endpoint().ToString() +
+                       (policy.runtime == "runsc" ? " (install Debian's runsc and run scripts/ensure-docker.sh, which "
+                                                    "adds it to /etc/docker/daemon.json, then restart dockerd)"
+                                                  : ""));
+  if (policy.runtime == "runsc" && !policy.gvisor_accept_weaker)
+    problems.push_back(
+        "container.runtime runsc: gVisor has no Landlock and no seccomp user notification, so commands.allow/deny "
+        "are not enforced inside the box and exec/network attempts are not reported; set "
+        "container.gvisor_accept_weaker: true to accept that");
+  if (!engine_seccomp_ && policy.runtime != "runsc")
+    problems.push_back("container.seccomp: the engine at " + engine_->endpoint().ToString() +
+                       " reports no seccomp support (SecurityOptions lacks name=seccomp)");
+  if (policy.seccomp != "default")
+    problems.push_back("container.seccomp '" + policy.seccomp + "': only the default profile is supported");
+  if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
+  if (problems.empty()) return OkStatus();
+  std::string msg = "policy '" + policy.name + "' cannot be enforced on the Docker backend:";
+  for (const auto& p : problems) msg += "\n  - " + p;
+  return Error{msg};
+}
+
+std::vector<ControlSupport> DockerBackend::Explain(const Policy& policy) const {
+  bool gv = policy.runtime == "runsc";
+  std::vector<ControlSupport> out;
+  auto add = [&](std::string control, bool enforced, std::string how) {
+    out.push_back({std::move(control), enforced, std::move(how)});
+  };
+  add("container.image", true, "engine image '" + images_.Map(policy.image) + "'" +
+                                   (images_.Map(policy.image) != policy.image ? " (mapped from '" + policy.image + "')" : ""));
+  add("container.read_only", true, policy.read_only ? "HostConfig.ReadonlyRootfs" : "writable container layer");
+  add("container.tmpfs", true, "HostConfig.Tmpfs with the policy's options; plus " + std::string(kJobDir) +
+                                   " (16M, noexec) for the program file");
+  add("container.user_namespace", engine_userns_ || gv,
+      engine_userns_ ? "the engine runs with userns-remap: container uids are unprivileged host uids"
+      : gv           ? "gVisor's sandbox kernel: the program's uids never reach the host kernel"
+                     : "no kernel user namespace (the engine has no userns-remap); the box runs as the unprivileged "
+                       "uid " + std::to_string(policy.uid) + " with CapDrop ALL and no-new-privileges");
+  add("container.seccomp", engine_seccomp_ || gv,
+      "the engine's default seccomp profile (it already allows what llm-sandbox-init needs in in_place mode: "
+      "landlock_*, seccomp, prctl) plus llm-sandbox-init's own filters inside");
+  add("container.user", true, "Config.User " + std::to_string(policy.uid) + ":" + std::to_string(policy.gid) +
+                                  ", HostConfig.CapDrop ALL, SecurityOpt no-new-privileges");
+  add("network.enabled", true, policy.network_enabled ? "HostConfig.NetworkMode bridge" : "HostConfig.NetworkMode none");
+  add("commands", !gv || policy.gvisor_accept_weaker,
+      gv ? "NOT enforced under gVisor (no Landlock); accepted by container.gvisor_accept_weaker"
+         : "llm-sandbox-init: Landlock EXECUTE per allowed file, seccomp watch on execve");
+  add("resources.memory", true, policy.memory_bytes ? "HostConfig.Memory = MemorySwap (no swap)" : "unlimited");
+  add("resources.cpu", true, policy.cpu > 0 ? "HostConfig.NanoCpus" : "unlimited");
+  add("resources.pids", true, "HostConfig.PidsLimit " + std::to_string(policy.pids));
+  add("container.runtime", std::find(runtimes_.begin(), runtimes_.end(), policy.runtime) != runtimes_.end(),
+      "HostConfig.Runtime " + policy.runtime);
+  return out;
+}
+
+Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled) const {
+  SpecInputs in;
+  in.image = images_.Map(policy.image);
+  in.init_host_path = init_path_;
+  in.owner = owner_;
+  in.pooled = pooled;
+  return BuildContainerSpec(policy, in);
+}
+
+WarmPool* DockerBackend::PoolFor(const Policy& policy) {
+  if (opts_.pool_size == 0) return nullptr;
+  auto spec = SpecFor(policy, true);
+  if (!spec.ok()) return nullptr;
+  std::string key = spec->dump();
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  auto& pool = pools_[key];
+  if (!pool) {
+    auto engine = engine_;
+    pool = std::make_unique<WarmPool>([engine, s = *spec] { return DockerBox::Launch(engine, s); },
+                                      opts_.pool_size, opts_.pool_refillers);
+  }
+  return pool.get();
+}
+
+Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy) {
+  LSB_TRY(Check(policy));
+  // The image must be in the engine before a create can work (a pull where a registry answers).
+  auto image = images_.Ensure(*engine_, policy.image, [](const std::string& line) {
+    std::fprintf(stderr, "llm-sandbox: %s\n", line.c_str());
+  });
+  if (!image.ok()) return image.error().Wrap("docker");
+  if (WarmPool* pool = PoolFor(policy)) {
+    LSB_ASSIGN_OR_RETURN(auto box, pool->Take());
+    return std::unique_ptr<Box>(std::move(box));
+  }
+  LSB_ASSIGN_OR_RETURN(auto spec, SpecFor(policy, false));
+  auto box = DockerBox::Launch(engine_, spec);
+  if (!box.ok()) return box.error().Wrap("docker: start box");
+  return std::unique_ptr<Box>(std::move(*box));
+}
+
+Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
+  protocol::BoxSetup s;
+  s.mode = "in_place";  // the container already is the view; init checks it and adds Landlock+seccomp
+  s.rootfs = "image";
+  s.read_only = policy.read_only;
+  for (const auto& t : policy.tmpfs) {
+    protocol::TmpfsSpec ts;
+    ts.path = t.path;
+    ts.size_bytes = t.size_bytes;
+    ts.mode = t.mode;
+    ts.noexec = t.noexec;
+    ts.nosuid = t.nosuid;
+    ts.nodev = t.nodev;
+    s.tmpfs.push_back(ts);
+  }
+  s.job_dir = kJobDir;
+  s.hostname = "sandbox";
+  s.network_enabled = policy.network_enabled;
+  s.allow = policy.allow;
+  s.deny = policy.deny;
+  s.uid = policy.uid;  // the container's User: init needs no setuid (it has no capabilities)
+  s.gid = policy.gid;
+  s.trace = policy.trace;
+  return s;
+}
+
+}  // namespace lsb::docker

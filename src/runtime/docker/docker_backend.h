@@ -1,0 +1,65 @@
+// The Docker backend (DESIGN §2, §3): each box is a container whose PID 1 is the static
+// llm-sandbox-init, bind-mounted read-only; its stream is the attach connection. Outer limits are
+// the container's (read-only rootfs, tmpfs, no network, no capabilities, no-new-privileges,
+// unprivileged uid, memory/cpu/pids, seccomp, runc|runsc); init adds Landlock and its seccomp
+// filters inside (BoxSetup.mode "in_place"). See docs/docker.md.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/backend.h"
+#include "runtime/docker/engine_client.h"
+#include "runtime/docker/image_resolver.h"
+#include "runtime/docker/warm_pool.h"
+
+namespace lsb::docker {
+
+struct DockerBackendOptions {
+  std::string endpoint;      // "" = $DOCKER_HOST or unix:///var/run/docker.sock
+  std::string images_file;   // image map with a `docker:` section ("" = $LLM_SANDBOX_IMAGES, /etc)
+  std::string init_path;     // "" = search (init_path.h)
+  size_t pool_size = 0;      // warm containers kept per policy; 0 = start each box on demand
+  size_t pool_refillers = 2;
+  bool reap_orphans = true;  // remove containers of dead owners when the backend is created
+  ClientOptions client;
+};
+
+class DockerBackend : public Backend {
+ public:
+  // Connects (bounded), negotiates the API version, reads the engine's features, reaps orphans.
+  static Result<std::unique_ptr<DockerBackend>> Create(const DockerBackendOptions& opts = {});
+  ~DockerBackend() override;
+
+  std::string name() const override { return "docker"; }
+  Status Check(const Policy& policy) const override;
+  std::vector<ControlSupport> Explain(const Policy& policy) const override;
+  Result<std::unique_ptr<Box>> Start(const Policy& policy) override;
+  Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
+
+  const EngineClient& engine() const { return *engine_; }
+  // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.
+  WarmPool* PoolFor(const Policy& policy);
+  int orphans_removed() const { return orphans_removed_; }
+
+ private:
+  explicit DockerBackend(DockerBackendOptions opts) : opts_(std::move(opts)) {}
+  Result<nlohmann::json> SpecFor(const Policy& policy, bool pooled) const;
+
+  DockerBackendOptions opts_;
+  std::shared_ptr<const EngineClient> engine_;
+  ImageResolver images_;
+  std::string init_path_;
+  std::string owner_;
+  std::vector<std::string> runtimes_;  // registered with the engine
+  bool engine_seccomp_ = false;
+  bool engine_userns_ = false;
+  bool engine_rootless_ = false;
+  int orphans_removed_ = 0;
+  std::mutex pools_mu_;
+  std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by the container spec
+};
+
+}  // namespace lsb::docker

@@ -1,0 +1,49 @@
+// Pre-started boxes for one container spec (DESIGN §5): init already waits on its stream, so an
+// execution skips create/attach/start. Boxes are handed out once and never come back (one-shot);
+// background threads refill the pool. A box that died while waiting is discarded, not handed out.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/docker/docker_box.h"
+
+namespace lsb::docker {
+
+class WarmPool {
+ public:
+  using Factory = std::function<Result<std::unique_ptr<DockerBox>>()>;
+  // `size` boxes kept ready by `refillers` threads.
+  WarmPool(Factory factory, size_t size, size_t refillers = 2);
+  ~WarmPool();  // stops refilling; removes the boxes still waiting
+  WarmPool(const WarmPool&) = delete;
+  WarmPool& operator=(const WarmPool&) = delete;
+
+  // A ready box, or (pool empty) one started now. Never a box that served before.
+  Result<std::unique_ptr<DockerBox>> Take();
+  size_t ready() const;
+  // Blocks until `n` boxes are ready or `timeout` passes (benchmarks, tests).
+  bool WaitReady(size_t n, std::chrono::milliseconds timeout) const;
+  // The last refill error, if refilling is failing (engine down): Take() then reports it fast.
+  std::string last_error() const;
+
+ private:
+  void Refill();
+
+  Factory factory_;
+  size_t size_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::deque<std::unique_ptr<DockerBox>> ready_;
+  size_t in_flight_ = 0;
+  bool stop_ = false;
+  std::string last_error_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace lsb::docker
