@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 
 #include <yaml-cpp/yaml.h>
 
@@ -60,6 +61,13 @@ bool IsCleanAbsolutePath(const std::string& path, std::string* why) {
 
 bool IsUnder(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+// File order reads best: a person fixes a file top to bottom.
+void SortByPosition(std::vector<PolicyDiagnostic>& diagnostics) {
+  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
+    return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+  });
 }
 
 class Parser {
@@ -497,6 +505,7 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
   parser.Document(root);
   if (!reader.diagnostics().empty()) {
     out.diagnostics = reader.diagnostics();
+    SortByPosition(out.diagnostics);
     return out;
   }
   // Left out: commands.allow is the default language's interpreter, so a minimal policy runs.
@@ -506,6 +515,7 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
     }
   }
   out.diagnostics = CheckPolicyConsistency(policy, parser.explicit_languages());
+  SortByPosition(out.diagnostics);
   if (out.diagnostics.empty()) out.policy = std::move(policy);
   return out;
 }
