@@ -275,7 +275,38 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     }
   };
 
+  // Frames that arrived with kCode (stdin, a quick kill) may already sit in the decoder.
+  auto handle_frames = [&]() -> Status {
+    for (;;) {
+      auto f = stream_.Next();
+      if (!f.ok()) return f.error();
+      if (!*f) return OkStatus();
+      switch ((*f)->type) {
+        case FrameType::kStdin:
+          if (child.stdin_w) stdin_pending += (*f)->payload;
+          break;
+        case FrameType::kStdinEof:
+          stdin_eof = true;
+          break;
+        case FrameType::kShutdown:
+          *shutdown = true;
+          [[fallthrough]];
+        case FrameType::kKill:
+          if (!out.timed_out && !out.output_limited) out.killed_by_host = !out.exited;
+          kill_all();
+          break;
+        default:
+          (void)stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("unexpected frame during a run: ") + protocol::FrameTypeName((*f)->type), 0});
+      }
+    }
+  };
+
   for (;;) {
+    if (auto st = handle_frames(); !st.ok()) {
+      kill_all();
+      return st.error();
+    }
+    if (stdin_eof && stdin_pending.empty()) child.stdin_w.reset();
     if (out.exited && !killed_all) kill_all();  // background leftovers do not outlive their run
     if (killed_all) reap();
     if (killed_all && children_gone && !child.stdout_r && !child.stderr_r) break;
@@ -348,38 +379,11 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
         child.stdin_w.reset();
       }
     }
-    if (stdin_eof && stdin_pending.empty()) child.stdin_w.reset();
     if (ready(i_stream)) {
       auto more = stream_.Pump();
       if (!more.ok() || !*more) {
         kill_all();  // the host is gone: nobody will read the result
         return Error{"eof"};
-      }
-      for (;;) {
-        auto f = stream_.Next();
-        if (!f.ok()) {
-          kill_all();
-          return f.error();
-        }
-        if (!*f) break;
-        switch ((*f)->type) {
-          case FrameType::kStdin:
-            if (child.stdin_w) stdin_pending += (*f)->payload;
-            break;
-          case FrameType::kStdinEof:
-            stdin_eof = true;
-            if (stdin_pending.empty()) child.stdin_w.reset();
-            break;
-          case FrameType::kShutdown:
-            *shutdown = true;
-            [[fallthrough]];
-          case FrameType::kKill:
-            if (!out.timed_out && !out.output_limited) out.killed_by_host = !out.exited;
-            kill_all();
-            break;
-          default:
-            (void)stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("unexpected frame during a run: ") + protocol::FrameTypeName((*f)->type), 0});
-        }
       }
     }
   }
