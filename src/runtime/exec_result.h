@@ -1,0 +1,49 @@
+// The outcome of one execution, as every front end reports it (CLI --json, HTTP API, audit log).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/messages.h"
+
+namespace lsb {
+
+enum class ExecStatus { kOk, kError, kTimeout, kOom, kKilled, kDenied, kOutputLimit };
+
+const char* ExecStatusName(ExecStatus s);  // "ok", "error", "timeout", "oom", "killed", "denied", "output_limit"
+std::optional<ExecStatus> ParseExecStatus(std::string_view name);
+
+struct ExecResult {
+  // `stdout`/`stderr` are macros in <cstdio>, hence the suffix; JSON keys are "stdout"/"stderr".
+  std::string stdout_data;
+  std::string stderr_data;
+  int exit_code = -1;       // the program's exit code, or 128+signal when killed
+  int signal = 0;
+  ExecStatus status = ExecStatus::kError;
+  uint64_t duration_ms = 0;
+  uint64_t cpu_ms = 0;
+  std::optional<uint64_t> memory_peak_bytes;
+  std::vector<protocol::Event> alerts;
+  bool truncated = false;   // stdout/stderr were cut at the policy's output cap
+  std::string execution_id;
+  std::string backend;
+
+  nlohmann::json ToJson() const;
+  // ToJson() as text; program output that is not valid UTF-8 is replaced (U+FFFD), never a throw.
+  std::string ToJsonText(int indent = -1) const;
+};
+
+// The exit code `llm-sandbox run` uses for a result: the program's own for ok/error; 124 timeout;
+// 137 oom; 128+signal killed; 126 denied; output_limit: the program's (128+signal when it was
+// killed at the cap).
+int CliExitCode(const ExecResult& r);
+
+// A fresh random id ("ex-" + 16 hex digits).
+std::string NewExecutionId();
+
+}  // namespace lsb

@@ -1,0 +1,47 @@
+// Non-blocking frame I/O on a box's stream with deadlines: the runner writes stdin while it reads
+// output, so neither side can block the other when a socket buffer fills.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "protocol/frame.h"
+
+namespace lsb {
+
+class FrameChannel {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `fd` is not owned; it is switched to non-blocking mode.
+  explicit FrameChannel(int fd);
+
+  // Queues one frame (payload <= kMaxFramePayload); it is written by Next()/Flush().
+  void Queue(protocol::FrameType type, std::string_view payload);
+  // Queues `data` as frames of at most `chunk` bytes each.
+  void QueueChunked(protocol::FrameType type, std::string_view data, size_t chunk = 64 << 10);
+
+  // Writes queued bytes as the peer accepts them and returns the next frame received; std::nullopt
+  // when `deadline` passes first; Error{"eof"} when the peer closed the stream, or a protocol error.
+  // If the peer stops reading (it died, or closed its end), queued output is dropped and reading
+  // goes on, so the peer's last frames are still seen.
+  Result<std::optional<protocol::Frame>> Next(Clock::time_point deadline);
+
+  // Writes every queued byte (or fails at the deadline).
+  Status Flush(Clock::time_point deadline);
+
+  bool write_closed() const { return write_closed_; }
+
+ private:
+  Status WriteSome();
+  int fd_;
+  std::string out_;
+  size_t out_pos_ = 0;
+  bool write_closed_ = false;
+  protocol::FrameDecoder decoder_;
+};
+
+}  // namespace lsb

@@ -1,0 +1,120 @@
+#include "runtime/image_map.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/io.h"
+
+namespace lsb {
+namespace {
+
+constexpr const char* kEtcImages = "/etc/llm-sandbox/images.yaml";
+
+std::string Pos(const std::string& file, const YAML::Mark& m) {
+  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+}  // namespace
+
+std::vector<std::string> ImageMap::SearchPath(const std::string& explicit_file) {
+  std::vector<std::string> out;
+  if (!explicit_file.empty()) out.push_back(explicit_file);
+  if (const char* env = std::getenv("LLM_SANDBOX_IMAGES"); env && *env) out.emplace_back(env);
+  out.emplace_back(kEtcImages);
+  return out;
+}
+
+Result<ImageMap> ImageMap::Parse(std::string_view yaml_text, const std::string& file_name) {
+  ImageMap map;
+  map.source_ = file_name;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return Error{Pos(file_name, e.mark) + ": invalid YAML: " + e.msg};
+  }
+  if (!root || root.IsNull()) return map;
+  if (!root.IsMap()) return Error{Pos(file_name, root.Mark()) + ": expected a mapping with key 'images'"};
+  for (const auto& top : root) {
+    std::string key = top.first.as<std::string>();
+    if (key != "images")
+      return Error{Pos(file_name, top.first.Mark()) + ": unknown key '" + key +
+                   "' (the only key is 'images')"};
+    const YAML::Node& images = top.second;
+    if (images.IsNull()) continue;
+    if (!images.IsMap())
+      return Error{Pos(file_name, images.Mark()) +
+                   ": 'images' must map image names to 'host' or a rootfs directory"};
+    for (const auto& e : images) {
+      if (!e.second.IsScalar())
+        return Error{Pos(file_name, e.second.Mark()) + ": the rootfs of an image is 'host' or an absolute directory path"};
+      std::string name = e.first.as<std::string>();
+      std::string rootfs = e.second.as<std::string>();
+      if (rootfs != "host" && (rootfs.empty() || rootfs[0] != '/'))
+        return Error{Pos(file_name, e.second.Mark()) + ": rootfs '" + rootfs + "' of image '" + name +
+                     "' must be 'host' or an absolute directory path"};
+      if (map.images_.count(name))
+        return Error{Pos(file_name, e.first.Mark()) + ": image '" + name + "' is mapped twice"};
+      map.images_[name] = rootfs;
+    }
+  }
+  return map;
+}
+
+Result<ImageMap> ImageMap::Load(const std::string& explicit_file) {
+  const char* env = std::getenv("LLM_SANDBOX_IMAGES");
+  std::string searched;
+  auto note = [&](const std::string& s) { searched += (searched.empty() ? "" : ", ") + s; };
+  std::string chosen;
+  if (!explicit_file.empty()) {
+    chosen = explicit_file;
+    note(explicit_file + " (--images)");
+  } else {
+    note("--images (not given)");
+    if (env && *env) {
+      chosen = env;
+      note(std::string(env) + " ($LLM_SANDBOX_IMAGES)");
+    } else {
+      note("$LLM_SANDBOX_IMAGES (unset)");
+      if (::access(kEtcImages, F_OK) == 0) chosen = kEtcImages;
+      note(std::string(kEtcImages) + (chosen.empty() ? " (absent)" : ""));
+    }
+  }
+  if (chosen.empty()) {
+    ImageMap empty;
+    empty.searched_ = searched;
+    return empty;
+  }
+  auto text = ReadFile(chosen);
+  if (!text.ok()) return text.error().Wrap("image map");
+  auto map = Parse(*text, chosen);
+  if (!map.ok()) return map.error().Wrap("image map");
+  map->searched_ = searched;
+  return map;
+}
+
+Result<std::string> ImageMap::Resolve(const std::string& image) const {
+  if (image == "host") return std::string("host");
+  auto it = images_.find(image);
+  if (it == images_.end()) {
+    return Error{"container.image '" + image + "' has no rootfs mapping for the native backend; searched: " +
+                 (searched_.empty() ? source_ : searched_) +
+                 ". Add a line under 'images:' in one of these files, e.g.\n  images:\n    \"" + image +
+                 "\": host            # run on the host's system directories, read-only\n" +
+                 "or map it to an unpacked root filesystem directory (see config/images.yaml)"};
+  }
+  const std::string& rootfs = it->second;
+  if (rootfs != "host") {
+    struct stat st {};
+    if (::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return Error{"container.image '" + image + "' maps to " + rootfs + " (in " + source_ +
+                   "), which is not a directory"};
+  }
+  return rootfs;
+}
+
+}  // namespace lsb

@@ -1,0 +1,62 @@
+// Starting llm-sandbox-init in fresh namespaces. The order is a checklist:
+//   1. clone3 into new user, mount, pid, ipc, uts (and net unless shared) namespaces; the child
+//      blocks on a sync pipe, holding nothing but copies of CLOEXEC fds;
+//   2. the parent writes the uid/gid maps and runs `before_release` (cgroups, oom_score_adj);
+//   3. the parent releases the child, which moves into its own cgroup namespace (now that it sits
+//      in the box's groups), puts the stream on fds 0 and 1 and the diagnostics pipe on fd 2,
+//      marks every other fd close-on-exec and executes init by fd;
+//   4. the parent learns from a CLOEXEC status pipe whether that exec happened.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "runtime/native/idmap.h"
+
+namespace lsb::native {
+
+// Owns a child process: the destructor kills it (SIGKILL through its pidfd, which, for init,
+// takes the whole pid namespace down) and reaps it.
+class ChildProcess {
+ public:
+  ChildProcess(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Kill();
+  // Waits for the child to end; returns its wait status (cached after the first reap).
+  int Reap();
+  // Non-blocking: the wait status if it has ended.
+  std::optional<int> TryReap();
+  bool reaped() const { return status_.has_value(); }
+
+ private:
+  pid_t pid_;
+  UniqueFd pidfd_;
+  std::optional<int> status_;
+};
+
+struct LaunchOptions {
+  int init_fd = -1;           // O_PATH fd of llm-sandbox-init (init_binary.h)
+  bool new_net = true;        // false: share the host's network namespace
+  IdMapPlan idmap;
+  // Runs in the parent while the child waits, after the id maps are written.
+  std::function<Status(pid_t)> before_release;
+};
+
+struct LaunchedInit {
+  std::unique_ptr<ChildProcess> process;
+  UniqueFd stream;       // host end of the socketpair (init's fds 0 and 1), CLOEXEC
+  UniqueFd diagnostics;  // read end of init's fd 2, non-blocking, CLOEXEC
+};
+
+Result<LaunchedInit> LaunchInit(const LaunchOptions& opts);
+
+}  // namespace lsb::native

@@ -1,0 +1,169 @@
+#include "runtime/native/native_backend.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/io.h"
+#include "runtime/image_map.h"
+#include "runtime/native/box_cgroup.h"
+#include "runtime/native/cgroup_layout.h"
+#include "runtime/native/init_binary.h"
+#include "runtime/native/launcher.h"
+#include "runtime/native/native_box.h"
+
+namespace lsb::native {
+namespace {
+
+std::string NewBoxId() {
+  unsigned char r[6] = {};
+  if (::getrandom(r, sizeof r, 0) != sizeof r) {
+    static unsigned counter = 0;
+    std::snprintf(reinterpret_cast<char*>(r), sizeof r, "%05u", ++counter + ::getpid());
+  }
+  char hex[13];
+  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
+  return std::string("native-") + hex;
+}
+
+bool Privileged() { return ::geteuid() == 0; }
+
+IdMapPlan PlanFor(const NativeOptions& o) {
+  return PlanIdMap(Privileged(), ::geteuid(), ::getegid(), o.id_base);
+}
+
+CgroupLimits LimitsFor(const Policy& p, const NativeOptions& o) {
+  CgroupLimits l;
+  l.memory_bytes = p.memory_bytes;
+  l.cpu = p.cpu;
+  // init and its helper threads count against pids.max too.
+  l.pids = p.pids > 0 ? static_cast<uint64_t>(p.pids) + o.init_pids_reserve : 0;
+  return l;
+}
+
+}  // namespace
+
+NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)) {}
+
+std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
+  std::vector<ControlSupport> out;
+  auto add = [&](std::string control, bool enforced, std::string how) {
+    out.push_back(ControlSupport{std::move(control), enforced, std::move(how)});
+  };
+
+  auto init = OpenInitBinary(opts_.init_path);
+  if (init.ok())
+    add("llm-sandbox-init", true, init->path);
+  else
+    add("llm-sandbox-init", false, init.error().message);
+
+  auto images = ImageMap::Load(opts_.images_file);
+  if (!images.ok()) {
+    add("container.image", false, images.error().message);
+  } else if (auto rootfs = images->Resolve(policy.image); !rootfs.ok()) {
+    add("container.image", false, rootfs.error().message);
+  } else {
+    add("container.image", true,
+        *rootfs == "host" ? "'" + policy.image + "' -> the host's system directories, read-only" +
+                                (images->source().empty() ? "" : " (" + images->source() + ")")
+                          : "'" + policy.image + "' -> rootfs " + *rootfs + " (" + images->source() + ")");
+  }
+
+  if (policy.runtime != "runc" && !policy.runtime.empty())
+    add("container.runtime", false,
+        "runtime '" + policy.runtime + "' is a Docker runtime; the native backend runs boxes itself "
+        "(use backend: docker)");
+
+  IdMapPlan idmap = PlanFor(opts_);
+  if (policy.uid == 0 || policy.gid == 0)
+    add("container.user", false, "the program must not run as uid/gid 0");
+  else if (!idmap.Maps(policy.uid) || !idmap.Maps(policy.gid))
+    add("container.user", false,
+        "uid " + std::to_string(policy.uid) + " / gid " + std::to_string(policy.gid) +
+            " cannot be mapped in the box's user namespace: " + idmap.describe +
+            "; run as root (maps ids 0-65535 to host " + std::to_string(opts_.id_base) + "+)");
+  else
+    add("container.user", true,
+        "user namespace, " + idmap.describe + "; the program runs as " + std::to_string(policy.uid) +
+            ":" + std::to_string(policy.gid) + " inside");
+  add("container.user_namespace", true, "always: every native box has its own user namespace");
+
+  add("network.enabled", true,
+      policy.network_enabled
+          ? "network enabled by policy: the box SHARES THE HOST'S NETWORK namespace (no isolation)"
+          : "a new, empty network namespace (loopback only, down) + init's seccomp/connect watch");
+
+  CgroupLayout layout = DetectCgroupLayout();
+  CgroupLimits limits = LimitsFor(policy, opts_);
+  for (const auto& c : ProbeCgroups(layout, opts_.cgroup_parent, limits)) {
+    // Memory and pids groups are needed even without a limit (OOM verdict, peak, fork bombs).
+    bool limited = (c.control == "resources.memory" && limits.memory_bytes > 0) ||
+                   (c.control == "resources.cpu" && limits.cpu > 0) ||
+                   (c.control == "resources.pids" && limits.pids > 0);
+    std::string how = c.how;
+    if (c.enforced && c.control == "resources.memory" && !limited) how = "not limited by policy; accounted by " + how;
+    add(c.control, c.enforced, how);
+  }
+  if (!Privileged())
+    add("init.oom_protection", true,
+        "not available unprivileged: init's oom_score_adj cannot be lowered, so the OOM killer may pick init "
+        "(the run then fails as an error, never silently)");
+  return out;
+}
+
+Status NativeBackend::Check(const Policy& policy) const {
+  std::string problems;
+  for (const auto& c : Explain(policy))
+    if (!c.enforced) problems += "\n  " + c.control + ": " + c.how;
+  if (problems.empty()) return OkStatus();
+  return Error{"the native backend cannot enforce policy '" + policy.name + "' here:" + problems};
+}
+
+Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
+  LSB_ASSIGN_OR_RETURN(ImageMap images, ImageMap::Load(opts_.images_file));
+  LSB_ASSIGN_OR_RETURN(std::string rootfs, images.Resolve(policy.image));
+  protocol::BoxSetup s;
+  s.mode = "build_root";
+  s.rootfs = rootfs;
+  s.read_only = policy.read_only;
+  for (const auto& t : policy.tmpfs)
+    s.tmpfs.push_back(protocol::TmpfsSpec{t.path, t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev});
+  s.network_enabled = policy.network_enabled;
+  s.allow = policy.allow;
+  s.deny = policy.deny;
+  s.uid = policy.uid;
+  s.gid = policy.gid;
+  s.trace = policy.trace;
+  return s;
+}
+
+Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
+  // Fail closed: never start a box that would silently lack a control.
+  LSB_TRY(Check(policy));
+  LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
+  std::string id = NewBoxId();
+  auto cg = BoxCgroups::Create(DetectCgroupLayout(), opts_.cgroup_parent, id, LimitsFor(policy, opts_));
+  if (!cg.ok()) return cg.error().Wrap("start native box");
+  std::unique_ptr<BoxCgroups> cgroups = std::move(*cg);
+
+  LaunchOptions lo;
+  lo.init_fd = init.fd.get();
+  lo.new_net = !policy.network_enabled;
+  lo.idmap = PlanFor(opts_);
+  BoxCgroups* groups = cgroups.get();
+  lo.before_release = [groups](pid_t pid) -> Status {
+    LSB_TRY(groups->AddProcess(pid));
+    // init must survive the OOM killer so it can report; the program raises its own score.
+    if (Privileged()) {
+      auto st = WriteFile("/proc/" + std::to_string(pid) + "/oom_score_adj", "-1000");
+      if (!st.ok()) return st.error().Wrap("protect init from the OOM killer");
+    }
+    return OkStatus();
+  };
+  auto launched = LaunchInit(lo);
+  if (!launched.ok()) return launched.error().Wrap("start native box (init " + init.path + ")");
+  return std::unique_ptr<Box>(new NativeBox(id, std::move(cgroups), std::move(*launched)));
+}
+
+}  // namespace lsb::native

@@ -1,0 +1,38 @@
+// The native backend: boxes made directly with Linux namespaces and cgroups, no daemon needed
+// (DESIGN §3). Start() = launcher.h (namespaces, id maps, fd hand-over) + box_cgroup.h (limits);
+// the inner view (rootfs, tmpfs, /proc, Landlock, seccomp) is built by llm-sandbox-init itself in
+// mode "build_root".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/native/idmap.h"
+
+namespace lsb::native {
+
+struct NativeOptions {
+  std::string images_file;               // --images; "" = $LLM_SANDBOX_IMAGES, /etc/llm-sandbox/images.yaml
+  std::string init_path;                 // "" = init_binary.h's search
+  uint32_t id_base = kDefaultIdBase;     // host id of uid 0 inside (root only)
+  std::string cgroup_parent = "llm-sandbox";  // groups live at <own cgroup>/<this>/<box-id>
+  uint32_t init_pids_reserve = 8;        // pids.max = policy pids + this (init and its threads)
+};
+
+class NativeBackend : public Backend {
+ public:
+  explicit NativeBackend(NativeOptions opts = {});
+  std::string name() const override { return "native"; }
+  Status Check(const Policy& policy) const override;
+  std::vector<ControlSupport> Explain(const Policy& policy) const override;
+  Result<std::unique_ptr<Box>> Start(const Policy& policy) override;
+  Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
+
+ private:
+  NativeOptions opts_;
+};
+
+}  // namespace lsb::native

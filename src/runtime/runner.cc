@@ -1,0 +1,289 @@
+#include "runtime/runner.h"
+
+#include <chrono>
+
+namespace lsb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using protocol::FrameType;
+
+uint64_t ElapsedMs(Clock::time_point since) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
+}
+
+std::string MiB(uint64_t bytes) {
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+bool HasRule(const ExecResult& r, const std::string& rule) {
+  for (const auto& a : r.alerts)
+    if (a.rule == rule) return true;
+  return false;
+}
+
+protocol::Event HostAlert(std::string kind, std::string rule, std::string severity, std::string message,
+                          uint64_t time_ms) {
+  protocol::Event e;
+  e.kind = std::move(kind);
+  e.rule = std::move(rule);
+  e.severity = std::move(severity);
+  e.message = std::move(message);
+  e.time_ms = time_ms;
+  return e;
+}
+
+template <typename T>
+Result<T> ParseJson(const std::string& payload, const char* what) {
+  try {
+    return nlohmann::json::parse(payload).get<T>();
+  } catch (const std::exception& e) {
+    return Error{std::string("protocol: bad ") + what + " from llm-sandbox-init: " + e.what()};
+  }
+}
+
+}  // namespace
+
+Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& req) {
+  const std::string& name = req.language.empty() ? policy.default_language : req.language;
+  auto it = policy.languages.find(name);
+  if (it == policy.languages.end()) {
+    std::string known;
+    for (const auto& [k, _] : policy.languages) known += (known.empty() ? "" : ", ") + k;
+    return Error{"policy '" + policy.name + "' has no language '" + name + "' (it knows: " +
+                 (known.empty() ? "none" : known) + "); add languages." + name + " to the policy"};
+  }
+  const Language& lang = it->second;
+  if (lang.command.empty()) return Error{"language '" + name + "' has no command in policy '" + policy.name + "'"};
+  if (req.code.size() > protocol::kMaxFramePayload)
+    return Error{"the program is " + std::to_string(req.code.size()) + " bytes; the limit is " +
+                 MiB(protocol::kMaxFramePayload)};
+  protocol::RunSpec s;
+  s.argv = lang.command;
+  s.file_name = lang.file_name.empty() ? "main" : lang.file_name;
+  s.env = policy.env;
+  for (const auto& [k, v] : req.env) {
+    if (k.empty() || k.find('=') != std::string::npos)
+      return Error{"environment variable name '" + k + "' is invalid"};
+    s.env[k] = v;
+  }
+  s.workdir = policy.workdir;
+  s.timeout_ms = policy.timeout_ms;
+  if (req.timeout_ms) {
+    if (*req.timeout_ms == 0) return Error{"a timeout of 0 is not a timeout; give a positive value"};
+    if (*req.timeout_ms > policy.timeout_ms)
+      return Error{"a request may only lower the timeout: " + std::to_string(*req.timeout_ms) +
+                   " ms asked, policy '" + policy.name + "' allows " + std::to_string(policy.timeout_ms) + " ms"};
+    s.timeout_ms = *req.timeout_ms;
+  }
+  s.output_limit_bytes = policy.output_bytes;
+  s.nofile = policy.open_files;
+  s.file_size_bytes = policy.file_size_bytes;
+  s.stdin_follows = req.stdin_data.has_value();
+  return s;
+}
+
+size_t OutputBudget::Append(std::string& dst, std::string_view chunk, bool* truncated) {
+  uint64_t room = used_ >= cap_ ? 0 : cap_ - used_;
+  size_t take = chunk.size() <= room ? chunk.size() : static_cast<size_t>(room);
+  dst.append(chunk.data(), take);
+  used_ += take;
+  if (take < chunk.size() && truncated) *truncated = true;
+  return take;
+}
+
+void ApplyExitReport(const protocol::ExitReport& report, ExecResult& r) {
+  auto status = ParseExecStatus(report.status);
+  r.status = status.value_or(ExecStatus::kError);
+  r.exit_code = report.exit_code;
+  r.signal = report.signal;
+  r.duration_ms = report.duration_ms;
+  r.cpu_ms = report.cpu_ms;
+  if (report.max_rss_bytes > 0) r.memory_peak_bytes = report.max_rss_bytes;
+  r.truncated = r.truncated || report.truncated;
+  if (!status)
+    r.alerts.push_back(HostAlert("protocol", "", "warning",
+                                 "llm-sandbox-init reported an unknown status '" + report.status + "'", 0));
+}
+
+void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Policy& policy, ExecResult& r) {
+  if (after.oom_kill_count > before.oom_kill_count) {
+    // The kernel killed something at the memory limit: that is why the run ended as it did.
+    if (r.status != ExecStatus::kTimeout) r.status = ExecStatus::kOom;
+    if (!HasRule(r, "oom_kill"))
+      r.alerts.push_back(HostAlert(
+          "oom", "oom_kill", "critical",
+          "killed by the OOM killer at the memory limit" +
+              (policy.memory_bytes ? " of " + MiB(policy.memory_bytes) : std::string()) + " (" +
+              std::to_string(after.oom_kill_count - before.oom_kill_count) + " process(es))",
+          r.duration_ms));
+  }
+  if (after.pids_limit_events > before.pids_limit_events && !HasRule(r, "pids_limit"))
+    r.alerts.push_back(HostAlert(
+        "pids_limit", "pids_limit", "warning",
+        "process creation failed " + std::to_string(after.pids_limit_events - before.pids_limit_events) +
+            " time(s) at the pids limit of " + std::to_string(policy.pids),
+        r.duration_ms));
+  if (after.memory_peak_bytes) r.memory_peak_bytes = after.memory_peak_bytes;
+  if (r.cpu_ms == 0 && after.cpu_ns && before.cpu_ns && *after.cpu_ns >= *before.cpu_ns)
+    r.cpu_ms = (*after.cpu_ns - *before.cpu_ns) / 1000000;
+}
+
+Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
+                                                     SessionOptions opts) {
+  LSB_TRY(backend.Check(policy));
+  LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
+  std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
+  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));
+  s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
+  s->channel_->Queue(FrameType::kSetup, nlohmann::json(setup).dump());
+  auto deadline = Clock::now() + std::chrono::milliseconds(opts.setup_timeout_ms);
+  for (;;) {
+    auto f = s->channel_->Next(deadline);
+    if (!f.ok()) return s->Died("llm-sandbox-init ended before it was ready (" + f.error().message + ")");
+    if (!*f)
+      return s->Died("llm-sandbox-init did not report ready within " +
+                     std::to_string(opts.setup_timeout_ms) + " ms of kSetup");
+    protocol::Frame& fr = **f;
+    if (fr.type == FrameType::kReady) {
+      LSB_ASSIGN_OR_RETURN(s->ready_, ParseJson<protocol::InitReady>(fr.payload, "ready"));
+      s->usable_ = true;
+      return s;
+    }
+    if (fr.type == FrameType::kError) {
+      LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
+      return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
+                   err.sys_errno};
+    }
+    // Anything else before ready (an early event) is not a run's: ignore it.
+  }
+}
+
+Error BoxSession::Died(const std::string& what) {
+  usable_ = false;
+  std::string msg = what;
+  if (box_) {
+    box_->Kill();
+    std::string diag = box_->Diagnostics();
+    while (!diag.empty() && (diag.back() == '\n' || diag.back() == ' ')) diag.pop_back();
+    if (!diag.empty()) msg += "; its stderr said:\n" + diag;
+  }
+  return Error{msg};
+}
+
+BoxSession::~BoxSession() { Close(); }
+
+void BoxSession::Close() {
+  if (!box_) return;
+  if (usable_ && channel_) {
+    channel_->Queue(FrameType::kShutdown, "");
+    (void)channel_->Flush(Clock::now() + std::chrono::milliseconds(200));
+  }
+  usable_ = false;
+  channel_.reset();
+  box_.reset();  // kills init and with it the whole box, removes cgroups
+}
+
+Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& cb) {
+  if (!usable_) return Error{"this sandbox session can no longer run programs (its box was killed or broke)"};
+  LSB_ASSIGN_OR_RETURN(protocol::RunSpec spec, BuildRunSpec(policy_, req));
+
+  ExecResult r;
+  r.execution_id = NewExecutionId();
+  r.backend = backend_.name();
+  BoxVerdict before = box_->Verdict();
+  auto start = Clock::now();
+
+  channel_->Queue(FrameType::kRun, nlohmann::json(spec).dump());
+  channel_->Queue(FrameType::kCode, req.code);
+  if (req.stdin_data) {
+    channel_->QueueChunked(FrameType::kStdin, *req.stdin_data);
+    channel_->Queue(FrameType::kStdinEof, "");
+  }
+
+  OutputBudget budget(spec.output_limit_bytes);
+  auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + opts_.grace_ms);
+  bool exited = false;
+  while (!exited) {
+    auto f = channel_->Next(deadline);
+    if (!f.ok()) {
+      BoxVerdict now = box_->Verdict();
+      std::string why = f.error().message == "eof" ? "the stream ended" : f.error().message;
+      if (now.oom_kill_count > before.oom_kill_count) why += "; the OOM killer acted in the box";
+      return Died("llm-sandbox-init ended during the run (" + why + ")");
+    }
+    if (!*f) {
+      // init did not report within timeout + grace: the host ends it, whatever init is doing.
+      box_->Kill();
+      usable_ = false;
+      r.status = ExecStatus::kTimeout;
+      r.exit_code = 128 + 9;
+      r.signal = 9;
+      r.duration_ms = ElapsedMs(start);
+      r.alerts.push_back(HostAlert("timeout", "timeout", "warning",
+                                   "no exit report within " + std::to_string(spec.timeout_ms) +
+                                       " ms + " + std::to_string(opts_.grace_ms) +
+                                       " ms grace: the box was killed by the host",
+                                   r.duration_ms));
+      break;
+    }
+    protocol::Frame& fr = **f;
+    switch (fr.type) {
+      case FrameType::kStdout:
+      case FrameType::kStderr: {
+        bool out = fr.type == FrameType::kStdout;
+        size_t kept = budget.Append(out ? r.stdout_data : r.stderr_data, fr.payload, &r.truncated);
+        auto& fn = out ? cb.on_stdout : cb.on_stderr;
+        if (fn && kept > 0) fn(std::string_view(fr.payload).substr(0, kept));
+        break;
+      }
+      case FrameType::kEvent: {
+        LSB_ASSIGN_OR_RETURN(protocol::Event ev, ParseJson<protocol::Event>(fr.payload, "event"));
+        if (cb.on_event) cb.on_event(ev);
+        if (!ev.rule.empty()) r.alerts.push_back(std::move(ev));
+        break;
+      }
+      case FrameType::kExit: {
+        LSB_ASSIGN_OR_RETURN(auto rep, ParseJson<protocol::ExitReport>(fr.payload, "exit report"));
+        ApplyExitReport(rep, r);
+        exited = true;
+        break;
+      }
+      case FrameType::kError: {
+        LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
+        // The program could not be started as the policy says: fail closed, as an error.
+        usable_ = false;
+        return Error{"the sandbox could not run the program (llm-sandbox-init, " + err.stage + "): " +
+                         err.message,
+                     err.sys_errno};
+      }
+      default:
+        break;  // kReady again, or a host->init type echoed: ignore
+    }
+  }
+  if (r.duration_ms == 0) r.duration_ms = ElapsedMs(start);
+  ApplyVerdict(before, box_->Verdict(), policy_, r);
+  if (r.status == ExecStatus::kTimeout && !HasRule(r, "timeout"))
+    r.alerts.push_back(HostAlert("timeout", "timeout", "warning",
+                                 "killed at the timeout of " + std::to_string(spec.timeout_ms) + " ms",
+                                 r.duration_ms));
+  if (r.status == ExecStatus::kOutputLimit && !HasRule(r, "output_flood"))
+    r.alerts.push_back(HostAlert("output_limit", "output_flood", "warning",
+                                 "killed at the output cap of " + MiB(spec.output_limit_bytes),
+                                 r.duration_ms));
+  return r;
+}
+
+Result<ExecResult> RunOnce(Backend& backend, const Policy& policy, const ExecRequest& req,
+                           const RunCallbacks& cb, SessionOptions opts) {
+  // Validate the request before paying for a box.
+  LSB_TRY(BuildRunSpec(policy, req));
+  LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(backend, policy, opts));
+  auto r = session->Run(req, cb);
+  session->Close();
+  return r;
+}
+
+}  // namespace lsb

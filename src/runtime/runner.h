@@ -1,0 +1,106 @@
+// Drives executions over the init protocol (docs/protocol.md) on any Backend:
+//   Open:  Check -> Start -> kSetup -> wait kReady | kError
+//   Run:   kRun -> kCode -> kStdin... -> kStdinEof -> pump stdout/stderr/events with a deadline
+//          -> kExit -> refine with the box's verdict (OOM, pids limit, cgroup peak)
+//   Close: kShutdown, destroy the box.
+// A BoxSession serves several runs (sessions); RunOnce() is the one-shot lifecycle on top.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "policy/policy.h"
+#include "protocol/messages.h"
+#include "runtime/backend.h"
+#include "runtime/exec_result.h"
+#include "runtime/frame_channel.h"
+
+namespace lsb {
+
+struct ExecRequest {
+  std::string code;
+  std::string language;                      // "" = the policy's default_language
+  std::optional<std::string> stdin_data;     // nullopt: the program's stdin is empty
+  std::map<std::string, std::string> env;    // added to / overriding the policy's env
+  std::optional<uint64_t> timeout_ms;        // may only lower the policy's timeout
+};
+
+// Live output and events, called on the caller's thread as frames arrive.
+struct RunCallbacks {
+  std::function<void(std::string_view)> on_stdout;
+  std::function<void(std::string_view)> on_stderr;
+  std::function<void(const protocol::Event&)> on_event;
+};
+
+struct SessionOptions {
+  uint64_t setup_timeout_ms = 15000;  // kSetup -> kReady
+  // Past the run's timeout, how long init may take to report before the host kills the box.
+  uint64_t grace_ms = 5000;
+};
+
+// Pure: the RunSpec for `req` under `policy` (language command, env, workdir, limits).
+Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& req);
+
+// Pure: `report` (from init) refined with what the outer box saw between `before` and `after`.
+// Sets status/exit fields, adds alerts "oom_kill" and "pids_limit", prefers the cgroup's peak.
+void ApplyExitReport(const protocol::ExitReport& report, ExecResult& result);
+void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Policy& policy,
+                  ExecResult& result);
+
+// Appends to stdout/stderr while stdout+stderr stay within `cap` bytes; reports the part kept.
+class OutputBudget {
+ public:
+  explicit OutputBudget(uint64_t cap) : cap_(cap) {}
+  // Returns how many bytes of `chunk` fit (and were appended to `dst`); sets *truncated past it.
+  size_t Append(std::string& dst, std::string_view chunk, bool* truncated);
+  uint64_t used() const { return used_; }
+
+ private:
+  uint64_t cap_;
+  uint64_t used_ = 0;
+};
+
+class BoxSession {
+ public:
+  static Result<std::unique_ptr<BoxSession>> Open(Backend& backend, const Policy& policy,
+                                                  SessionOptions opts = {});
+  ~BoxSession();
+  BoxSession(const BoxSession&) = delete;
+  BoxSession& operator=(const BoxSession&) = delete;
+
+  // One execution. An Error means the sandbox could not run it (setup, protocol, init died);
+  // everything the program did, including timeouts and OOM, is an ExecResult.
+  Result<ExecResult> Run(const ExecRequest& req, const RunCallbacks& cb = {});
+
+  // False once the box was killed (timeout) or the stream broke: open a new session.
+  bool usable() const { return usable_; }
+  Box& box() { return *box_; }
+  const protocol::InitReady& ready() const { return ready_; }
+  // Asks init to shut down and destroys the box. Idempotent; the destructor calls it.
+  void Close();
+
+ private:
+  BoxSession(Backend& backend, const Policy& policy, SessionOptions opts)
+      : backend_(backend), policy_(policy), opts_(opts) {}
+  Error Died(const std::string& what);
+
+  Backend& backend_;
+  Policy policy_;
+  SessionOptions opts_;
+  std::unique_ptr<Box> box_;
+  std::unique_ptr<FrameChannel> channel_;
+  protocol::InitReady ready_;
+  bool usable_ = false;
+};
+
+// The one-shot lifecycle: a fresh box for one execution, destroyed after.
+Result<ExecResult> RunOnce(Backend& backend, const Policy& policy, const ExecRequest& req,
+                           const RunCallbacks& cb = {}, SessionOptions opts = {});
+
+}  // namespace lsb

@@ -1,0 +1,315 @@
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <functional>
+#include <thread>
+
+#include "base/unique_fd.h"
+#include "protocol/frame.h"
+#include "runtime/runner.h"
+
+namespace lsb {
+namespace {
+
+using protocol::FrameType;
+
+Policy TestPolicy() {
+  Policy p;
+  p.name = "test";
+  p.image = "host";
+  p.languages["python"] = Language{"python", {"/usr/bin/python3", "-u", "{file}"}, "main.py"};
+  p.languages["bash"] = Language{"bash", {"/bin/bash", "{file}"}, "main.sh"};
+  p.env = {{"A", "1"}, {"B", "2"}};
+  p.timeout_ms = 30000;
+  p.output_bytes = 100;
+  p.memory_bytes = 64 << 20;
+  p.pids = 32;
+  return p;
+}
+
+TEST(BuildRunSpec, FromPolicyAndRequest) {
+  ExecRequest req;
+  req.code = "print(1)";
+  req.env = {{"B", "x"}, {"C", "3"}};
+  req.timeout_ms = 5000;
+  req.stdin_data = "in";
+  auto s = BuildRunSpec(TestPolicy(), req);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->argv, (std::vector<std::string>{"/usr/bin/python3", "-u", "{file}"}));
+  EXPECT_EQ(s->file_name, "main.py");
+  EXPECT_EQ(s->env.at("A"), "1");
+  EXPECT_EQ(s->env.at("B"), "x");
+  EXPECT_EQ(s->env.at("C"), "3");
+  EXPECT_EQ(s->timeout_ms, 5000u);
+  EXPECT_EQ(s->output_limit_bytes, 100u);
+  EXPECT_TRUE(s->stdin_follows);
+}
+
+TEST(BuildRunSpec, TimeoutMayOnlyBeLowered) {
+  ExecRequest req;
+  req.timeout_ms = 60000;
+  auto s = BuildRunSpec(TestPolicy(), req);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("only lower"), std::string::npos);
+}
+
+TEST(BuildRunSpec, UnknownLanguageNamesKnownOnes) {
+  ExecRequest req;
+  req.language = "ruby";
+  auto s = BuildRunSpec(TestPolicy(), req);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("bash, python"), std::string::npos) << s.error().message;
+}
+
+TEST(OutputBudget, CapsStdoutAndStderrTogether) {
+  OutputBudget b(10);
+  std::string out, err;
+  bool trunc = false;
+  EXPECT_EQ(b.Append(out, "123456", &trunc), 6u);
+  EXPECT_EQ(b.Append(err, "abcdef", &trunc), 4u);
+  EXPECT_TRUE(trunc);
+  EXPECT_EQ(b.Append(out, "z", &trunc), 0u);
+  EXPECT_EQ(out, "123456");
+  EXPECT_EQ(err, "abcd");
+}
+
+TEST(ApplyVerdict, OomBecomesStatusAndAlert) {
+  ExecResult r;
+  r.status = ExecStatus::kKilled;
+  r.signal = 9;
+  BoxVerdict before, after;
+  after.oom_kill_count = 1;
+  after.oom_killed = true;
+  after.memory_peak_bytes = 67108864;
+  ApplyVerdict(before, after, TestPolicy(), r);
+  EXPECT_EQ(r.status, ExecStatus::kOom);
+  ASSERT_EQ(r.alerts.size(), 1u);
+  EXPECT_EQ(r.alerts[0].rule, "oom_kill");
+  EXPECT_NE(r.alerts[0].message.find("64 MiB"), std::string::npos);
+  EXPECT_EQ(*r.memory_peak_bytes, 67108864u);
+  EXPECT_EQ(CliExitCode(r), 137);
+}
+
+TEST(ApplyVerdict, CountersAreComparedPerRun) {
+  ExecResult r;
+  r.status = ExecStatus::kOk;
+  r.exit_code = 0;
+  BoxVerdict before, after;
+  before.oom_kill_count = after.oom_kill_count = 2;  // an earlier run's OOM
+  before.pids_limit_events = 3;
+  after.pids_limit_events = 10;
+  ApplyVerdict(before, after, TestPolicy(), r);
+  EXPECT_EQ(r.status, ExecStatus::kOk);
+  ASSERT_EQ(r.alerts.size(), 1u);
+  EXPECT_EQ(r.alerts[0].rule, "pids_limit");
+  EXPECT_NE(r.alerts[0].message.find("7 time(s)"), std::string::npos);
+}
+
+TEST(ExecResult, JsonAndExitCodes) {
+  ExecResult r;
+  r.stdout_data = "hi\n";
+  r.stderr_data = std::string("\xff\xfe", 2);  // not UTF-8
+  r.status = ExecStatus::kError;
+  r.exit_code = 3;
+  r.execution_id = NewExecutionId();
+  r.backend = "native";
+  auto text = r.ToJsonText();
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["stdout"], "hi\n");
+  EXPECT_EQ(j["status"], "error");
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_TRUE(j["memory_peak_bytes"].is_null());
+  EXPECT_TRUE(j["alerts"].is_array());
+  EXPECT_EQ(CliExitCode(r), 3);
+  r.status = ExecStatus::kTimeout;
+  EXPECT_EQ(CliExitCode(r), 124);
+  r.status = ExecStatus::kDenied;
+  EXPECT_EQ(CliExitCode(r), 126);
+  r.status = ExecStatus::kKilled;
+  r.signal = 15;
+  EXPECT_EQ(CliExitCode(r), 143);
+  EXPECT_EQ(ParseExecStatus("output_limit"), ExecStatus::kOutputLimit);
+  EXPECT_FALSE(ParseExecStatus("nope"));
+}
+
+// A backend whose "init" is a thread speaking the init side of the protocol from a script.
+using InitScript = std::function<void(int fd)>;
+
+class FakeBox : public Box {
+ public:
+  FakeBox(UniqueFd host, UniqueFd init, InitScript script) : host_(std::move(host)) {
+    int fd = init.release();
+    thread_ = std::thread([fd, script] {
+      script(fd);
+      ::close(fd);
+    });
+  }
+  ~FakeBox() override {
+    Kill();
+    thread_.join();
+  }
+  int stream_fd() const override { return host_.get(); }
+  BoxVerdict Verdict() override { return verdict; }
+  void Kill() override { ::shutdown(host_.get(), SHUT_RDWR); }
+  std::string id() const override { return "fake"; }
+  std::string Diagnostics() override { return "fake init stderr"; }
+  BoxVerdict verdict;
+
+ private:
+  UniqueFd host_;
+  std::thread thread_;
+};
+
+class FakeBackend : public Backend {
+ public:
+  explicit FakeBackend(InitScript s) : script_(std::move(s)) {}
+  std::string name() const override { return "fake"; }
+  Status Check(const Policy&) const override { return OkStatus(); }
+  Result<protocol::BoxSetup> SetupFor(const Policy&) const override { return protocol::BoxSetup{}; }
+  Result<std::unique_ptr<Box>> Start(const Policy&) override {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return Error::FromErrno("socketpair");
+    auto box = std::make_unique<FakeBox>(UniqueFd(sv[0]), UniqueFd(sv[1]), script_);
+    last = box.get();
+    return std::unique_ptr<Box>(std::move(box));
+  }
+  FakeBox* last = nullptr;
+
+ private:
+  InitScript script_;
+};
+
+void Send(int fd, FrameType t, const std::string& payload) { (void)protocol::WriteFrame(fd, t, payload); }
+
+// A well-behaved init: ready, echo stdin to stdout, one alert, exit 3.
+void GoodInit(int fd) {
+  auto setup = protocol::ReadFrame(fd);
+  if (!setup.ok() || setup->type != FrameType::kSetup) return;
+  Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{1, 3, "build_root"}).dump());
+  for (;;) {
+    auto run = protocol::ReadFrame(fd);
+    if (!run.ok() || run->type == FrameType::kShutdown) return;
+    auto spec = nlohmann::json::parse(run->payload).get<protocol::RunSpec>();
+    auto code = protocol::ReadFrame(fd);
+    std::string in;
+    if (spec.stdin_follows) {
+      for (;;) {
+        auto f = protocol::ReadFrame(fd);
+        if (!f.ok() || f->type == FrameType::kStdinEof) break;
+        in += f->payload;
+      }
+    }
+    Send(fd, FrameType::kStdout, "code=" + code->payload + " in=" + in);
+    Send(fd, FrameType::kStderr, "err");
+    protocol::Event ev;
+    ev.kind = "connect";
+    ev.rule = "network_attempt";
+    ev.severity = "critical";
+    ev.address = "127.0.0.1:6379";
+    Send(fd, FrameType::kEvent, nlohmann::json(ev).dump());
+    protocol::Event trace;
+    trace.kind = "exec";
+    trace.severity = "info";
+    Send(fd, FrameType::kEvent, nlohmann::json(trace).dump());
+    protocol::ExitReport rep;
+    rep.status = "error";
+    rep.exit_code = 3;
+    rep.duration_ms = 12;
+    rep.cpu_ms = 5;
+    Send(fd, FrameType::kExit, nlohmann::json(rep).dump());
+  }
+}
+
+TEST(BoxSession, RunsSeveralProgramsInOneBox) {
+  FakeBackend backend(GoodInit);
+  auto s = BoxSession::Open(backend, TestPolicy());
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ((*s)->ready().landlock_abi, 3);
+  for (int i = 0; i < 3; ++i) {
+    ExecRequest req;
+    req.code = "p" + std::to_string(i);
+    req.stdin_data = std::string(200000, 'x');  // more than a socket buffer: no deadlock
+    std::string live;
+    std::vector<protocol::Event> events;
+    RunCallbacks cb;
+    cb.on_stdout = [&](std::string_view d) { live += d; };
+    cb.on_event = [&](const protocol::Event& e) { events.push_back(e); };
+    auto r = (*s)->Run(req, cb);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->status, ExecStatus::kError);
+    EXPECT_EQ(r->exit_code, 3);
+    EXPECT_EQ(r->backend, "fake");
+    // Output cap of 100 bytes over stdout+stderr.
+    EXPECT_TRUE(r->truncated);
+    EXPECT_EQ(r->stdout_data.size(), 100u);
+    EXPECT_EQ(r->stdout_data.substr(0, 8), "code=p" + std::to_string(i) + " ");
+    EXPECT_EQ(live, r->stdout_data);
+    EXPECT_EQ(events.size(), 2u);       // the callback sees traces too
+    ASSERT_EQ(r->alerts.size(), 1u);    // the result keeps alerts only
+    EXPECT_EQ(r->alerts[0].address, "127.0.0.1:6379");
+  }
+}
+
+TEST(BoxSession, InitErrorAtSetupIsAnErrorWithItsMessage) {
+  FakeBackend backend([](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kError, nlohmann::json(protocol::InitError{"setup", "landlock: not supported", 95}).dump());
+  });
+  auto s = BoxSession::Open(backend, TestPolicy());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("landlock: not supported"), std::string::npos);
+}
+
+TEST(BoxSession, InitDyingEarlyReportsItsStderr) {
+  FakeBackend backend([](int) {});
+  auto s = BoxSession::Open(backend, TestPolicy());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("fake init stderr"), std::string::npos) << s.error().message;
+}
+
+TEST(BoxSession, SilentInitIsKilledAtTimeoutPlusGrace) {
+  FakeBackend backend([](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kReady, "{}");
+    // Swallow everything until the host hangs up; never report.
+    while (protocol::ReadFrame(fd).ok()) {
+    }
+  });
+  SessionOptions o;
+  o.grace_ms = 100;
+  ExecRequest req;
+  req.timeout_ms = 100;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = RunOnce(backend, TestPolicy(), req, {}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, ExecStatus::kTimeout);
+  EXPECT_EQ(CliExitCode(*r), 124);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  ASSERT_FALSE(r->alerts.empty());
+  EXPECT_EQ(r->alerts[0].rule, "timeout");
+}
+
+TEST(BoxSession, OomVerdictRefinesTheExit) {
+  FakeBackend* bp = nullptr;
+  FakeBackend backend([&bp](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kReady, "{}");
+    (void)protocol::ReadFrame(fd);  // run
+    (void)protocol::ReadFrame(fd);  // code
+    bp->last->verdict.oom_kill_count = 1;
+    bp->last->verdict.memory_peak_bytes = 1234;
+    Send(fd, FrameType::kExit, R"({"status":"killed","exit_code":137,"signal":9})");
+    while (protocol::ReadFrame(fd).ok()) {
+    }
+  });
+  bp = &backend;
+  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, ExecStatus::kOom);
+  EXPECT_EQ(*r->memory_peak_bytes, 1234u);
+  ASSERT_EQ(r->alerts.size(), 1u);
+  EXPECT_EQ(r->alerts[0].rule, "oom_kill");
+}
+
+}  // namespace
+}  // namespace lsb
