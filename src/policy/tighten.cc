@@ -1,0 +1,53 @@
+#include "policy/tighten.h"
+
+#include <string>
+
+#include "policy/units.h"
+
+namespace lsb {
+namespace {
+
+template <typename T>
+Status Lower(Policy& p, const char* key, const std::optional<T>& asked, T& slot,
+             std::string (*format)(T)) {
+  if (!asked) return OkStatus();
+  if (*asked <= 0) {
+    return Error{std::string(key) + ": a request cannot set " + format(*asked) + "; give a positive value"};
+  }
+  if (*asked > slot) {
+    return Error{std::string(key) + ": a request may lower the policy's " + format(slot) + ", not raise it to " +
+                 format(*asked) + " (policy '" + p.name + "')"};
+  }
+  slot = *asked;
+  p.positions.erase(key);
+  return OkStatus();
+}
+
+std::string Cpu(double v) { return units::FormatCpu(v) + " cores"; }
+std::string Size(uint64_t v) { return units::FormatBytes(v); }
+std::string Duration(uint64_t v) { return units::FormatDurationMs(v); }
+std::string Count64(uint64_t v) { return std::to_string(v); }
+std::string Count32(uint32_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
+  Policy p = policy;
+  LSB_TRY(Lower(p, "resources.cpu", o.cpu, p.cpu, Cpu));
+  LSB_TRY(Lower(p, "resources.memory", o.memory_bytes, p.memory_bytes, Size));
+  LSB_TRY(Lower(p, "resources.timeout", o.timeout_ms, p.timeout_ms, Duration));
+  LSB_TRY(Lower(p, "resources.pids", o.pids, p.pids, Count32));
+  LSB_TRY(Lower(p, "resources.output", o.output_bytes, p.output_bytes, Size));
+  LSB_TRY(Lower(p, "resources.open_files", o.open_files, p.open_files, Count64));
+  LSB_TRY(Lower(p, "resources.file_size", o.file_size_bytes, p.file_size_bytes, Size));
+  if (o.network_enabled) {
+    if (*o.network_enabled && !p.network_enabled) {
+      return Error{"network.enabled: policy '" + p.name + "' has no network; a request cannot turn it on"};
+    }
+    if (p.network_enabled != *o.network_enabled) p.positions.erase("network.enabled");
+    p.network_enabled = *o.network_enabled;
+  }
+  return p;
+}
+
+}  // namespace lsb

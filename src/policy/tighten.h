@@ -1,0 +1,29 @@
+// A request may lower a policy's limits, never raise them (DESIGN §4). This applies a request's
+// limits to a copy of the server-side policy, or says which one would loosen it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "base/result.h"
+#include "policy/policy.h"
+
+namespace lsb {
+
+struct PolicyOverrides {
+  std::optional<double> cpu;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> timeout_ms;
+  std::optional<uint32_t> pids;
+  std::optional<uint64_t> output_bytes;
+  std::optional<uint64_t> open_files;
+  std::optional<uint64_t> file_size_bytes;
+  std::optional<bool> network_enabled;  // may only turn the network off
+};
+
+// A copy of `policy` with every given value applied. Errors (naming the field, the asked value
+// and the policy's) when a value is zero or above the policy's, or turns the network on. The
+// copy's positions of changed fields are cleared: they no longer come from the file.
+Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& overrides);
+
+}  // namespace lsb
