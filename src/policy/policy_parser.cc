@@ -482,7 +482,15 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
   YamlReader reader(file_name, yaml_text);
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml_text));
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
+    if (!documents.empty()) root = documents[0];
+    if (documents.size() > 1) {
+      // YAML::Load would silently drop everything after the first "---".
+      reader.Report(documents[1].Mark(), "the file holds " + std::to_string(documents.size()) + " YAML documents",
+                    "keep one policy per file (remove the second '---' and what follows)");
+      out.diagnostics = reader.diagnostics();
+      return out;
+    }
   } catch (const YAML::ParserException& e) {
     reader.Report(e.mark, "YAML syntax error: " + e.msg,
                   "check the indentation (spaces, not tabs) and quoting near here; a mapping is 'key: value' "
