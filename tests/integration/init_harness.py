@@ -136,7 +136,10 @@ class InitBox:
                 if len(self.buf) >= 5 + n:
                     payload, self.buf = self.buf[5:5 + n], self.buf[5 + n:]
                     return NAME.get(t, str(t)), payload
-            chunk = self.sock.recv(1 << 16)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except ConnectionResetError:
+                chunk = b""
             if not chunk:
                 return None, b""
             self.buf += chunk

@@ -1,0 +1,293 @@
+"""llm-sandbox-init driven directly (no backend): the inner view and the threat cases of DESIGN §7
+that init itself is responsible for. Needs root (to map a 65536-id user namespace)."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from init_harness import InitBox, py  # noqa: E402
+
+
+def find_init():
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.environ.get("LSB_SOURCE_DIR", os.path.dirname(os.path.dirname(here)))
+    for d in filter(None, [os.environ.get("LSB_BUILD_DIR"), os.path.join(src, "build"),
+                           os.path.join(src, "build-init")]):
+        p = os.path.join(d, "llm-sandbox-init")
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+INIT = find_init()
+
+
+@unittest.skipUnless(os.geteuid() == 0 and INIT, "needs root and a built llm-sandbox-init")
+class InitBoxTest(unittest.TestCase):
+    setup_fields = {"deny": ["/bin/sh"]}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.box = InitBox(INIT, stderr_path=os.environ.get("LSB_INIT_STDERR"))
+        cls.box.start()
+        cls.ready = cls.box.setup(**cls.setup_fields)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.box.send("shutdown")
+        cls.box.close()
+
+    def run_py(self, code, **kw):
+        r = py(self.box, code, **kw)
+        self.assertIsNone(r.error, r)
+        return r
+
+    def assertOut(self, r, text):
+        self.assertIn(text, r.stdout.decode(errors="replace"), r)
+
+
+class ViewAndExec(InitBoxTest):
+    def test_ready(self):
+        self.assertEqual(self.ready["type"], "ready", self.ready)
+        self.assertGreaterEqual(self.ready["landlock_abi"], 1)
+
+    def test_hello(self):
+        r = self.run_py('print("hi")')
+        self.assertEqual(r.stdout, b"hi\n")
+        self.assertEqual(r.exit["status"], "ok")
+        self.assertEqual(r.exit["exit_code"], 0)
+
+    def test_uid_and_hostname(self):
+        r = self.run_py('import os, socket\nprint(os.getuid(), os.getgid(), socket.gethostname())')
+        self.assertEqual(r.stdout, b"1000 1000 sandbox\n")
+
+    def test_only_stdio_fds(self):
+        # listdir's own directory fd is closed again once the listing is done.
+        r = self.run_py('import os\nfds = os.listdir("/proc/self/fd")\n'
+                        'print(sorted(f for f in fds if os.path.exists("/proc/self/fd/" + f)))')
+        self.assertOut(r, "['0', '1', '2']")
+
+    def test_subprocess_sh_denied_with_alert(self):
+        r = self.run_py('import subprocess\ntry:\n  subprocess.run(["/bin/sh", "-c", "echo pwned"])\n'
+                        'except PermissionError as e:\n  print("EACCES")')
+        self.assertOut(r, "EACCES")
+        self.assertNotIn(b"pwned", r.stdout)
+        alerts = r.alerts("denied_exec")
+        self.assertEqual(len(alerts), 1, r)
+        self.assertEqual(alerts[0]["path"], "/bin/sh")
+        self.assertEqual(alerts[0]["argv"], ["/bin/sh", "-c", "echo pwned"])
+        self.assertIn("listed in commands.deny", alerts[0]["message"])
+
+    def test_os_system_denied_with_alert(self):
+        r = self.run_py('import os\nprint("rc", os.system("echo pwned"))')
+        self.assertNotIn(b"pwned", r.stdout)
+        self.assertOut(r, "rc 32512")  # 127 << 8: the shell could not be executed
+        self.assertEqual(r.alerts("denied_exec")[0]["path"], "/bin/sh")
+
+    def test_ld_so_trick_fails(self):
+        r = self.run_py('import subprocess\ntry:\n  r = subprocess.run(["/lib64/ld-linux-x86-64.so.2", "/bin/sh", "-c", "echo pwned"], capture_output=True)\n'
+                        '  print(r.returncode, r.stdout, r.stderr)\nexcept PermissionError:\n  print("EACCES")')
+        self.assertNotIn(b"pwned\\n", r.stdout)
+        self.assertTrue(r.alerts("denied_exec"), r)
+
+    def test_bin_dir_files_unreadable(self):
+        r = self.run_py('for p in ["/usr/bin/dash", "/usr/bin/cat", "/usr/bin/perl"]:\n'
+                        '  try:\n    print("READ" if open(p, "rb").read(4) == b"\\x7fELF" else "EMPTY", p)\n'
+                        '  except OSError as e:\n    print(e.errno, p)')
+        self.assertNotIn(b"READ", r.stdout, r)
+
+    def test_memfd_exec_fails(self):
+        r = self.run_py('import os\ntry:\n  os.memfd_create("x"); print("memfd")\nexcept PermissionError:\n  print("EPERM")\n'
+                        'fd = os.open("/usr/bin/python3", os.O_RDONLY)\n'
+                        'try:\n  os.execve(fd, ["python3", "-c", "print(1)"], {})\nexcept PermissionError:\n  print("fexecve EPERM")')
+        self.assertOut(r, "EPERM\nfexecve EPERM")
+
+    def test_write_root_erofs(self):
+        r = self.run_py('try:\n  open("/x", "w")\nexcept OSError as e:\n  print(e.errno)')
+        self.assertOut(r, "30")
+
+    def test_shadow_unreadable(self):
+        r = self.run_py('try:\n  open("/etc/shadow").read(); print("READ")\nexcept OSError as e:\n  print(e.errno)')
+        self.assertIn(r.stdout.strip(), (b"13", b"2"))
+
+    def test_exec_copy_from_tmp(self):
+        r = self.run_py('import shutil, os, subprocess\nshutil.copy("/usr/bin/python3", "/tmp/p")\nos.chmod("/tmp/p", 0o755)\n'
+                        'try:\n  subprocess.run(["/tmp/p", "-c", "print(1)"])\nexcept PermissionError:\n  print("EACCES")')
+        self.assertOut(r, "EACCES")
+        self.assertEqual(r.alerts("denied_exec")[0]["path"], "/tmp/p")
+
+    def test_escape_syscalls_eperm(self):
+        r = self.run_py(
+            'import ctypes, fcntl\nl = ctypes.CDLL(None, use_errno=True)\n'
+            'def e(rc): return ctypes.get_errno() if rc == -1 else "ok"\n'
+            'print("unshare", e(l.unshare(0x10000000)))\n'
+            'print("mount", e(l.mount(b"none", b"/tmp", b"tmpfs", 0, None)))\n'
+            'print("ptrace", e(l.ptrace(16, 1, 0, 0)))\n'
+            'print("bpf", e(l.syscall(321, 0, 0, 0)))\n'
+            'print("io_uring", e(l.syscall(425, 1, 0)))\n'
+            'print("keyctl", e(l.syscall(250, 0, 0, 0)))\n'
+            'print("perf", e(l.syscall(298, 0, 0, -1, -1, 0)))\n'
+            'print("userfaultfd", e(l.syscall(323, 0)))\n'
+            'print("clone_newns", e(l.syscall(56, 0x00020000 | 17, 0, 0, 0, 0)))\n'
+            'print("open_by_handle_at", e(l.syscall(304, 0, 0, 0)))\n'
+            'try:\n  fcntl.ioctl(0, 0x5412, b"x")\nexcept OSError as x:\n  print("tiocsti", x.errno)\n'
+            'print("tiocsti_high", e(l.syscall(16, 0, 0x100005412, 0)))\n')
+        for call in ("unshare", "mount", "ptrace", "bpf", "io_uring", "keyctl", "perf", "userfaultfd",
+                     "clone_newns", "open_by_handle_at", "tiocsti", "tiocsti_high"):
+            self.assertOut(r, f"{call} 1\n")
+
+    def test_socket_families(self):
+        r = self.run_py('import socket\nfor fam, typ in [(17, 3), (2, 3), (40, 1), (38, 5), (16, 3)]:\n'
+                        '  try:\n    socket.socket(fam, typ); print("OPEN", fam)\n  except OSError as e:\n    print(fam, e.errno)')
+        self.assertNotIn(b"OPEN", r.stdout, r)
+
+    def test_kill_init_eperm(self):
+        r = self.run_py('import os\ntry:\n  os.kill(1, 9)\nexcept OSError as e:\n  print(e.errno)')
+        self.assertOut(r, "1")
+
+    def test_proc_masks_and_readonly(self):
+        r = self.run_py('import os\nfor p in ["/proc/keys", "/proc/timer_list", "/proc/kcore", "/proc/sched_debug"]:\n'
+                        '  try:\n    print(p, len(open(p, "rb").read(100)))\n  except OSError as e:\n    print(p, "err", e.errno)\n'
+                        'for p in ["/proc/sysrq-trigger", "/proc/sys/kernel/core_pattern"]:\n'
+                        '  try:\n    open(p, "w").write("x"); print("WROTE", p)\n  except OSError as e:\n    print(p, "err", e.errno)')
+        self.assertNotIn(b"WROTE", r.stdout, r)
+        for line in r.stdout.decode().splitlines():
+            if "err" not in line:
+                self.assertTrue(line.endswith(" 0"), line)  # masked: reads empty
+
+    def test_no_docker_sock_no_sys(self):
+        r = self.run_py('import os\nprint([p for p in ["/var/run/docker.sock", "/run/docker.sock", "/sys/kernel"] if os.path.exists(p)])')
+        self.assertOut(r, "[]")
+
+    def test_tmp_fills_at_size(self):
+        r = self.run_py('try:\n  open("/tmp/big", "wb").write(b"x" * (100 << 20))\nexcept OSError as e:\n  print(e.errno)\n'
+                        'import os\nos.unlink("/tmp/big")')
+        self.assertOut(r, "28")
+
+    def test_job_dir_read_only(self):
+        r = self.run_py('import os\nprint(oct(os.stat(__file__).st_mode & 0o777))\n'
+                        'try:\n  open(__file__, "a")\nexcept OSError as e:\n  print(e.errno)')
+        self.assertOut(r, "0o444\n")
+
+
+class NetworkOff(InitBoxTest):
+    def test_connect_refused_with_alert(self):
+        r = self.run_py('import socket\ntry:\n  socket.create_connection(("127.0.0.1", 6379), timeout=2)\nexcept OSError as e:\n  print(e.errno)')
+        self.assertOut(r, "101")
+        alerts = r.alerts("network_attempt")
+        self.assertEqual(alerts[0]["address"], "127.0.0.1:6379", r)
+        self.assertEqual(alerts[0]["kind"], "connect")
+
+    def test_metadata_and_udp(self):
+        r = self.run_py('import socket\ntry:\n  socket.create_connection(("169.254.169.254", 80), timeout=2)\nexcept OSError as e:\n  print(e.errno)\n'
+                        's = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ntry:\n  s.sendto(b"x", ("8.8.8.8", 53))\nexcept OSError as e:\n  print(e.errno)')
+        self.assertOut(r, "101\n101")
+        self.assertEqual([a["address"] for a in r.alerts("network_attempt")], ["169.254.169.254:80", "8.8.8.8:53"])
+
+    def test_unix_socketpair_works(self):
+        r = self.run_py('import socket\na, b = socket.socketpair()\na.send(b"ok")\nprint(b.recv(2).decode())')
+        self.assertOut(r, "ok")
+
+
+class Limits(InitBoxTest):
+    def test_busy_loop_timeout(self):
+        r = self.run_py("while True: pass", timeout_ms=1000)
+        self.assertEqual(r.exit["status"], "timeout", r)
+        self.assertEqual(r.alerts("timeout")[0]["kind"], "timeout")
+        self.assertGreater(r.exit["cpu_ms"], 500)
+
+    def test_trap_term_and_orphans_gone_at_timeout(self):
+        code = ('import subprocess, sys\n'
+                'child = "import os, signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\n'
+                'if os.fork(): os._exit(0)\\ntime.sleep(100)"\n'
+                'subprocess.run([sys.executable, "-c", child])\n'
+                'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(100)')
+        r = self.run_py(code, timeout_ms=1500)
+        self.assertEqual(r.exit["status"], "timeout", r)
+        r2 = self.run_py('import os\nprint(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))')
+        pids = eval(r2.stdout.decode())
+        self.assertEqual(pids[0], 1)
+        self.assertEqual(len(pids), 2, pids)  # init and this program only
+
+    def test_background_leftovers_killed_at_exit(self):
+        r = self.run_py('import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(100)"])\nprint("bye")')
+        self.assertEqual(r.exit["status"], "ok")
+        r2 = self.run_py('import os\nprint(len([p for p in os.listdir("/proc") if p.isdigit()]))')
+        self.assertOut(r2, "2")
+
+    def test_hundred_mb_output_truncated(self):
+        r = self.run_py('import sys\nb = "x" * (1 << 20)\nfor _ in range(100): sys.stdout.write(b)', output_limit_bytes=1 << 20)
+        self.assertEqual(r.exit["status"], "output_limit", r.exit)
+        self.assertTrue(r.exit["truncated"])
+        self.assertEqual(len(r.stdout), 1 << 20)
+        self.assertTrue(all(size <= 65536 for kind, size in r.frames if kind == "stdout"))
+        self.assertEqual(r.alerts("output_flood")[0]["kind"], "output_limit")
+
+    def test_output_under_cap_complete(self):
+        r = self.run_py('import sys\nsys.stdout.write("y" * 300000)\nsys.stderr.write("e" * 1000)')
+        self.assertEqual(len(r.stdout), 300000)
+        self.assertEqual(r.exit["stdout_bytes"], 300000)
+        self.assertEqual(r.exit["stderr_bytes"], 1000)
+        self.assertFalse(r.exit["truncated"])
+
+    def test_kill_frame(self):
+        r = py(self.box, "import time\ntime.sleep(30)", kill_after=0.5)
+        self.assertEqual(r.exit["status"], "killed", r)
+
+    def test_stdin(self):
+        r = self.run_py("import sys\nprint(sys.stdin.read().upper())", stdin="hello")
+        self.assertEqual(r.stdout, b"HELLO\n")
+
+    def test_exit_code_and_signal(self):
+        self.assertEqual(self.run_py("import sys\nsys.exit(3)").exit["exit_code"], 3)
+        r = self.run_py("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+        self.assertEqual((r.exit["status"], r.exit["signal"]), ("killed", 11))
+
+    def test_rlimits(self):
+        r = self.run_py('import resource, os\nprint(resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_CORE))\n'
+                        'fds = []\ntry:\n  while True: fds.append(os.open("/dev/null", os.O_RDONLY))\nexcept OSError as e:\n  print(e.errno)',
+                        nofile=64)
+        self.assertOut(r, "(64, 64) (0, 0)\n24")
+
+    def test_file_size_limit(self):
+        r = self.run_py('try:\n  open("/tmp/f", "wb").write(b"x" * (2 << 20))\nexcept OSError as e:\n  print(e.errno)',
+                        file_size_bytes=1 << 20)
+        self.assertOut(r, "27")
+
+    def test_denied_program(self):
+        r = self.box.run(["/bin/sh", "-c", "echo hi"], "")
+        self.assertEqual(r.exit["status"], "denied", r)
+        self.assertEqual(r.alerts("denied_exec")[0]["path"], "/bin/sh")
+
+    def test_missing_program(self):
+        r = self.box.run(["/nonexistent"], "")
+        self.assertEqual((r.exit["status"], r.exit["exit_code"]), ("error", 127))
+
+    def test_bad_file_name_is_a_run_error(self):
+        r = self.box.run(["python3", "{file}"], "print(1)", file_name="../x")
+        self.assertEqual(r.error["stage"], "run", r)
+
+    def test_session_keeps_tmp(self):
+        self.run_py('open("/tmp/state", "w").write("kept")')
+        self.assertOut(self.run_py('print(open("/tmp/state").read())'), "kept")
+
+
+class SetupFailsClosed(unittest.TestCase):
+    @unittest.skipUnless(os.geteuid() == 0 and INIT, "needs root and a built llm-sandbox-init")
+    def test_uid_zero_refused(self):
+        with InitBox(INIT) as box:
+            r = box.setup(uid=0)
+            self.assertEqual(r["type"], "error")
+            self.assertEqual(r["stage"], "setup")
+
+    @unittest.skipUnless(os.geteuid() == 0 and INIT, "needs root and a built llm-sandbox-init")
+    def test_in_place_requires_read_only_root(self):
+        with InitBox(INIT) as box:
+            r = box.setup(mode="in_place")
+            self.assertEqual(r["type"], "error", r)
+            self.assertIn("read_only", r["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()
