@@ -273,6 +273,69 @@ class Limits(InitBoxTest):
         self.assertOut(self.run_py('print(open("/tmp/state").read())'), "kept")
 
 
+RACE = r"""
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+good = b"/usr/bin/python3\0"
+bad = b"/bin/sh\0" + b"\0" * 9
+for attempt in range(30):
+    pid = os.fork()
+    if pid == 0:
+        buf = ctypes.create_string_buffer(good, 32)
+        def flip():
+            while True:
+                ctypes.memmove(buf, bad, len(bad))
+                ctypes.memmove(buf, good, len(good))
+        threading.Thread(target=flip, daemon=True).start()
+        argv = (ctypes.c_char_p * 4)(b"x", b"-c", b"echo pwned", None)
+        libc.execve(buf, argv, None)
+        os._exit(0)
+    os.waitpid(pid, 0)
+print("done")
+"""
+
+NEW_FILTER = r"""
+import ctypes, struct, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+prog = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7fff0000))  # RET ALLOW
+class FProg(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fp = FProg(1, ctypes.addressof(prog))
+print("listener", libc.syscall(317, 1, 8, ctypes.byref(fp)), ctypes.get_errno(), flush=True)
+print("plain", libc.syscall(317, 1, 0, ctypes.byref(fp)), flush=True)
+try:
+    subprocess.run(["/bin/sh", "-c", "echo pwned"])
+except PermissionError:
+    print("still denied", flush=True)
+"""
+
+
+class Adversarial(InitBoxTest):
+    setup_fields = {"trace": True}
+
+    def test_exec_path_rewritten_while_held(self):
+        # A thread flips the path between an allowed and a denied file while execve is held by
+        # the watch: whatever init read, the kernel (Landlock) decides what finally runs.
+        r = self.run_py(RACE, timeout_ms=60000)
+        self.assertOut(r, "done")
+        self.assertNotIn(b"pwned", r.stdout)
+
+    def test_second_listener_refused_new_filter_harmless(self):
+        r = self.run_py(NEW_FILTER)
+        self.assertOut(r, "listener -1 1\nplain 0\nstill denied\n")
+
+    def test_x32_and_foreign_abi_killed(self):
+        r = self.run_py('import ctypes\nl = ctypes.CDLL(None)\nl.syscall(0x40000000 | 165, b"none", b"/tmp", b"tmpfs", 0, None)\nprint("survived")')
+        self.assertEqual((r.exit["status"], r.exit["signal"]), ("killed", 31), r)
+
+    def test_trace_events(self):
+        r = self.run_py('import subprocess, socket\nsubprocess.run(["/usr/bin/python3", "-c", "1"])\n'
+                        'socket.socket(socket.AF_UNIX).bind("/tmp/trace.sock")')
+        kinds = [(e["kind"], e["severity"], e["decision"]) for e in r.events]
+        self.assertIn(("execve", "info", "allowed"), kinds)
+        self.assertIn("unix:/tmp/trace.sock", [e["address"] for e in r.events])
+
+
 class SetupFailsClosed(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0 and INIT, "needs root and a built llm-sandbox-init")
     def test_uid_zero_refused(self):
