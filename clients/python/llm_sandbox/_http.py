@@ -1,0 +1,186 @@
+"""The synchronous HTTP transport (``http.client``) and what both transports share: the daemon's
+address, the request headers, the retry rule and the connection-failure message.
+
+A fresh connection per request keeps the client safe to share between threads (a LangChain
+tool may be called from several at once) at the cost of one local TCP handshake, which is small
+next to starting a sandbox.
+"""
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional
+from urllib.parse import urlsplit
+
+from ._version import __version__
+from ._calls import Call, Response
+from .errors import (ConnectionFailed, ProtocolError, RateLimited, RequestTimedOut, SandboxError,
+                     Unavailable, error_from_response)
+
+USER_AGENT = f"llm-sandbox-python/{__version__}"
+#: Read size for streamed bodies: small enough that events arrive as soon as they are sent.
+STREAM_READ = 8192
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The daemon's address, parsed once from ``base_url``."""
+    scheme: str
+    host: str
+    port: int
+    prefix: str  # a path prefix when the daemon sits behind a reverse proxy, else ""
+    url: str
+
+    @classmethod
+    def parse(cls, base_url: str) -> "Endpoint":
+        parts = urlsplit(base_url if "://" in base_url else "http://" + base_url)
+        if parts.scheme not in ("http", "https"):
+            raise ValueError(f"base_url must be http:// or https://, got {base_url!r}")
+        if not parts.hostname:
+            raise ValueError(f"base_url has no host: {base_url!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        prefix = parts.path.rstrip("/")
+        return cls(parts.scheme, parts.hostname, port, prefix, base_url.rstrip("/"))
+
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class RetryRule:
+    """Automatic retries of 429/503 answers, off unless ``retries`` > 0.
+
+    Safe for every route: a 429/503 means the daemon refused the request before running
+    anything. The wait is the daemon's Retry-After (else ``backoff`` doubled per attempt),
+    capped at ``max_wait`` so a misconfigured server cannot park a caller for minutes.
+    """
+    retries: int = 0
+    max_wait: float = 30.0
+    backoff: float = 0.5
+
+    def delay(self, attempt: int, error: SandboxError) -> Optional[float]:
+        """Seconds to wait before retry number ``attempt`` (1-based), or None to give up."""
+        if attempt > self.retries or not isinstance(error, (RateLimited, Unavailable)):
+            return None
+        wait = error.retry_after if error.retry_after is not None else self.backoff * 2 ** (attempt - 1)
+        return min(wait, self.max_wait)
+
+
+def resolve_token(token: Optional[str]) -> Optional[str]:
+    return token if token is not None else (os.environ.get("LLM_SANDBOX_TOKEN") or None)
+
+
+def request_headers(ep: Endpoint, call: Call, token: Optional[str]) -> Dict[str, str]:
+    headers = {"Host": ep.host_header(), "User-Agent": USER_AGENT, "Accept": call.accept}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if call.body is not None:
+        headers["Content-Type"] = call.content_type or "application/octet-stream"
+        headers["Content-Length"] = str(len(call.body))
+    return headers
+
+
+def connection_failed(ep: Endpoint, reason: object) -> ConnectionFailed:
+    return ConnectionFailed(
+        f"cannot reach the LLM Sandbox daemon at {ep.url} ({reason}). Is it running? Start it "
+        f"with `llm-sandbox serve` (it listens on 127.0.0.1:8080 by default; "
+        f"`llm-sandbox serve --listen HOST:PORT` for another address), or pass the right "
+        f"base_url= to the client.")
+
+
+def timed_out(ep: Endpoint, call: Call) -> RequestTimedOut:
+    return RequestTimedOut(
+        f"no answer from {ep.url} for {call.method} {call.path} within {call.http_timeout:g}s "
+        f"(the client's timeout); raise SandboxClient(timeout=...) for long programs")
+
+
+class SyncTransport:
+    """Runs :class:`Call` objects with ``http.client``, with the retry rule applied."""
+
+    def __init__(self, ep: Endpoint, token: Optional[str], retry: RetryRule,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.ep = ep
+        self.token = token
+        self.retry = retry
+        self.ssl_context = ssl_context
+
+    def _connect(self, timeout: Optional[float]) -> http.client.HTTPConnection:
+        if self.ep.scheme == "https":
+            return http.client.HTTPSConnection(self.ep.host, self.ep.port, timeout=timeout,
+                                               context=self.ssl_context)
+        return http.client.HTTPConnection(self.ep.host, self.ep.port, timeout=timeout)
+
+    def _open(self, call: Call) -> "tuple[http.client.HTTPConnection, http.client.HTTPResponse]":
+        """Sends the request and reads the status and headers; retries 429/503 per the rule.
+        A non-2xx answer is raised as its typed exception."""
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = self._connect(call.http_timeout)
+            try:
+                conn.putrequest(call.method, self.ep.prefix + call.path, skip_host=True,
+                                skip_accept_encoding=True)
+                for k, v in request_headers(self.ep, call, self.token).items():
+                    conn.putheader(k, v)
+                conn.endheaders(call.body)
+                resp = conn.getresponse()
+            except socket.timeout:
+                conn.close()
+                raise timed_out(self.ep, call) from None
+            except (ConnectionError, OSError, http.client.HTTPException) as e:
+                conn.close()
+                if isinstance(e, http.client.HTTPException) and not isinstance(
+                        e, http.client.RemoteDisconnected):
+                    raise ProtocolError(f"bad HTTP answer from {self.ep.url}: {e!r}") from None
+                raise connection_failed(self.ep, e) from None
+            if 200 <= resp.status < 300:
+                return conn, resp
+            try:
+                body = resp.read()
+            except (OSError, http.client.HTTPException):
+                body = b""
+            finally:
+                conn.close()
+            headers = {k.lower(): v for k, v in resp.getheaders()}
+            err = error_from_response(resp.status, headers, body, self.ep.url)
+            wait = self.retry.delay(attempt, err)
+            if wait is None:
+                raise err
+            time.sleep(wait)
+
+    def run(self, call: Call) -> object:
+        conn, resp = self._open(call)
+        try:
+            body = resp.read()
+        except socket.timeout:
+            raise timed_out(self.ep, call) from None
+        except (OSError, http.client.HTTPException) as e:
+            raise ProtocolError(f"the answer from {self.ep.url} broke off: {e!r}") from None
+        finally:
+            conn.close()
+        headers = {k.lower(): v for k, v in resp.getheaders()}
+        assert call.parse is not None
+        return call.parse(Response(resp.status, headers, body))
+
+    def stream(self, call: Call) -> Iterator[bytes]:
+        """Yields the body's bytes as they arrive (chunked decoding done by http.client)."""
+        conn, resp = self._open(call)
+        try:
+            while True:
+                try:
+                    chunk = resp.read1(STREAM_READ)
+                except socket.timeout:
+                    raise timed_out(self.ep, call) from None
+                except (OSError, http.client.HTTPException) as e:
+                    raise ProtocolError(f"the event stream from {self.ep.url} broke off: {e!r}") from None
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            conn.close()

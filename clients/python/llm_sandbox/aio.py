@@ -1,0 +1,401 @@
+"""AsyncSandboxClient: the same API as SandboxClient for asyncio code, on asyncio streams.
+
+It speaks HTTP/1.1 itself (one connection per request, ``Connection: close``) instead of running
+the sync client in a thread pool, so hundreds of concurrent sub-agent calls cost coroutines, not
+threads, and a cancelled task closes its socket at once. Requests and answers are described by
+the same ``_calls`` module as the sync client, so the two cannot disagree.
+"""
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any, AsyncIterator, Awaitable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _calls
+from ._calls import Call, FilesArg, Response, StreamEvent
+from ._http import Endpoint, RetryRule, connection_failed, request_headers, resolve_token, timed_out
+from .client import DEFAULT_POLICY, DEFAULT_URL
+from .errors import NotFound, ProtocolError, error_from_response
+from .sse import SSEParser
+
+#: Bound on the status line plus headers; the daemon's are a few hundred bytes.
+MAX_HEADER_BYTES = 64 * 1024
+STREAM_READ = 8192
+
+
+class _Conn:
+    """One HTTP/1.1 exchange on an asyncio stream pair."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 timeout: Optional[float]) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.timeout = timeout
+        self.status = 0
+        self.headers: Dict[str, str] = {}
+
+    async def _io(self, aw: Awaitable[Any]) -> Any:
+        return await asyncio.wait_for(aw, self.timeout)
+
+    async def read_head(self) -> None:
+        while True:
+            try:
+                head = await self._io(self.reader.readuntil(b"\r\n\r\n"))
+            except asyncio.IncompleteReadError as e:
+                if not e.partial:
+                    raise ConnectionResetError("the daemon closed the connection without answering")
+                raise ProtocolError(f"truncated HTTP header: {e.partial[:200]!r}") from None
+            except asyncio.LimitOverrunError:
+                raise ProtocolError("HTTP header too large") from None
+            lines = head.decode("iso-8859-1").split("\r\n")
+            parts = lines[0].split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+                raise ProtocolError(f"not an HTTP/1.x status line: {lines[0][:200]!r}")
+            self.status = int(parts[1])
+            headers: Dict[str, str] = {}
+            for line in lines[1:]:
+                if not line:
+                    continue
+                name, sep, value = line.partition(":")
+                if not sep:
+                    raise ProtocolError(f"malformed header line: {line[:200]!r}")
+                key = name.strip().lower()
+                value = value.strip()
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
+            self.headers = headers
+            if 100 <= self.status < 200:  # interim answer (100 Continue): the real one follows
+                continue
+            return
+
+    def _no_body(self, method: str) -> bool:
+        return method == "HEAD" or self.status in (204, 304)
+
+    async def body_chunks(self, method: str) -> AsyncIterator[bytes]:
+        """The body as it arrives, whatever its framing: chunked, Content-Length or until EOF."""
+        if self._no_body(method):
+            return
+        te = self.headers.get("transfer-encoding", "").lower()
+        try:
+            if "chunked" in te:
+                while True:
+                    size_line = await self._io(self.reader.readuntil(b"\r\n"))
+                    size_text = size_line.split(b";", 1)[0].strip()
+                    try:
+                        size = int(size_text, 16)
+                    except ValueError:
+                        raise ProtocolError(f"bad chunk size {size_line[:50]!r}") from None
+                    if size == 0:
+                        while (await self._io(self.reader.readuntil(b"\r\n"))) != b"\r\n":
+                            pass  # trailers, ignored
+                        return
+                    data = await self._io(self.reader.readexactly(size))
+                    if await self._io(self.reader.readexactly(2)) != b"\r\n":
+                        raise ProtocolError("chunk not followed by CRLF")
+                    yield data
+            elif "content-length" in self.headers:
+                try:
+                    left = int(self.headers["content-length"])
+                except ValueError:
+                    raise ProtocolError("bad Content-Length") from None
+                while left > 0:
+                    data = await self._io(self.reader.read(min(left, STREAM_READ)))
+                    if not data:
+                        raise ProtocolError(f"the body ended {left} bytes short of Content-Length")
+                    left -= len(data)
+                    yield data
+            else:
+                while True:
+                    data = await self._io(self.reader.read(STREAM_READ))
+                    if not data:
+                        return
+                    yield data
+        except asyncio.IncompleteReadError:
+            raise ProtocolError("the answer broke off in the middle of its body") from None
+
+    async def read_body(self, method: str) -> bytes:
+        parts = [c async for c in self.body_chunks(method)]
+        return b"".join(parts)
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except (OSError, asyncio.CancelledError):
+            pass
+
+
+class AsyncTransport:
+    def __init__(self, ep: Endpoint, token: Optional[str], retry: RetryRule,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.ep = ep
+        self.token = token
+        self.retry = retry
+        self.ssl_context = ssl_context
+
+    async def _send(self, call: Call) -> _Conn:
+        ssl_arg: Union[ssl.SSLContext, bool, None] = None
+        if self.ep.scheme == "https":
+            ssl_arg = self.ssl_context or True
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.ep.host, self.ep.port, ssl=ssl_arg,
+                                        limit=MAX_HEADER_BYTES), call.http_timeout)
+        except asyncio.TimeoutError:
+            raise timed_out(self.ep, call) from None
+        except OSError as e:
+            raise connection_failed(self.ep, e) from None
+        conn = _Conn(reader, writer, call.http_timeout)
+        headers = request_headers(self.ep, call, self.token)
+        headers["Connection"] = "close"
+        if call.body is None and call.method in ("POST", "PUT"):
+            headers["Content-Length"] = "0"
+        head = f"{call.method} {self.ep.prefix + call.path} HTTP/1.1\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        try:
+            writer.write(head.encode("latin-1") + (call.body or b""))
+            await conn._io(writer.drain())
+            await conn.read_head()
+        except asyncio.TimeoutError:
+            await conn.close()
+            raise timed_out(self.ep, call) from None
+        except (ConnectionError, OSError) as e:
+            await conn.close()
+            raise connection_failed(self.ep, e) from None
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    async def _open(self, call: Call) -> _Conn:
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = await self._send(call)
+            if 200 <= conn.status < 300:
+                return conn
+            try:
+                body = await conn.read_body(call.method)
+            except (ProtocolError, asyncio.TimeoutError, OSError):
+                body = b""
+            finally:
+                await conn.close()
+            err = error_from_response(conn.status, conn.headers, body, self.ep.url)
+            wait = self.retry.delay(attempt, err)
+            if wait is None:
+                raise err
+            await asyncio.sleep(wait)
+
+    async def run(self, call: Call) -> Any:
+        conn = await self._open(call)
+        try:
+            body = await conn.read_body(call.method)
+        except asyncio.TimeoutError:
+            raise timed_out(self.ep, call) from None
+        except OSError as e:
+            raise ProtocolError(f"the answer from {self.ep.url} broke off: {e!r}") from None
+        finally:
+            await conn.close()
+        assert call.parse is not None
+        return call.parse(Response(conn.status, conn.headers, body))
+
+    async def stream(self, call: Call) -> AsyncIterator[bytes]:
+        conn = await self._open(call)
+        try:
+            try:
+                async for chunk in conn.body_chunks(call.method):
+                    yield chunk
+            except asyncio.TimeoutError:
+                raise timed_out(self.ep, call) from None
+            except OSError as e:
+                raise ProtocolError(f"the event stream from {self.ep.url} broke off: {e!r}") from None
+        finally:
+            await conn.close()
+
+
+class AsyncSession:
+    """The asyncio twin of :class:`llm_sandbox.Session`."""
+
+    def __init__(self, client: "AsyncSandboxClient", info: Dict[str, Any]) -> None:
+        self._client = client
+        self._info = info
+        self.session_id: str = str(info["session_id"])
+        self.closed = False
+
+    @property
+    def id(self) -> str:
+        return self.session_id
+
+    @property
+    def policy(self) -> Optional[str]:
+        return self._info.get("policy")
+
+    @property
+    def language(self) -> Optional[str]:
+        return self._info.get("language")
+
+    async def execute(self, code: str, *, stdin: Optional[str] = None,
+                      timeout: Optional[float] = None,
+                      env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+        return await self._client._run(_calls.session_execute(
+            self.session_id, code, stdin=stdin, timeout=timeout, env=env,
+            base_timeout=self._client.timeout))
+
+    async def upload(self, path: str, data: Union[bytes, str]) -> Dict[str, Any]:
+        return await self._client._run(
+            _calls.upload(self.session_id, path, data, self._client.timeout))
+
+    async def download(self, path: str) -> bytes:
+        return await self._client._run(
+            _calls.download(self.session_id, path, self._client.timeout))
+
+    async def info(self) -> Dict[str, Any]:
+        self._info = await self._client._run(
+            _calls.session_info(self.session_id, self._client.timeout))
+        return self._info
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            await self._client._run(_calls.delete_session(self.session_id, self._client.timeout))
+        except NotFound:
+            pass
+        self.closed = True
+
+    async def __aenter__(self) -> "AsyncSession":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"AsyncSession(id={self.session_id!r}, policy={self.policy!r}, closed={self.closed})"
+
+
+class _SessionStarter:
+    """What ``AsyncSandboxClient.session()`` returns: ``await`` it for an AsyncSession, or use
+    ``async with`` and the session is closed on the way out."""
+
+    def __init__(self, coro_factory: Any) -> None:
+        self._factory = coro_factory
+        self._session: Optional[AsyncSession] = None
+
+    def __await__(self) -> Generator[Any, None, AsyncSession]:
+        return self._factory().__await__()
+
+    async def __aenter__(self) -> AsyncSession:
+        self._session = await self._factory()
+        return self._session
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class AsyncSandboxClient:
+    """Same arguments and methods as :class:`llm_sandbox.SandboxClient`, as coroutines;
+    :meth:`stream` is an async iterator and :meth:`session` works with ``async with``."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, policy: Optional[str] = DEFAULT_POLICY,
+                 token: Optional[str] = None, timeout: float = 60.0, *, retries: int = 0,
+                 max_retry_wait: float = 30.0,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.base_url = base_url
+        self.policy_name = policy
+        self.timeout = float(timeout)
+        self._transport = AsyncTransport(Endpoint.parse(base_url), resolve_token(token),
+                                         RetryRule(retries=retries, max_wait=max_retry_wait),
+                                         ssl_context)
+
+    async def _run(self, call: Call) -> Any:
+        return await self._transport.run(call)
+
+    async def execute(self, code: str, *, language: Optional[str] = None,
+                      stdin: Optional[str] = None, timeout: Optional[float] = None,
+                      env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
+                      policy: Optional[str] = None, memory: Union[str, int, None] = None,
+                      cpu: Union[str, float, None] = None) -> Dict[str, Any]:
+        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
+                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
+                                   files=files)
+        return await self._run(_calls.execute(body, self.timeout))
+
+    async def stream(self, code: str, *, language: Optional[str] = None,
+                     stdin: Optional[str] = None, timeout: Optional[float] = None,
+                     env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
+                     policy: Optional[str] = None, memory: Union[str, int, None] = None,
+                     cpu: Union[str, float, None] = None) -> AsyncIterator[StreamEvent]:
+        """``async for kind, data in client.stream(code): ...`` (see SandboxClient.stream)."""
+        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
+                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
+                                   files=files)
+        parser = SSEParser()
+        got_result = False
+        chunks = self._transport.stream(_calls.execute_stream(body, self.timeout))
+        try:
+            async for chunk in chunks:
+                for ev in parser.feed(chunk):
+                    out = _calls.stream_event(ev)
+                    got_result = got_result or out.kind == "result"
+                    yield out
+            for ev in parser.close():
+                out = _calls.stream_event(ev)
+                got_result = got_result or out.kind == "result"
+                yield out
+        finally:
+            await chunks.aclose()
+        if not got_result:
+            raise ProtocolError("the event stream ended without a result event")
+
+    async def batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
+                    concurrency: Optional[int] = None, policy: Optional[str] = None,
+                    raise_on_error: bool = False) -> List[Dict[str, Any]]:
+        results = await self._run(_calls.batch(tasks, policy=policy or self.policy_name,
+                                               concurrency=concurrency, base_timeout=self.timeout))
+        if raise_on_error:
+            for err in _calls.batch_errors(results):
+                if err is not None:
+                    raise err
+        return results
+
+    def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
+                idle_timeout: Optional[float] = None,
+                max_lifetime: Optional[float] = None) -> _SessionStarter:
+        async def create() -> AsyncSession:
+            info = await self._run(_calls.create_session(
+                policy=policy or self.policy_name, language=language, idle_timeout=idle_timeout,
+                max_lifetime=max_lifetime, base_timeout=self.timeout))
+            if not isinstance(info, dict) or "session_id" not in info:
+                raise ProtocolError(f"session created without a session_id: {str(info)[:200]}")
+            return AsyncSession(self, info)
+        return _SessionStarter(create)
+
+    async def attach_session(self, session_id: str) -> AsyncSession:
+        return AsyncSession(self, await self._run(_calls.session_info(session_id, self.timeout)))
+
+    async def list_sessions(self) -> List[Dict[str, Any]]:
+        return await self._run(_calls.list_sessions(self.timeout))
+
+    async def policies(self) -> List[Dict[str, Any]]:
+        return await self._run(_calls.policies(self.timeout))
+
+    async def policy(self, name: Optional[str] = None) -> Dict[str, Any]:
+        target = name or self.policy_name
+        if not target:
+            raise ValueError("no policy name given and the client has no default policy")
+        return await self._run(_calls.policy(target, self.timeout))
+
+    async def health(self) -> Dict[str, Any]:
+        return await self._run(_calls.health(self.timeout))
+
+    async def ready(self) -> Dict[str, Any]:
+        return await self._run(_calls.ready(self.timeout))
+
+    async def __aenter__(self) -> "AsyncSandboxClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"AsyncSandboxClient(base_url={self.base_url!r}, policy={self.policy_name!r})"

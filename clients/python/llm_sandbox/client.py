@@ -1,0 +1,183 @@
+"""SandboxClient: the synchronous client of the LLM Sandbox daemon (docs/api.md).
+
+The requirements' example works as written::
+
+    client = SandboxClient(base_url="http://localhost:8080", policy="code-sandbox")
+    response = client.execute(code)
+    return response["stdout"]
+"""
+from __future__ import annotations
+
+import ssl
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+from . import _calls
+from ._calls import FilesArg, StreamEvent
+from ._http import Endpoint, RetryRule, SyncTransport, resolve_token
+from .errors import ProtocolError, SandboxError
+from .session import Session
+from .sse import SSEParser
+
+DEFAULT_URL = "http://localhost:8080"
+DEFAULT_POLICY = "code-sandbox"
+
+
+class SandboxClient:
+    """Talks to ``llm-sandbox serve``.
+
+    Args:
+        base_url: the daemon's address.
+        policy: the server-side policy used when a call names none. A request may only tighten
+            it (lower timeout/memory/cpu); asking for more raises Forbidden.
+        token: bearer token; defaults to $LLM_SANDBOX_TOKEN. Needed when the daemon has tokens.
+        timeout: seconds to wait for the daemon's answer. Calls that pass a sandbox ``timeout``
+            wait at least that long plus a margin, so a long program is never cut off here first.
+        retries: how many times a 429/503 answer is retried automatically, honoring its
+            Retry-After (0 = never, the default: the caller decides).
+        max_retry_wait: upper bound of one wait between retries, in seconds.
+        ssl_context: for an https:// daemon behind a TLS proxy.
+
+    The client holds no connection between calls and may be shared between threads.
+    """
+
+    def __init__(self, base_url: str = DEFAULT_URL, policy: Optional[str] = DEFAULT_POLICY,
+                 token: Optional[str] = None, timeout: float = 60.0, *, retries: int = 0,
+                 max_retry_wait: float = 30.0,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.base_url = base_url
+        self.policy_name = policy
+        self.timeout = float(timeout)
+        self._transport = SyncTransport(Endpoint.parse(base_url), resolve_token(token),
+                                        RetryRule(retries=retries, max_wait=max_retry_wait),
+                                        ssl_context)
+
+    def _run(self, call: _calls.Call) -> Any:
+        return self._transport.run(call)
+
+    # --- executions
+
+    def execute(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,
+                timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,
+                files: FilesArg = None, policy: Optional[str] = None,
+                memory: Union[str, int, None] = None,
+                cpu: Union[str, float, None] = None) -> Dict[str, Any]:
+        """Runs code in a fresh sandbox and returns the ExecResult dict: "stdout", "stderr",
+        "exit_code", "status" (ok|error|timeout|oom|killed|denied|output_limit), "duration_ms",
+        "cpu_ms", "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy".
+
+        A program that fails, times out or is denied is still a result (look at "status");
+        exceptions are for requests the daemon refused or could not serve.
+
+        files: ``{"/tmp/data.csv": "a,b\\n"}`` (str or bytes values) or the API's list form;
+        written into the box's tmpfs before the program starts.
+        """
+        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
+                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
+                                   files=files)
+        return self._run(_calls.execute(body, self.timeout))
+
+    def stream(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,
+               timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,
+               files: FilesArg = None, policy: Optional[str] = None,
+               memory: Union[str, int, None] = None,
+               cpu: Union[str, float, None] = None) -> Iterator[StreamEvent]:
+        """Runs code like :meth:`execute` but yields events as they happen:
+        ``("stdout", str)``, ``("stderr", str)``, ``("alert", dict)`` and last
+        ``("result", dict)``. An "error" event is raised as its typed exception.
+
+        The request is sent when iteration starts. Closing the iterator early (``break``)
+        closes the connection.
+        """
+        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
+                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
+                                   files=files)
+        return self._stream(_calls.execute_stream(body, self.timeout))
+
+    def _stream(self, call: _calls.Call) -> Iterator[StreamEvent]:
+        parser = SSEParser()
+        got_result = False
+        chunks = self._transport.stream(call)
+        try:
+            for chunk in chunks:
+                for ev in parser.feed(chunk):
+                    out = _calls.stream_event(ev)
+                    got_result = got_result or out.kind == "result"
+                    yield out
+            for ev in parser.close():
+                out = _calls.stream_event(ev)
+                got_result = got_result or out.kind == "result"
+                yield out
+        finally:
+            chunks.close()
+        if not got_result:
+            raise ProtocolError("the event stream ended without a result event")
+
+    def batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
+              concurrency: Optional[int] = None, policy: Optional[str] = None,
+              raise_on_error: bool = False) -> List[Dict[str, Any]]:
+        """Runs many tasks concurrently, each in a fresh sandbox (sub-agents without state).
+
+        tasks: code strings or execute bodies (``{"code": ..., "language": ..., "timeout":
+        ...}``). Returns one entry per task, in request order: an ExecResult, or
+        ``{"error": {"code", "message"}}`` for a task the daemon refused; with
+        ``raise_on_error=True`` the first such entry is raised as its typed exception instead.
+        """
+        results = self._run(_calls.batch(tasks, policy=policy or self.policy_name,
+                                         concurrency=concurrency, base_timeout=self.timeout))
+        if raise_on_error:
+            for err in _calls.batch_errors(results):
+                if err is not None:
+                    raise err
+        return results
+
+    # --- sessions
+
+    def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
+                idle_timeout: Optional[float] = None,
+                max_lifetime: Optional[float] = None) -> Session:
+        """Creates a session (one box kept for several executions). Use it with ``with`` so the
+        box is released: ``with client.session(language="python") as s: s.execute("x = 1")``."""
+        info = self._run(_calls.create_session(
+            policy=policy or self.policy_name, language=language, idle_timeout=idle_timeout,
+            max_lifetime=max_lifetime, base_timeout=self.timeout))
+        if not isinstance(info, dict) or "session_id" not in info:
+            raise ProtocolError(f"session created without a session_id: {str(info)[:200]}")
+        return Session(self, info)
+
+    def attach_session(self, session_id: str) -> Session:
+        """A Session object for an existing session id (e.g. created by another process)."""
+        return Session(self, self._run(_calls.session_info(session_id, self.timeout)))
+
+    def list_sessions(self) -> List[Dict[str, Any]]:
+        """Every live session on the daemon, as Session info dicts."""
+        return self._run(_calls.list_sessions(self.timeout))
+
+    # --- policies and health
+
+    def policies(self) -> List[Dict[str, Any]]:
+        """The daemon's policies: name, description, backend, network, languages."""
+        return self._run(_calls.policies(self.timeout))
+
+    def policy(self, name: Optional[str] = None) -> Dict[str, Any]:
+        """One policy, resolved, with its per-control explain view (default: the client's)."""
+        target = name or self.policy_name
+        if not target:
+            raise ValueError("no policy name given and the client has no default policy")
+        return self._run(_calls.policy(target, self.timeout))
+
+    def health(self) -> Dict[str, Any]:
+        """GET /healthz: {"status": "ok"} when the daemon is up."""
+        return self._run(_calls.health(self.timeout))
+
+    def ready(self) -> Dict[str, Any]:
+        """GET /readyz: {"status": "ready", "backend": ...}; raises Unavailable when not ready."""
+        return self._run(_calls.ready(self.timeout))
+
+    def __enter__(self) -> "SandboxClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"SandboxClient(base_url={self.base_url!r}, policy={self.policy_name!r})"

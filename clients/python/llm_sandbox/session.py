@@ -1,0 +1,79 @@
+"""A session: one sandbox kept for several executions (the requirements' "sub-agent").
+
+Files written under the policy's tmpfs survive between executions, and with language python the
+interpreter keeps its variables. A session holds a box on the daemon until it is closed or its
+idle timeout passes, so use it as a context manager and it is closed even when the code fails.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Union
+
+from . import _calls
+from .errors import NotFound
+
+if TYPE_CHECKING:
+    from .client import SandboxClient
+
+
+class Session:
+    """Returned by :meth:`SandboxClient.session`; the box exists once this object does."""
+
+    def __init__(self, client: "SandboxClient", info: Dict[str, Any]) -> None:
+        self._client = client
+        self._info = info
+        self.session_id: str = str(info["session_id"])
+        self.closed = False
+
+    @property
+    def id(self) -> str:
+        return self.session_id
+
+    @property
+    def policy(self) -> Optional[str]:
+        return self._info.get("policy")
+
+    @property
+    def language(self) -> Optional[str]:
+        return self._info.get("language")
+
+    def execute(self, code: str, *, stdin: Optional[str] = None, timeout: Optional[float] = None,
+                env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+        """Runs code in this session's box; returns the ExecResult dict (see SandboxClient.execute).
+        Raises Conflict when another execution of this session is still running."""
+        return self._client._run(_calls.session_execute(
+            self.session_id, code, stdin=stdin, timeout=timeout, env=env,
+            base_timeout=self._client.timeout))
+
+    def upload(self, path: str, data: Union[bytes, str]) -> Dict[str, Any]:
+        """Writes a file into the box (str is encoded as UTF-8); returns {"path", "size"}.
+        The path must be absolute and inside one of the policy's tmpfs mounts, e.g. /tmp/x."""
+        return self._client._run(_calls.upload(self.session_id, path, data, self._client.timeout))
+
+    def download(self, path: str) -> bytes:
+        """Reads a file from the box, byte for byte. Raises NotFound when it is absent."""
+        return self._client._run(_calls.download(self.session_id, path, self._client.timeout))
+
+    def info(self) -> Dict[str, Any]:
+        """The session's current state (executions, state, expires_at...)."""
+        self._info = self._client._run(_calls.session_info(self.session_id, self._client.timeout))
+        return self._info
+
+    def close(self) -> None:
+        """Deletes the session and its box. Idempotent: a session the daemon already expired
+        counts as closed."""
+        if self.closed:
+            return
+        try:
+            self._client._run(_calls.delete_session(self.session_id, self._client.timeout))
+        except NotFound:
+            pass
+        self.closed = True
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.session_id!r}, policy={self.policy!r}, closed={self.closed})"
