@@ -8,8 +8,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <exception>
 
+#include "base/io.h"
 #include "base/unique_fd.h"
 #include "init/diag.h"
 #include "init/exec_policy.h"
@@ -34,6 +36,16 @@ struct Setup {
   int landlock_abi = 0;
 };
 
+// CAP_SYS_ADMIN (bit 21) in the effective set, from /proc/self/status (no libcap in a static init).
+bool HasCapSysAdmin() {
+  auto status = ReadFile("/proc/self/status");
+  if (!status.ok()) return false;
+  auto at = status->find("CapEff:");
+  if (at == std::string::npos) return false;
+  uint64_t caps = std::strtoull(status->c_str() + at + 7, nullptr, 16);
+  return (caps >> 21) & 1;
+}
+
 Status Prepare(Setup& s) {
   const BoxSetup& box = s.box;
   // 1. The contract: protocol version, an unprivileged program, PID 1 of a pid namespace (the
@@ -52,6 +64,11 @@ Status Prepare(Setup& s) {
     return Error{"commands: Landlock is unavailable (kernel without CONFIG_SECURITY_LANDLOCK or lsm= without landlock); cannot restrict executables"};
   LSB_TRY(NotifyWatch::Probe());
   // 3. The filesystem view.
+  if (box.mode == "build_root" && (::geteuid() != 0 || !HasCapSysAdmin()))
+    return Error{"filesystem (build_root): init has no capabilities in its user namespace (euid " +
+                 std::to_string(::geteuid()) + "); the launcher must map uid/gid 0 and call "
+                 "setresgid(0,0,0), setgroups(0), setresuid(0,0,0) inside the new user namespace "
+                 "before exec'ing init, or execve drops every capability", EPERM};
   if (box.mode == "build_root") {
     auto st = BuildRoot(box);
     if (!st.ok()) return st.error().Wrap("filesystem (build_root)");

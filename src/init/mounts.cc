@@ -260,6 +260,10 @@ Status CheckInPlace(const BoxSetup& setup) {
   struct statvfs vfs;
   if (setup.read_only && (::statvfs("/", &vfs) != 0 || !(vfs.f_flag & ST_RDONLY)))
     return Error{"filesystem.read_only: the outer box left / writable (in_place mode relies on it)"};
+  // The watch reads /proc/<pid>/mem of the box's pids: /proc must belong to our pid namespace.
+  char self[32] = {};
+  if (::readlink("/proc/self", self, sizeof self - 1) <= 0 || std::to_string(::getpid()) != self)
+    return Error{"/proc is not the box's own (mounted for another pid namespace): the exec and network watch cannot read the program's arguments"};
   for (const auto& t : setup.tmpfs) {
     LSB_TRY(ValidateMountPath("tmpfs", t.path));
     struct statfs fs;

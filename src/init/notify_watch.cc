@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 
+#include "init/diag.h"
 #include "init/sockaddr.h"
 
 namespace lsb::init {
@@ -143,6 +144,7 @@ Status NotifyWatch::HandleOne(const EventSink& emit) {
   bool alert = false;
 
   RemoteMem mem(pid);
+  if (!mem.ok()) Diag("watch: cannot open /proc/" + std::to_string(pid) + "/mem: " + std::strerror(errno));
   // The pid may have been reused between RECV and open: only trust what we read if the
   // notification is still pending afterwards.
   auto still_valid = [&] { return ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == 0; };
