@@ -41,6 +41,7 @@ Result<ImageMap> ImageMap::Parse(std::string_view yaml_text, const std::string& 
   if (!root.IsMap()) return Error{Pos(file_name, root.Mark()) + ": expected a mapping with key 'images'"};
   for (const auto& top : root) {
     std::string key = top.first.as<std::string>();
+    if (key == "docker") continue;  // the Docker backend's section (runtime/docker/image_resolver.h)
     if (key != "images")
       return Error{Pos(file_name, top.first.Mark()) + ": unknown key '" + key +
                    "' (the only key is 'images')"};

@@ -46,6 +46,19 @@ std::string EngineDownHint(const Endpoint& ep) {
   return "is a Docker engine listening there? Check DOCKER_HOST, or use --backend native";
 }
 
+Status SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Error{"send: timed out", ETIMEDOUT};
+      return Error::FromErrno("send");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return OkStatus();
+}
+
 Status SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
   timeval tv{};
   tv.tv_sec = timeout.count() / 1000;

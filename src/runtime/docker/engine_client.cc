@@ -4,7 +4,6 @@
 
 #include <cstdio>
 
-#include "base/io.h"
 #include "runtime/docker/connection.h"
 
 namespace lsb::docker {
@@ -81,7 +80,7 @@ Result<HttpResponse> EngineClient::RawCall(const HttpRequest& req, std::chrono::
   HttpRequest r = req;
   r.headers.emplace_back("Connection", "close");
   if (!r.body.empty()) r.headers.emplace_back("Content-Type", "application/json");
-  auto st = WriteAll(fd.get(), EncodeRequest(r));
+  auto st = SendAll(fd.get(), EncodeRequest(r));
   if (!st.ok()) return st.error().Wrap("Docker engine at " + ep_.ToString() + ": send " + what);
   ResponseParser parser(req.method == "HEAD");
   auto rd = ReadResponse(fd.get(), &parser, false, what, timeout);
@@ -119,7 +118,7 @@ Result<Hijacked> EngineClient::Hijack(const std::string& path) const {
   req.method = "POST";
   req.target = "/v" + api_version_ + path;
   req.headers = {{"Connection", "Upgrade"}, {"Upgrade", "tcp"}};
-  auto st = WriteAll(fd.get(), EncodeRequest(req));
+  auto st = SendAll(fd.get(), EncodeRequest(req));
   if (!st.ok()) return st.error().Wrap("Docker engine: send " + what);
   ResponseParser parser;
   parser.StopAfterHeaders();
