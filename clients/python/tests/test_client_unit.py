@@ -1,0 +1,621 @@
+"""Protocol-level unit tests of the llm_sandbox client (sync and asyncio).
+
+The daemon is replaced by a small fake HTTP server built here with http.server. That checks what
+the client itself is responsible for: the request bodies, paths and headers it sends, how every
+error status maps to its exception, Retry-After handling, SSE parsing (pieces split anywhere,
+CRLF, comments), chunked and Content-Length framing in the asyncio transport. It is NOT a
+substitute for tests/integration/test_python_client.py, which runs the client against the real
+`llm-sandbox serve`.
+
+Run: python3 -m unittest discover -s clients/python/tests -v
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from urllib.parse import parse_qs, urlsplit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import llm_sandbox  # noqa: E402
+from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFailed,  # noqa: E402
+                         Forbidden, MethodNotAllowed, NotFound, PayloadTooLarge, PolicyViolation,
+                         ProtocolError, RateLimited, RequestTimedOut, SandboxClient, SandboxError,
+                         SandboxFailure, ServerError, Unauthorized, Unavailable,
+                         UnsupportedMediaType)
+from llm_sandbox.sse import SSEParser  # noqa: E402
+
+RESULT = {"stdout": "42\n", "stderr": "", "exit_code": 0, "status": "ok", "duration_ms": 12,
+          "cpu_ms": 9, "memory_peak_bytes": 1 << 20, "alerts": [], "truncated": False,
+          "execution_id": "ex-1", "backend": "native", "policy": "code-sandbox"}
+SESSION = {"session_id": "s-1", "policy": "code-sandbox", "language": "python",
+           "created_at": "2026-01-01T00:00:00Z", "last_used_at": "2026-01-01T00:00:00Z",
+           "expires_at": "2026-01-01T01:00:00Z", "executions": 0, "state": "ready"}
+
+
+class Request:
+    def __init__(self, method: str, target: str, headers: Dict[str, str], body: bytes) -> None:
+        self.method = method
+        self.target = target
+        parts = urlsplit(target)
+        self.path = parts.path
+        self.query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.headers = headers
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+# A reply: (status, headers, body). body bytes -> Content-Length; a list of bytes -> chunked,
+# one chunk per item with a short pause, to exercise incremental parsing; "eof:" prefix of a
+# str -> no length at all, the body ends when the connection closes.
+Reply = Tuple[int, Dict[str, str], Union[bytes, List[bytes]]]
+Script = Callable[[Request], Reply]
+
+
+def json_reply(status: int, obj: Any, headers: Optional[Dict[str, str]] = None) -> Reply:
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    return status, h, json.dumps(obj).encode()
+
+
+def error_reply(status: int, code: str, message: str, **headers: str) -> Reply:
+    return json_reply(status, {"error": {"code": code, "message": message}},
+                      {k.replace("_", "-"): v for k, v in headers.items()})
+
+
+class FakeDaemon:
+    """An http.server on 127.0.0.1:<free port>; each test sets .script and reads .requests."""
+
+    def __init__(self) -> None:
+        self.requests: List[Request] = []
+        self.script: Script = lambda req: json_reply(200, RESULT)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                req = Request(self.command, self.path,
+                              {k.lower(): v for k, v in self.headers.items()}, body)
+                fake.requests.append(req)
+                status, headers, payload = fake.script(req)
+                try:
+                    self._reply(status, headers, payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (the timeout tests)
+                self.close_connection = True
+
+            def _reply(self, status: int, headers: Dict[str, str],
+                       payload: Union[bytes, List[bytes]]) -> None:
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Connection", "close")
+                if isinstance(payload, list):
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for piece in payload:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        self.wfile.flush()
+                        time.sleep(0.005)
+                    self.wfile.write(b"0\r\n\r\n")
+                elif headers.get("X-No-Length"):
+                    self.end_headers()
+                    self.wfile.write(payload)
+                else:
+                    if status != 204:
+                        self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                self.wfile.flush()
+
+            do_GET = do_POST = do_PUT = do_DELETE = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def sse(*events: Tuple[str, Any]) -> bytes:
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+
+
+def split_every(data: bytes, n: int) -> List[bytes]:
+    return [data[i:i + n] for i in range(0, len(data), n)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+ERROR_CASES = [
+    (400, "bad_request", BadRequest), (401, "unauthorized", Unauthorized),
+    (403, "forbidden", Forbidden), (404, "not_found", NotFound),
+    (405, "method_not_allowed", MethodNotAllowed), (409, "conflict", Conflict),
+    (413, "payload_too_large", PayloadTooLarge), (415, "unsupported_media_type", UnsupportedMediaType),
+    (429, "too_many_requests", RateLimited), (500, "internal", ServerError),
+    (502, "sandbox_error", SandboxFailure), (503, "unavailable", Unavailable),
+]
+
+
+class FakeServerTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.fake = FakeDaemon()
+        self.addCleanup(self.fake.stop)
+        os.environ.pop("LLM_SANDBOX_TOKEN", None)
+
+    def client(self, **kw: Any) -> SandboxClient:
+        kw.setdefault("policy", "code-sandbox")
+        return SandboxClient(base_url=self.fake.url, **kw)
+
+
+class SyncClientTest(FakeServerTest):
+    def test_requirements_example_verbatim(self) -> None:
+        code = "print(6 * 7)"
+        client = SandboxClient(base_url=self.fake.url, policy="code-sandbox")
+        response = client.execute(code)
+        self.assertEqual(response["stdout"], "42\n")
+        self.assertEqual(response["exit_code"], 0)
+        req = self.fake.requests[0]
+        self.assertEqual((req.method, req.path), ("POST", "/v1/execute"))
+        self.assertEqual(req.headers["content-type"], "application/json")
+        self.assertEqual(req.json(), {"code": code, "policy": "code-sandbox"})
+        self.assertNotIn("authorization", req.headers)
+
+    def test_execute_options_and_files(self) -> None:
+        self.client(token="t0k").execute(
+            "x", language="python", stdin="in", timeout=5, env={"A": 1}, memory="64M", cpu=0.25,
+            policy="python-strict", files={"/tmp/a.txt": "héllo", "/tmp/b.bin": b"\x00\xff"})
+        req = self.fake.requests[0]
+        self.assertEqual(req.headers["authorization"], "Bearer t0k")
+        body = req.json()
+        self.assertEqual(body["policy"], "python-strict")
+        self.assertEqual(body["language"], "python")
+        self.assertEqual(body["stdin"], "in")
+        self.assertEqual(body["timeout"], 5)
+        self.assertEqual(body["env"], {"A": "1"})
+        self.assertEqual(body["memory"], "64M")
+        self.assertEqual(body["cpu"], 0.25)
+        self.assertEqual(body["files"][0], {"path": "/tmp/a.txt", "content": "héllo"})
+        self.assertEqual(base64.b64decode(body["files"][1]["content_base64"]), b"\x00\xff")
+
+    def test_files_list_form_passes_through(self) -> None:
+        self.client().execute("x", files=[{"path": "/tmp/c", "content_base64": "AAE="}])
+        self.assertEqual(self.fake.requests[0].json()["files"],
+                         [{"path": "/tmp/c", "content_base64": "AAE="}])
+
+    def test_token_from_environment(self) -> None:
+        os.environ["LLM_SANDBOX_TOKEN"] = "envtok"
+        self.addCleanup(os.environ.pop, "LLM_SANDBOX_TOKEN", None)
+        self.client().health()
+        self.assertEqual(self.fake.requests[0].headers["authorization"], "Bearer envtok")
+
+    def test_no_policy_means_server_default(self) -> None:
+        SandboxClient(base_url=self.fake.url, policy=None).execute("x")
+        self.assertNotIn("policy", self.fake.requests[0].json())
+
+    def test_every_error_status_maps_to_its_class(self) -> None:
+        for status, code, cls in ERROR_CASES:
+            with self.subTest(status=status):
+                extra = {"Retry_After": "7"} if status in (429, 503) else {}
+                self.fake.script = lambda req, s=status, c=code, e=extra: error_reply(
+                    s, c, f"{c} happened; fix it", **e)
+                with self.assertRaises(cls) as cm:
+                    self.client().execute("x")
+                err = cm.exception
+                self.assertIsInstance(err, SandboxError)
+                self.assertEqual(err.status, status)
+                self.assertEqual(err.code, code)
+                self.assertEqual(err.message, f"{code} happened; fix it")
+                if status in (429, 503):
+                    self.assertEqual(err.retry_after, 7.0)
+
+    def test_policy_violation_is_forbidden(self) -> None:
+        self.assertIs(PolicyViolation, Forbidden)
+        self.fake.script = lambda req: error_reply(
+            403, "forbidden", "timeout 60s exceeds the policy's 30s; a request may only lower it")
+        with self.assertRaises(PolicyViolation) as cm:
+            self.client().execute("x", timeout=60)
+        self.assertIn("timeout", str(cm.exception))
+
+    def test_non_json_error_body_still_typed(self) -> None:
+        self.fake.script = lambda req: (502, {"Content-Type": "text/html"}, b"<h1>Bad gateway</h1>")
+        with self.assertRaises(SandboxFailure) as cm:
+            self.client().execute("x")
+        self.assertIn("Bad gateway", cm.exception.message)
+        self.fake.script = lambda req: (418, {}, b"")
+        with self.assertRaises(BadRequest):
+            self.client().execute("x")
+        self.fake.script = lambda req: (599, {}, b"")
+        with self.assertRaises(ServerError):
+            self.client().execute("x")
+
+    def test_success_with_bad_json_is_protocol_error(self) -> None:
+        self.fake.script = lambda req: (200, {}, b"not json")
+        with self.assertRaises(ProtocolError):
+            self.client().execute("x")
+
+    def test_connection_failed_names_url_and_serve(self) -> None:
+        url = f"http://127.0.0.1:{free_port()}"
+        with self.assertRaises(ConnectionFailed) as cm:
+            SandboxClient(base_url=url).execute("x")
+        self.assertIn(url, str(cm.exception))
+        self.assertIn("llm-sandbox serve", str(cm.exception))
+        self.assertIsNone(cm.exception.status)
+
+    def test_http_timeout(self) -> None:
+        def slow(req: Request) -> Reply:
+            time.sleep(1.0)
+            return json_reply(200, RESULT)
+        self.fake.script = slow
+        with self.assertRaises(RequestTimedOut):
+            self.client(timeout=0.2).health()
+
+    def test_sandbox_timeout_extends_http_wait(self) -> None:
+        def slow(req: Request) -> Reply:
+            time.sleep(0.5)
+            return json_reply(200, RESULT)
+        self.fake.script = slow
+        # The HTTP timeout is 0.2 s but the program may run 1 s: the client must wait.
+        self.assertEqual(self.client(timeout=0.2).execute("x", timeout=1)["exit_code"], 0)
+
+    def test_retries_honor_retry_after(self) -> None:
+        answers = [error_reply(429, "too_many_requests", "queue full", Retry_After="0"),
+                   error_reply(503, "unavailable", "starting", Retry_After="0.1"),
+                   json_reply(200, RESULT)]
+        self.fake.script = lambda req: answers.pop(0)
+        t0 = time.monotonic()
+        self.assertEqual(self.client(retries=2).execute("x")["stdout"], "42\n")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.1)
+        self.assertEqual(len(self.fake.requests), 3)
+        self.assertEqual(self.fake.requests[2].json(), self.fake.requests[0].json())
+
+    def test_retries_off_by_default_and_bounded(self) -> None:
+        self.fake.script = lambda req: error_reply(429, "too_many_requests", "full", Retry_After="60")
+        with self.assertRaises(RateLimited):
+            self.client().execute("x")
+        self.assertEqual(len(self.fake.requests), 1)
+        # max_retry_wait caps a long Retry-After; after `retries` attempts the error surfaces.
+        t0 = time.monotonic()
+        with self.assertRaises(RateLimited):
+            self.client(retries=2, max_retry_wait=0.05).execute("x")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(len(self.fake.requests), 4)
+
+    def test_other_errors_not_retried(self) -> None:
+        self.fake.script = lambda req: error_reply(502, "sandbox_error", "init died")
+        with self.assertRaises(SandboxFailure):
+            self.client(retries=3).execute("x")
+        self.assertEqual(len(self.fake.requests), 1)
+
+    def test_stream_events_in_order(self) -> None:
+        alert = {"kind": "network", "severity": "critical", "rule": "network_attempt",
+                 "message": "connect 127.0.0.1:6379", "address": "127.0.0.1:6379"}
+        payload = (b": keep-alive\n\n" + sse(("stdout", {"data": "a\n"}), ("stderr", {"data": "e"}),
+                                               ("alert", alert), ("stdout", {"data": "ü\n"}),
+                                               ("result", RESULT)))
+        self.fake.script = lambda req: (200, {"Content-Type": "text/event-stream"},
+                                        split_every(payload, 7))
+        events = list(self.client().stream("print('a')", timeout=3))
+        self.assertEqual(events, [("stdout", "a\n"), ("stderr", "e"), ("alert", alert),
+                                  ("stdout", "ü\n"), ("result", RESULT)])
+        self.assertEqual(events[-1].kind, "result")
+        req = self.fake.requests[0]
+        self.assertEqual(req.target, "/v1/execute?stream=true")
+        self.assertEqual(req.headers["accept"], "text/event-stream")
+        self.assertEqual(req.json()["timeout"], 3)
+
+    def test_stream_error_event_raises_typed(self) -> None:
+        payload = sse(("stdout", {"data": "x"}),
+                      ("error", {"error": {"code": "sandbox_error", "message": "init died"}}))
+        self.fake.script = lambda req: (200, {"Content-Type": "text/event-stream"}, [payload])
+        it = self.client().stream("x")
+        self.assertEqual(next(it), ("stdout", "x"))
+        with self.assertRaises(SandboxFailure) as cm:
+            next(it)
+        self.assertEqual(cm.exception.message, "init died")
+
+    def test_stream_http_error_and_missing_result(self) -> None:
+        self.fake.script = lambda req: error_reply(404, "not_found", "no policy 'nope'")
+        with self.assertRaises(NotFound):
+            list(self.client().stream("x", policy="nope"))
+        self.fake.script = lambda req: (200, {"Content-Type": "text/event-stream"},
+                                        [sse(("stdout", {"data": "x"}))])
+        with self.assertRaises(ProtocolError):
+            list(self.client().stream("x"))
+
+    def test_stream_retry_before_events(self) -> None:
+        answers = [error_reply(503, "unavailable", "busy", Retry_After="0"),
+                   (200, {"Content-Type": "text/event-stream"}, [sse(("result", RESULT))])]
+        self.fake.script = lambda req: answers.pop(0)
+        self.assertEqual(list(self.client(retries=1).stream("x")), [("result", RESULT)])
+
+    def test_batch(self) -> None:
+        results = [dict(RESULT, stdout="1\n"),
+                   {"error": {"code": "forbidden", "message": "memory 1G exceeds 256M"}},
+                   dict(RESULT, stdout="3\n")]
+        self.fake.script = lambda req: json_reply(200, {"results": results})
+        tasks = ["print(1)", {"code": "print(2)", "memory": "1G"},
+                 {"code": "print(3)", "policy": "python-strict", "files": {"/tmp/x": b"\x01"}}]
+        got = self.client().batch(tasks, concurrency=2)
+        self.assertEqual(got, results)
+        body = self.fake.requests[0].json()
+        self.assertEqual(self.fake.requests[0].path, "/v1/batch")
+        self.assertEqual(body["concurrency"], 2)
+        self.assertEqual(body["tasks"][0], {"code": "print(1)", "policy": "code-sandbox"})
+        self.assertEqual(body["tasks"][1], {"code": "print(2)", "memory": "1G",
+                                            "policy": "code-sandbox"})
+        self.assertEqual(body["tasks"][2]["policy"], "python-strict")
+        self.assertEqual(body["tasks"][2]["files"], [{"path": "/tmp/x", "content_base64": "AQ=="}])
+        with self.assertRaises(Forbidden):
+            self.client().batch(tasks, raise_on_error=True)
+        with self.assertRaises(TypeError):
+            self.client().batch([{"language": "python"}])
+
+    def test_session_lifecycle(self) -> None:
+        files: Dict[str, bytes] = {}
+
+        def script(req: Request) -> Reply:
+            if req.method == "POST" and req.path == "/v1/sessions":
+                return json_reply(201, SESSION)
+            if req.path == "/v1/sessions/s-1/execute":
+                return json_reply(200, RESULT)
+            if req.path == "/v1/sessions/s-1/files":
+                if req.method == "PUT":
+                    files[req.query["path"]] = req.body
+                    return json_reply(201, {"path": req.query["path"], "size": len(req.body)})
+                if req.query["path"] in files:
+                    return 200, {"Content-Type": "application/octet-stream"}, files[req.query["path"]]
+                return error_reply(404, "not_found", "no such file")
+            if req.method == "GET" and req.path == "/v1/sessions/s-1":
+                return json_reply(200, dict(SESSION, executions=1))
+            if req.method == "GET" and req.path == "/v1/sessions":
+                return json_reply(200, {"sessions": [SESSION]})
+            if req.method == "DELETE" and req.path == "/v1/sessions/s-1":
+                return 204, {}, b""
+            return error_reply(404, "not_found", req.path)
+
+        self.fake.script = script
+        client = self.client()
+        with client.session(language="python", idle_timeout=30, max_lifetime=120) as s:
+            self.assertEqual(s.id, "s-1")
+            self.assertEqual(self.fake.requests[0].json(), {
+                "policy": "code-sandbox", "language": "python", "idle_timeout": 30,
+                "max_lifetime": 120})
+            self.assertEqual(s.execute("x = 1", stdin="i", timeout=2)["stdout"], "42\n")
+            self.assertEqual(self.fake.requests[-1].json(), {"code": "x = 1", "stdin": "i",
+                                                             "timeout": 2})
+            self.assertEqual(s.upload("/tmp/my file.bin", b"\x00\x01\xff"),
+                             {"path": "/tmp/my file.bin", "size": 3})
+            up = self.fake.requests[-1]
+            self.assertEqual(up.method, "PUT")
+            self.assertEqual(up.headers["content-type"], "application/octet-stream")
+            self.assertIn("path=/tmp/my%20file.bin", up.target)
+            s.upload("/tmp/t.txt", "héllo")
+            self.assertEqual(s.download("/tmp/t.txt"), "héllo".encode())
+            self.assertEqual(s.download("/tmp/my file.bin"), b"\x00\x01\xff")
+            with self.assertRaises(NotFound):
+                s.download("/tmp/absent")
+            self.assertEqual(s.info()["executions"], 1)
+            self.assertEqual(client.list_sessions(), [SESSION])
+        self.assertTrue(s.closed)
+        self.assertEqual(self.fake.requests[-1].method, "DELETE")
+        n = len(self.fake.requests)
+        s.close()  # idempotent
+        self.assertEqual(len(self.fake.requests), n)
+
+    def test_session_busy_is_conflict_and_close_tolerates_expiry(self) -> None:
+        def script(req: Request) -> Reply:
+            if req.path == "/v1/sessions":
+                return json_reply(201, SESSION)
+            if req.path.endswith("/execute"):
+                return error_reply(409, "conflict", "session s-1 is busy")
+            return error_reply(404, "not_found", "session s-1 expired")
+        self.fake.script = script
+        s = self.client().session()
+        with self.assertRaises(Conflict):
+            s.execute("x")
+        s.close()
+        self.assertTrue(s.closed)
+
+    def test_policies_policy_health_ready(self) -> None:
+        def script(req: Request) -> Reply:
+            return {
+                "/v1/policies": json_reply(200, {"policies": [{"name": "code-sandbox"}]}),
+                "/v1/policies/code-sandbox": json_reply(200, {"name": "code-sandbox",
+                                                              "policy": {}, "explain": []}),
+                "/healthz": json_reply(200, {"status": "ok"}),
+                "/readyz": error_reply(503, "unavailable", "no backend", Retry_After="1"),
+            }[req.path]
+        self.fake.script = script
+        c = self.client()
+        self.assertEqual(c.policies(), [{"name": "code-sandbox"}])
+        self.assertEqual(c.policy()["name"], "code-sandbox")
+        self.assertEqual(c.policy("code-sandbox")["explain"], [])
+        self.assertEqual(c.health(), {"status": "ok"})
+        with self.assertRaises(Unavailable):
+            c.ready()
+
+    def test_base_url_path_prefix(self) -> None:
+        SandboxClient(base_url=self.fake.url + "/sandbox/").health()
+        self.assertEqual(self.fake.requests[0].path, "/sandbox/healthz")
+
+
+class SSEParserTest(unittest.TestCase):
+    def feed_all(self, data: bytes, step: int) -> List[Tuple[str, str]]:
+        p = SSEParser()
+        out = []
+        for piece in split_every(data, step):
+            out += [(e.event, e.data) for e in p.feed(piece)]
+        out += [(e.event, e.data) for e in p.close()]
+        return out
+
+    def test_split_anywhere_and_line_endings(self) -> None:
+        data = (b"event: stdout\r\ndata: {\"data\": \"a\"}\r\n\r\n"
+                b": comment\n"
+                b"event:stderr\rdata:x\r\rdata: line1\ndata: line2\n\n"
+                b"id: 7\nretry: 100\nunknown: field\ndata\n\n")
+        expected = [("stdout", '{"data": "a"}'), ("stderr", "x"), ("message", "line1\nline2"),
+                    ("message", "")]
+        for step in (1, 2, 3, 5, 64, len(data)):
+            with self.subTest(step=step):
+                self.assertEqual(self.feed_all(data, step), expected)
+
+    def test_event_without_data_not_dispatched_and_name_reset(self) -> None:
+        self.assertEqual(self.feed_all(b"event: x\n\ndata: d\n\n", 4), [("message", "d")])
+
+    def test_unterminated_last_event_is_kept(self) -> None:
+        self.assertEqual(self.feed_all(b"event: result\ndata: {}", 3), [("result", "{}")])
+
+    def test_utf8_split_inside_a_character(self) -> None:
+        self.assertEqual(self.feed_all("data: žluť\n\n".encode(), 1), [("message", "žluť")])
+
+
+class AsyncClientTest(FakeServerTest):
+    def aclient(self, **kw: Any) -> AsyncSandboxClient:
+        kw.setdefault("policy", "code-sandbox")
+        return AsyncSandboxClient(base_url=self.fake.url, **kw)
+
+    def test_execute_and_framings(self) -> None:
+        for name, reply in [
+                ("content-length", json_reply(200, RESULT)),
+                ("chunked", (200, {}, split_every(json.dumps(RESULT).encode(), 5))),
+                ("until-eof", (200, {"X-No-Length": "1"}, json.dumps(RESULT).encode()))]:
+            with self.subTest(framing=name):
+                self.fake.script = lambda req, r=reply: r
+                got = asyncio.run(self.aclient(token="tk").execute("print(42)", timeout=4,
+                                                                   files={"/tmp/a": b"\x00"}))
+                self.assertEqual(got, RESULT)
+                req = self.fake.requests[-1]
+                self.assertEqual(req.headers["authorization"], "Bearer tk")
+                self.assertEqual(req.json()["files"], [{"path": "/tmp/a", "content_base64": "AA=="}])
+
+    def test_errors_map_like_sync(self) -> None:
+        for status, code, cls in ERROR_CASES:
+            with self.subTest(status=status):
+                self.fake.script = lambda req, s=status, c=code: error_reply(s, c, "m", Retry_After="3")
+                with self.assertRaises(cls) as cm:
+                    asyncio.run(self.aclient().execute("x"))
+                self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.message),
+                                 (status, code, "m"))
+
+    def test_connection_failed(self) -> None:
+        url = f"http://127.0.0.1:{free_port()}"
+        with self.assertRaises(ConnectionFailed) as cm:
+            asyncio.run(AsyncSandboxClient(base_url=url).health())
+        self.assertIn(url, str(cm.exception))
+        self.assertIn("llm-sandbox serve", str(cm.exception))
+
+    def test_timeout(self) -> None:
+        def slow(req: Request) -> Reply:
+            time.sleep(1.0)
+            return json_reply(200, {})
+        self.fake.script = slow
+        with self.assertRaises(RequestTimedOut):
+            asyncio.run(self.aclient(timeout=0.2).health())
+
+    def test_retry(self) -> None:
+        answers = [error_reply(429, "too_many_requests", "full", Retry_After="0"),
+                   json_reply(200, RESULT)]
+        self.fake.script = lambda req: answers.pop(0)
+        self.assertEqual(asyncio.run(self.aclient(retries=1).execute("x")), RESULT)
+
+    def test_stream(self) -> None:
+        payload = sse(("stdout", {"data": "a"}), ("alert", {"rule": "r"}), ("result", RESULT))
+        self.fake.script = lambda req: (200, {"Content-Type": "text/event-stream"},
+                                        split_every(payload, 3))
+
+        async def go() -> List[Any]:
+            return [ev async for ev in self.aclient().stream("x")]
+        self.assertEqual(asyncio.run(go()), [("stdout", "a"), ("alert", {"rule": "r"}),
+                                             ("result", RESULT)])
+        self.assertEqual(self.fake.requests[0].target, "/v1/execute?stream=true")
+        self.fake.script = lambda req: (200, {}, [sse(("error", {"error": {
+            "code": "too_many_requests", "message": "later"}}))])
+        with self.assertRaises(RateLimited):
+            asyncio.run(go())
+
+    def test_session_batch_policies(self) -> None:
+        def script(req: Request) -> Reply:
+            if req.method == "POST" and req.path == "/v1/sessions":
+                return json_reply(201, SESSION)
+            if req.path.endswith("/execute"):
+                return json_reply(200, RESULT)
+            if req.path.endswith("/files"):
+                if req.method == "PUT":
+                    return json_reply(201, {"path": req.query["path"], "size": len(req.body)})
+                return 200, {}, b"\x00data"
+            if req.method == "DELETE":
+                return 204, {}, b""
+            if req.path == "/v1/batch":
+                return json_reply(200, {"results": [RESULT] * len(req.json()["tasks"])})
+            if req.path == "/v1/policies":
+                return json_reply(200, {"policies": []})
+            if req.path == "/v1/sessions":
+                return json_reply(200, {"sessions": []})
+            return json_reply(200, SESSION)
+
+        self.fake.script = script
+
+        async def go() -> None:
+            c = self.aclient()
+            async with c.session(language="python") as s:
+                self.assertEqual((await s.execute("x = 1"))["stdout"], "42\n")
+                self.assertEqual(await s.upload("/tmp/f", b"ab"), {"path": "/tmp/f", "size": 2})
+                self.assertEqual(await s.download("/tmp/f"), b"\x00data")
+                self.assertEqual((await s.info())["session_id"], "s-1")
+            self.assertTrue(s.closed)
+            s2 = await c.session()
+            await s2.close()
+            self.assertEqual(await c.batch(["a", {"code": "b"}], concurrency=2), [RESULT, RESULT])
+            self.assertEqual(await c.policies(), [])
+            self.assertEqual(await c.list_sessions(), [])
+            results = await asyncio.gather(*(c.execute(f"print({i})") for i in range(8)))
+            self.assertEqual(len(results), 8)
+
+        asyncio.run(go())
+        methods = [(r.method, r.path) for r in self.fake.requests]
+        self.assertIn(("DELETE", "/v1/sessions/s-1"), methods)
+        self.assertEqual(methods.count(("DELETE", "/v1/sessions/s-1")), 2)
+
+
+class PackageTest(unittest.TestCase):
+    def test_public_names(self) -> None:
+        for name in llm_sandbox.__all__:
+            self.assertTrue(hasattr(llm_sandbox, name), name)
+        self.assertTrue(issubclass(RateLimited, SandboxError))
+        self.assertTrue(issubclass(ConnectionFailed, SandboxError))
+
+    def test_bad_base_url(self) -> None:
+        with self.assertRaises(ValueError):
+            SandboxClient(base_url="ftp://x")
+
+
+if __name__ == "__main__":
+    unittest.main()
