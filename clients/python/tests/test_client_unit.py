@@ -606,6 +606,35 @@ class AsyncClientTest(FakeServerTest):
 
 
 class PackageTest(unittest.TestCase):
+    def test_pip_install_offline(self) -> None:
+        """`pip install --no-build-isolation ./clients/python` into a fresh venv, no network."""
+        import importlib.util
+        import shutil
+        import subprocess
+        import tempfile
+        for mod in ("setuptools", "venv", "pip"):
+            if importlib.util.find_spec(mod) is None:
+                self.skipTest(f"python module {mod} missing (Debian: python3-setuptools, "
+                              "python3-venv, python3-pip)")
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        with tempfile.TemporaryDirectory() as tmp:
+            # Build from a copy so the source tree gets no build/ or egg-info litter.
+            copy = os.path.join(tmp, "src")
+            shutil.copytree(src, copy, ignore=shutil.ignore_patterns(
+                "build", "*.egg-info", "__pycache__", "tests"))
+            venv = os.path.join(tmp, "venv")
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                           check=True, capture_output=True, timeout=120)
+            py = os.path.join(venv, "bin", "python")
+            env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+            proc = subprocess.run([py, "-m", "pip", "install", "--no-index",
+                                   "--no-build-isolation", copy], capture_output=True,
+                                  text=True, timeout=240, env=env)
+            self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-2000:])
+            out = subprocess.run([py, "-c", "import llm_sandbox; print(llm_sandbox.__file__)"],
+                                 capture_output=True, text=True, timeout=60, cwd=tmp)
+            self.assertIn(venv, out.stdout, out.stderr)
+
     def test_public_names(self) -> None:
         for name in llm_sandbox.__all__:
             self.assertTrue(hasattr(llm_sandbox, name), name)
