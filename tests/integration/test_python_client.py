@@ -1,0 +1,314 @@
+"""The Python client (clients/python, package llm_sandbox) against the REAL daemon.
+
+Starts `$LSB_BUILD_DIR/llm-sandbox serve --listen 127.0.0.1:<free port> --policies <repo>/policies
+--images <repo>/config/images.yaml`, waits for /healthz, then runs the requirements' example
+verbatim, sessions, files, batch, streaming, the asyncio client and the error classes through it.
+Skipped only when the binary is missing or has no `serve` command (the daemon not built yet).
+"""
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
+
+from llm_sandbox import (AsyncSandboxClient, BadRequest, ConnectionFailed, Forbidden,  # noqa: E402
+                         NotFound, SandboxClient, SandboxError, Unauthorized)
+
+RESULT_KEYS = {"stdout", "stderr", "exit_code", "status", "duration_ms", "cpu_ms",
+               "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy"}
+STARTUP_S = 60
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_missing_reason():
+    """Why the daemon cannot be tested, or None. Only a missing binary or command skips."""
+    if not os.access(BINARY, os.X_OK):
+        return f"{BINARY} not built (set LSB_BUILD_DIR)"
+    proc = subprocess.run([BINARY, "serve", "--help"], capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        return (f"{BINARY} has no `serve` command yet (serve --help exited {proc.returncode}: "
+                f"{(proc.stderr or proc.stdout).strip().splitlines()[0][:200] if (proc.stderr or proc.stdout).strip() else ''})")
+    return None
+
+
+class Daemon:
+    """One `llm-sandbox serve` process on a free loopback port, stopped with SIGTERM."""
+
+    def __init__(self, env=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.TemporaryFile(mode="w+")
+        full_env = dict(os.environ)
+        full_env.pop("LLM_SANDBOX_TOKENS", None)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--listen", f"127.0.0.1:{self.port}",
+             "--policies", os.path.join(SOURCE_DIR, "policies"),
+             "--images", os.path.join(SOURCE_DIR, "config", "images.yaml")],
+            cwd=SOURCE_DIR, env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"llm-sandbox serve exited with {self.proc.returncode} "
+                                     f"before answering /healthz:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"no /healthz answer within {STARTUP_S}s:\n{self.output()}")
+            time.sleep(0.1)
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read()[-5000:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"llm-sandbox serve ignored SIGTERM for 30s:\n{self.output()}")
+        self.log.close()
+
+
+class DaemonTestCase(unittest.TestCase):
+    daemon_env = None
+
+    @classmethod
+    def setUpClass(cls):
+        reason = serve_missing_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        os.environ.pop("LLM_SANDBOX_TOKEN", None)
+        cls.daemon = Daemon(cls.daemon_env)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def client(self, **kw):
+        kw.setdefault("policy", "code-sandbox")
+        return SandboxClient(base_url=self.daemon.url, **kw)
+
+    def explain(self, result):
+        """Context for a failed assertion: what the sandbox said."""
+        return f"result: {result}"
+
+
+class PythonClientTest(DaemonTestCase):
+    def test_requirements_example_verbatim(self):
+        client = SandboxClient(base_url=self.daemon.url, policy="code-sandbox")
+
+        def run_python_code(code: str) -> str:
+            """Execute Python code in a secure sandbox."""
+            response = client.execute(code)
+            return response["stdout"]
+
+        self.assertEqual(run_python_code("print(6 * 7)"), "42\n")
+
+    def test_result_shape_and_failure_is_a_result(self):
+        r = self.client().execute(
+            "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)")
+        self.assertTrue(RESULT_KEYS <= set(r), f"missing {RESULT_KEYS - set(r)}: {r}")
+        self.assertEqual((r["stdout"], r["stderr"], r["exit_code"]), ("out\n", "err\n", 3), r)
+        self.assertEqual(r["status"], "error", r)
+        self.assertEqual(r["policy"], "code-sandbox", r)
+        self.assertIsInstance(r["alerts"], list)
+        self.assertIsInstance(r["execution_id"], str)
+        self.assertTrue(r["execution_id"])
+
+    def test_stdin_env_files(self):
+        r = self.client().execute(
+            "import os, sys\n"
+            "print(sys.stdin.read().upper())\n"
+            "print(os.environ['MODE'])\n"
+            "print(open('/tmp/data.csv').read().strip())\n"
+            "print(open('/tmp/blob.bin', 'rb').read().hex())\n",
+            stdin="hello", env={"MODE": "test"},
+            files={"/tmp/data.csv": "a,b\n1,2\n", "/tmp/blob.bin": b"\x00\xff\x10"})
+        self.assertEqual(r["stdout"], "HELLO\ntest\na,b\n1,2\n00ff10\n", r)
+
+    def test_tightening_allowed_loosening_forbidden(self):
+        r = self.client().execute("print('ok')", timeout=5, memory="128M")
+        self.assertEqual(r["stdout"], "ok\n", r)
+        with self.assertRaises(Forbidden) as cm:
+            self.client().execute("print(1)", timeout=3600)
+        self.assertEqual(cm.exception.status, 403)
+        self.assertIn("timeout", cm.exception.message)
+        with self.assertRaises(Forbidden) as cm:
+            self.client().execute("print(1)", memory="4G")
+        self.assertIn("memory", cm.exception.message)
+
+    def test_timeout_is_a_result(self):
+        r = self.client().execute("while True: pass", timeout=1)
+        self.assertEqual(r["status"], "timeout", r)
+
+    def test_network_attempt_alert(self):
+        r = self.client().execute(
+            "import socket\n"
+            "try:\n"
+            "    socket.create_connection(('127.0.0.1', 6379), timeout=2)\n"
+            "    print('connected')\n"
+            "except OSError as e:\n"
+            "    print('refused', e.errno)\n")
+        self.assertIn("refused", r["stdout"], r)
+        self.assertTrue(any("127.0.0.1:6379" in str(a.get("address", "")) + str(a.get("message", ""))
+                            for a in r["alerts"]), r)
+
+    def test_not_found_and_bad_request(self):
+        with self.assertRaises(NotFound):
+            self.client().execute("print(1)", policy="no-such-policy")
+        with self.assertRaises(BadRequest):
+            self.client().execute("print(1)", files={"/etc/evil": "x"})
+        with self.assertRaises(NotFound):
+            self.client().policy("no-such-policy")
+
+    def test_policies_and_health(self):
+        c = self.client()
+        self.assertEqual(c.health().get("status"), "ok")
+        names = [p["name"] for p in c.policies()]
+        self.assertIn("code-sandbox", names)
+        p = c.policy("code-sandbox")
+        self.assertEqual(p["name"], "code-sandbox")
+        self.assertIsInstance(p["explain"], list)
+        self.assertTrue(p["explain"])
+
+    def test_session_state_files_and_close(self):
+        c = self.client()
+        with c.session(language="python", idle_timeout=60, max_lifetime=300) as s:
+            self.assertTrue(s.id)
+            r1 = s.execute("counter = 41")
+            self.assertEqual(r1["exit_code"], 0, r1)
+            r2 = s.execute("raise ValueError('boom')")
+            self.assertNotEqual(r2["exit_code"], 0, r2)
+            self.assertIn("boom", r2["stderr"], r2)
+            r3 = s.execute("counter += 1\nprint(counter)")
+            self.assertEqual(r3["stdout"], "42\n", r3)
+            self.assertEqual(s.upload("/tmp/in.txt", "hello")["size"], 5)
+            s.upload("/tmp/in.bin", b"\x00\x01\xfe")
+            r4 = s.execute("data = open('/tmp/in.txt').read()\n"
+                           "open('/tmp/out.txt', 'w').write(data.upper())\n"
+                           "print(open('/tmp/in.bin', 'rb').read().hex())")
+            self.assertEqual(r4["stdout"], "0001fe\n", r4)
+            self.assertEqual(s.download("/tmp/out.txt"), b"HELLO")
+            with self.assertRaises(NotFound):
+                s.download("/tmp/absent.txt")
+            with self.assertRaises(BadRequest):
+                s.upload("/tmp/../etc/passwd", "x")
+            info = s.info()
+            self.assertEqual(info["session_id"], s.id)
+            self.assertGreaterEqual(info["executions"], 4)
+            self.assertIn(s.id, [x["session_id"] for x in c.list_sessions()])
+        self.assertTrue(s.closed)
+        self.assertNotIn(s.id, [x["session_id"] for x in c.list_sessions()])
+        with self.assertRaises(NotFound):
+            s.info()
+
+    def test_sessions_are_isolated(self):
+        c = self.client()
+        with c.session(language="python") as a, c.session(language="python") as b:
+            a.upload("/tmp/secret.txt", "A's secret")
+            r = b.execute("import os\nprint(os.path.exists('/tmp/secret.txt'))")
+            self.assertEqual(r["stdout"], "False\n", r)
+            with self.assertRaises(NotFound):
+                b.download("/tmp/secret.txt")
+
+    def test_batch_in_order(self):
+        tokens = [f"tok-{i}-{os.getpid()}" for i in range(5)]
+        tasks = [f"print({t!r})" for t in tokens[:4]] + [{"code": f"print({tokens[4]!r})",
+                                                          "timeout": 10}]
+        results = self.client().batch(tasks, concurrency=3)
+        self.assertEqual([r.get("stdout") for r in results], [t + "\n" for t in tokens], results)
+        results = self.client().batch(["print(1)", {"code": "print(2)", "timeout": 3600}])
+        self.assertEqual(results[0]["stdout"], "1\n", results)
+        self.assertEqual(results[1]["error"]["code"], "forbidden", results)
+        with self.assertRaises(Forbidden):
+            self.client().batch(["print(1)", {"code": "print(2)", "timeout": 3600}],
+                                raise_on_error=True)
+
+    def test_stream(self):
+        code = ("import sys, time\n"
+                "for i in range(3):\n"
+                "    print('line', i, flush=True)\n"
+                "    time.sleep(0.2)\n"
+                "print('oops', file=sys.stderr)\n")
+        events = list(self.client().stream(code))
+        kinds = [k for k, _ in events]
+        self.assertEqual(kinds[-1], "result", events)
+        self.assertEqual(kinds.count("result"), 1, events)
+        out = "".join(d for k, d in events if k == "stdout")
+        err = "".join(d for k, d in events if k == "stderr")
+        self.assertEqual(out, "line 0\nline 1\nline 2\n", events)
+        self.assertEqual(err, "oops\n", events)
+        self.assertEqual(events[-1][1]["exit_code"], 0, events)
+
+    def test_connection_failed(self):
+        url = f"http://127.0.0.1:{free_port()}"
+        with self.assertRaises(ConnectionFailed) as cm:
+            SandboxClient(base_url=url).execute("print(1)")
+        self.assertIn("llm-sandbox serve", str(cm.exception))
+
+
+class AsyncPythonClientTest(DaemonTestCase):
+    def test_async_surface(self):
+        async def go():
+            c = AsyncSandboxClient(base_url=self.daemon.url, policy="code-sandbox")
+            self.assertEqual((await c.health())["status"], "ok")
+            results = await asyncio.gather(*(c.execute(f"print({i} * {i})") for i in range(4)))
+            self.assertEqual([r["stdout"] for r in results], ["0\n", "1\n", "4\n", "9\n"], results)
+            async with c.session(language="python") as s:
+                await s.execute("x = 20")
+                await s.upload("/tmp/a.txt", b"async")
+                r = await s.execute("print(x * 2 + 2, open('/tmp/a.txt').read())")
+                self.assertEqual(r["stdout"], "42 async\n", r)
+                self.assertEqual(await s.download("/tmp/a.txt"), b"async")
+            self.assertTrue(s.closed)
+            events = [ev async for ev in c.stream("print('streamed')")]
+            self.assertEqual(events[-1].kind, "result", events)
+            self.assertEqual("".join(d for k, d in events if k == "stdout"), "streamed\n")
+            batch = await c.batch(["print('b1')", "print('b2')"])
+            self.assertEqual([r["stdout"] for r in batch], ["b1\n", "b2\n"], batch)
+            with self.assertRaises(Forbidden):
+                await c.execute("print(1)", timeout=3600)
+        asyncio.run(go())
+
+
+class AuthTest(DaemonTestCase):
+    daemon_env = {"LLM_SANDBOX_TOKENS": "secret-one,secret-two"}
+
+    def test_tokens(self):
+        with self.assertRaises(Unauthorized) as cm:
+            self.client().execute("print(1)")
+        self.assertEqual(cm.exception.status, 401)
+        with self.assertRaises(Unauthorized):
+            self.client(token="wrong").execute("print(1)")
+        self.assertEqual(self.client(token="secret-two").execute("print(1)")["stdout"], "1\n")
+        self.assertEqual(self.client().health()["status"], "ok")  # /healthz needs no token
+
+
+if __name__ == "__main__":
+    unittest.main()
