@@ -1,0 +1,258 @@
+"""The Docker backend through the real binary (`llm-sandbox run --backend docker`), on a real engine.
+
+setUpModule makes the engine and the test image exist (scripts/ensure-docker.sh and
+scripts/build-test-image.sh); without root and without an engine every test is skipped with the
+reason. LSB_BUILD_DIR / LSB_SOURCE_DIR locate the binary and the repo (the CTest entry sets them).
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+SEED = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
+IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+OWNER_LABEL = "io.llm-sandbox.owner"
+SKIP_REASON = None
+
+
+def engine_answers():
+    return subprocess.run(["docker", "version"], capture_output=True, timeout=30).returncode == 0
+
+
+def setUpModule():
+    global SKIP_REASON
+    if not os.access(BINARY, os.X_OK):
+        raise unittest.SkipTest(f"{BINARY} not built")
+    if os.geteuid() != 0 and not engine_answers():
+        SKIP_REASON = "no Docker engine answers and we are not root (run: sudo scripts/ensure-docker.sh)"
+        raise unittest.SkipTest(SKIP_REASON)
+    subprocess.run([os.path.join(SOURCE_DIR, "scripts", "ensure-docker.sh")], check=True, timeout=600)
+    subprocess.run([os.path.join(SOURCE_DIR, "scripts", "build-test-image.sh")], check=True, timeout=900)
+
+
+def run(code, policy=SEED, extra=(), env=None, timeout=120):
+    args = [BINARY, "run", "--backend", "docker", "--json", "--policy", policy, "--images", IMAGES]
+    args += list(extra) + ["-"]
+    proc = subprocess.run(args, input=code, capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=SOURCE_DIR)
+    try:
+        return json.loads(proc.stdout), proc
+    except json.JSONDecodeError:
+        return None, proc
+
+
+def our_containers():
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}"],
+                         capture_output=True, text=True, timeout=30).stdout
+    return [c for c in out.split() if c]
+
+
+def policy_variant(replacements, extra_container_lines=()):
+    """A temp copy of the seed policy with text replaced / container: lines added."""
+    with open(SEED) as f:
+        text = f.read()
+    for old, new in replacements:
+        text = text.replace(old, new)
+    if extra_container_lines:
+        text = text.replace("container:\n", "container:\n" + "".join(
+            f"  {line}\n" for line in extra_container_lines), 1)
+    fd, path = tempfile.mkstemp(suffix=".yaml", prefix="code-sandbox-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+class SeedPolicy(unittest.TestCase):
+    def test_seed_policy_verbatim_prints_hi(self):
+        r, proc = run('print("hi")')
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertEqual(r["status"], "ok", proc.stderr)
+        self.assertEqual(r["stdout"], "hi\n")
+        self.assertEqual(r["backend"], "docker")
+
+    def test_outer_box_controls(self):
+        code = (
+            "import os, socket\n"
+            "print('uid', os.getuid())\n"
+            "for p in ('/pwned', '/usr/bin/pwned'):\n"
+            "    try: open(p, 'w'); print('write', p, 'OK')\n"
+            "    except OSError as e: print('write', p, e.errno)\n"
+            "try: open('/etc/shadow').read(); print('shadow OK')\n"
+            "except OSError as e: print('shadow', e.errno)\n"
+            "print('docker.sock', os.path.exists('/var/run/docker.sock'))\n"
+            "s = socket.socket(); s.settimeout(2)\n"
+            "try: s.connect(('169.254.169.254', 80)); print('connect OK')\n"
+            "except OSError as e: print('connect failed')\n"
+            "try: print('ifaces', sorted(os.listdir('/sys/class/net')))\n"
+            "except OSError: print('ifaces', ['lo'])\n")
+        r, proc = run(code)
+        self.assertIsNotNone(r, proc.stderr)
+        out = r["stdout"]
+        self.assertIn("uid 1000", out)
+        self.assertIn("write /pwned 30", out)          # EROFS
+        self.assertIn("write /usr/bin/pwned 30", out)
+        self.assertNotIn("shadow OK", out)
+        self.assertIn("docker.sock False", out)
+        self.assertIn("connect failed", out)
+        self.assertIn("ifaces ['lo']", out)             # NetworkMode none
+
+    def test_tmp_is_noexec_and_sized(self):
+        code = (
+            "import os, shutil\n"
+            "shutil.copy('/usr/bin/python3', '/tmp/py'); os.chmod('/tmp/py', 0o755)\n"
+            "try: os.execv('/tmp/py', ['py', '-c', '1']); print('exec OK')\n"
+            "except OSError as e: print('exec', e.errno)\n"
+            "st = os.statvfs('/tmp'); print('tmp_mb', st.f_blocks * st.f_frsize // (1 << 20))\n")
+        r, proc = run(code)
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertIn("exec 13", r["stdout"])            # EACCES: noexec
+        self.assertIn("tmp_mb 100", r["stdout"])
+
+    def test_denied_shell_is_refused_with_alert(self):
+        r, proc = run("import os\nprint('rc', os.system('/bin/sh -c \"echo pwned\"'))\n")
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertNotIn("pwned", r["stdout"])
+        self.assertTrue(any(a.get("rule") == "denied_exec" for a in r["alerts"]), r["alerts"])
+
+
+class Limits(unittest.TestCase):
+    def test_memory_hog_is_oom(self):
+        r, proc = run("x = []\nwhile True: x.append(b'x' * (16 << 20))\n")
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertEqual(r["status"], "oom", r)
+
+    def test_fork_bomb_is_contained(self):
+        code = ("import os, time\n"
+                "n = 0\n"
+                "try:\n"
+                "    for _ in range(10000):\n"
+                "        if os.fork() == 0:\n"
+                "            time.sleep(30); os._exit(0)\n"
+                "        n += 1\n"
+                "except OSError as e: print('fork stopped', e.errno, n)\n")
+        r, proc = run(code, extra=["--timeout", "10"])
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertIn("fork stopped 11", r["stdout"])    # EAGAIN at the pids limit
+
+    def test_timeout_kills(self):
+        t0 = time.monotonic()
+        r, proc = run("while True: pass\n", extra=["--timeout", "2"])
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertEqual(r["status"], "timeout")
+        self.assertLess(time.monotonic() - t0, 20)
+
+
+class Faults(unittest.TestCase):
+    def test_engine_down_is_a_clear_fast_error(self):
+        env = dict(os.environ, DOCKER_HOST="unix:///nonexistent/docker.sock")
+        t0 = time.monotonic()
+        r, proc = run('print(1)', env=env)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("unix:///nonexistent/docker.sock", proc.stderr)
+        self.assertIn("ensure-docker", proc.stderr)
+        self.assertLess(time.monotonic() - t0, 10)
+
+    def test_missing_image_names_it_and_how_to_provide_it(self):
+        path = policy_variant([("python:3.12-slim", "llm-sandbox/absent:0")])
+        try:
+            r, proc = run('print(1)', policy=path)
+        finally:
+            os.unlink(path)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("llm-sandbox/absent:0", proc.stderr)
+        self.assertIn("build-test-image.sh", proc.stderr)
+
+    def test_container_killed_from_outside_is_reported(self):
+        args = [BINARY, "run", "--backend", "docker", "--json", "--policy", SEED, "--images", IMAGES, "-"]
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=SOURCE_DIR)
+        proc.stdin.write("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+        proc.stdin.close()
+        deadline = time.monotonic() + 30
+        mine = []
+        while time.monotonic() < deadline and not mine:
+            out = subprocess.run(["docker", "ps", "-q", "--filter", f"label={OWNER_LABEL}"],
+                                 capture_output=True, text=True).stdout.split()
+            mine = out
+            time.sleep(0.2)
+        self.assertTrue(mine, "no running sandbox container appeared")
+        time.sleep(1)
+        subprocess.run(["docker", "kill", mine[0]], capture_output=True, timeout=30)
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait(timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        try:
+            r = json.loads(out)
+            self.assertIn(r["status"], ("killed", "error"))
+        except json.JSONDecodeError:
+            self.assertTrue(err.strip(), "no error reported")
+
+    def test_sigkill_of_the_cli_leaves_orphans_that_the_next_start_removes(self):
+        args = [BINARY, "run", "--backend", "docker", "--policy", SEED, "--images", IMAGES, "-"]
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=SOURCE_DIR)
+        proc.stdin.write(b"import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+        proc.stdin.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not our_containers():
+            time.sleep(0.2)
+        self.assertTrue(our_containers(), "no sandbox container appeared")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        self.assertTrue(our_containers(), "the container should outlive a SIGKILLed CLI")
+        r, p2 = run('print("after")')
+        self.assertIsNotNone(r, p2.stderr)
+        self.assertEqual(r["stdout"], "after\n")
+        self.assertEqual(our_containers(), [], "the orphan was not removed by the next start")
+
+
+class Hygiene(unittest.TestCase):
+    def test_no_container_left_after_many_runs(self):
+        n = int(os.environ.get("LSB_DOCKER_HYGIENE_RUNS", "20"))
+        for i in range(n):
+            r, proc = run(f'print({i})')
+            self.assertIsNotNone(r, proc.stderr)
+            self.assertEqual(r["stdout"], f"{i}\n")
+        self.assertEqual(our_containers(), [])
+
+
+class Gvisor(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        info = subprocess.run(["docker", "info", "--format", "{{json .Runtimes}}"],
+                              capture_output=True, text=True, timeout=30).stdout
+        if "runsc" not in info:
+            raise unittest.SkipTest("runsc is not registered with the engine (apt-get install runsc; "
+                                    "scripts/ensure-docker.sh)")
+
+    def test_runsc_without_acceptance_is_refused_clearly(self):
+        path = policy_variant([], ["runtime: runsc"])
+        try:
+            r, proc = run('print(1)', policy=path)
+        finally:
+            os.unlink(path)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("gvisor_accept_weaker", proc.stderr)
+
+    # init does not yet learn from BoxSetup that the weaker mode was accepted, so it refuses to
+    # start without Landlock (fail closed). Expected to pass once init honours the acceptance.
+    @unittest.expectedFailure
+    def test_runsc_with_acceptance_runs(self):
+        path = policy_variant([], ["runtime: runsc", "gvisor_accept_weaker: true"])
+        try:
+            r, proc = run('print("hi")', policy=path)
+        finally:
+            os.unlink(path)
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertEqual(r["stdout"], "hi\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
