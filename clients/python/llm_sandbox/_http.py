@@ -126,7 +126,9 @@ class SyncTransport:
             try:
                 conn.putrequest(call.method, self.ep.prefix + call.path, skip_host=True,
                                 skip_accept_encoding=True)
-                for k, v in request_headers(self.ep, call, self.token).items():
+                headers = request_headers(self.ep, call, self.token)
+                headers["Connection"] = "close"  # one request per connection; frees the daemon's thread
+                for k, v in headers.items():
                     conn.putheader(k, v)
                 conn.endheaders(call.body)
                 resp = conn.getresponse()

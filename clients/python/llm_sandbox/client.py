@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 from . import _calls
 from ._calls import FilesArg, StreamEvent
 from ._http import Endpoint, RetryRule, SyncTransport, resolve_token
-from .errors import ProtocolError, SandboxError
+from .errors import ProtocolError
 from .session import Session
 from .sse import SSEParser
 
