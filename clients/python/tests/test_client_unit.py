@@ -608,14 +608,18 @@ class AsyncClientTest(FakeServerTest):
 class PackageTest(unittest.TestCase):
     def test_pip_install_offline(self) -> None:
         """`pip install --no-build-isolation ./clients/python` into a fresh venv, no network."""
-        import importlib.util
         import shutil
         import subprocess
         import tempfile
-        for mod in ("setuptools", "venv", "pip"):
-            if importlib.util.find_spec(mod) is None:
-                self.skipTest(f"python module {mod} missing (Debian: python3-setuptools, "
-                              "python3-venv, python3-pip)")
+        # Debian's interpreter is the one whose setuptools/wheel/venv come from apt
+        # (python3-setuptools, python3-wheel, python3-venv, python3-pip); another python3 on
+        # PATH (pyenv) may lack them.
+        python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        probe = subprocess.run([python, "-c", "import setuptools, wheel, venv, pip"],
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode != 0:
+            self.skipTest(f"{python} cannot build offline: {probe.stderr.strip()[-200:]} "
+                          "(Debian: python3-setuptools python3-wheel python3-venv python3-pip)")
         src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
         with tempfile.TemporaryDirectory() as tmp:
             # Build from a copy so the source tree gets no build/ or egg-info litter.
@@ -623,7 +627,7 @@ class PackageTest(unittest.TestCase):
             shutil.copytree(src, copy, ignore=shutil.ignore_patterns(
                 "build", "*.egg-info", "__pycache__", "tests"))
             venv = os.path.join(tmp, "venv")
-            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+            subprocess.run([python, "-m", "venv", "--system-site-packages", venv],
                            check=True, capture_output=True, timeout=120)
             py = os.path.join(venv, "bin", "python")
             env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
