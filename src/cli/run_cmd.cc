@@ -1,10 +1,187 @@
-#include <cstdio>
+// llm-sandbox run: one program, one fresh box. Streams the program's output live, prints alerts in
+// words, and exits with the program's exit code (or 124 timeout, 137 oom, 126 denied, 128+signal
+// killed, 70 when the sandbox itself failed, 2 for bad usage).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "base/io.h"
+#include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "policy/policy_loader.h"
+#include "runtime/backend_select.h"
+#include "runtime/runner.h"
 
 namespace lsb::cli {
-int RunCommand(const Args&) {
-  std::fputs("llm-sandbox run: not built yet\n", stderr);
-  return 70;
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitSandbox = 70;
+
+// The write end of a pipe the runner polls: a signal becomes a cancellation, so the box is
+// killed and its cgroups removed instead of being left behind by a dying CLI.
+int g_cancel_w = -1;
+volatile sig_atomic_t g_signal = 0;
+
+void OnSignal(int sig) {
+  g_signal = sig;
+  if (g_cancel_w >= 0) {
+    char c = 1;
+    (void)!::write(g_cancel_w, &c, 1);
+  }
 }
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "llm-sandbox: error: %s\n", message.c_str());
+  return kExitSandbox;
+}
+
+Result<std::string> ReadInput(const std::string& path, const char* what) {
+  if (path == "-") {
+    std::string data;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Error::FromErrno(std::string("read the ") + what + " from stdin");
+      if (n == 0) break;
+      data.append(buf, static_cast<size_t>(n));
+    }
+    return data;
+  }
+  auto r = ReadFile(path);
+  if (!r.ok()) return r.error().Wrap(std::string("read the ") + what);
+  return r;
+}
+
+void WriteOut(FILE* f, std::string_view data) {
+  std::fwrite(data.data(), 1, data.size(), f);
+  std::fflush(f);
+}
+
+void PrintAlert(const protocol::Event& e) {
+  std::string msg = e.message;
+  if (msg.empty()) {
+    msg = e.kind;
+    if (!e.path.empty()) msg += " " + e.path;
+    if (!e.address.empty()) msg += " " + e.address;
+    if (!e.decision.empty()) msg += " (" + e.decision + ")";
+  }
+  std::fprintf(stderr, "llm-sandbox: alert [%s] %s\n", e.rule.c_str(), msg.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int RunCommand(const Args& args) {
+  CLI::App app{"Run a program in a sandbox under a policy.", "llm-sandbox run"};
+  std::string policy_arg = "code-sandbox";
+  std::string lang;
+  std::string images;
+  std::string backend_name;
+  std::string stdin_file;
+  std::string program = "-";
+  double timeout_s = 0;
+  bool json = false;
+  app.add_option("--policy", policy_arg, "policy file, or a name looked up in the policy path")
+      ->capture_default_str();
+  app.add_option("--lang", lang, "language of the program (python, bash, sh, node, ...); default: the policy's");
+  app.add_option("--images", images, "image map file (default: $LLM_SANDBOX_IMAGES, /etc/llm-sandbox/images.yaml)");
+  app.add_option("--backend", backend_name, "backend: auto | native | ... (default: the policy's backend)");
+  app.add_option("--stdin", stdin_file, "file whose bytes become the program's stdin ('-' for ours)");
+  app.add_option("--timeout", timeout_s, "seconds; may only lower the policy's timeout")->check(CLI::PositiveNumber);
+  app.add_flag("--json", json, "print the whole result as JSON on stdout instead of streaming");
+  app.add_option("program", program, "program file, or '-' for stdin")->capture_default_str();
+
+  std::vector<std::string> argv(args.rbegin(), args.rend());
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  if (program == "-" && stdin_file == "-") {
+    std::fputs("llm-sandbox run: the program and --stdin cannot both come from stdin\n", stderr);
+    return kExitUsage;
+  }
+
+  auto policy = LoadPolicy(policy_arg);
+  if (!policy.ok()) return Fail("policy: " + policy.error().message);
+
+  ExecRequest req;
+  auto code = ReadInput(program, "program");
+  if (!code.ok()) return Fail(code.error().message);
+  req.code = std::move(*code);
+  req.language = lang;
+  if (!stdin_file.empty()) {
+    auto in = ReadInput(stdin_file, "--stdin input");
+    if (!in.ok()) return Fail(in.error().message);
+    req.stdin_data = std::move(*in);
+  }
+  if (timeout_s > 0) req.timeout_ms = static_cast<uint64_t>(std::llround(timeout_s * 1000));
+
+  BackendOptions bo;
+  bo.images_file = images;
+  auto backend = MakeBackend(backend_name.empty() ? policy->backend : backend_name, bo);
+  if (!backend.ok()) return Fail(backend.error().message);
+
+  int cancel[2];
+  if (::pipe2(cancel, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe: " + std::string(std::strerror(errno)));
+  UniqueFd cancel_r(cancel[0]), cancel_w(cancel[1]);
+  g_cancel_w = cancel_w.get();
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  RunCallbacks cb;
+  size_t streamed_alerts = 0;
+  if (!json) {
+    cb.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
+    cb.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
+    cb.on_event = [&streamed_alerts](const protocol::Event& e) {
+      if (e.rule.empty()) return;
+      PrintAlert(e);
+      ++streamed_alerts;
+    };
+  }
+  SessionOptions so;
+  so.cancel_fd = cancel_r.get();
+  auto result = RunOnce(**backend, *policy, req, cb, so);
+  g_cancel_w = -1;
+  if (!result.ok()) {
+    if (g_signal) {
+      std::fprintf(stderr, "llm-sandbox: interrupted (signal %d); the sandbox was destroyed\n",
+                   static_cast<int>(g_signal));
+      return 128 + g_signal;
+    }
+    return Fail(result.error().message);
+  }
+  const ExecResult& r = *result;
+  if (json) {
+    std::string text = r.ToJsonText(2);
+    WriteOut(stdout, text + "\n");
+  } else {
+    // The host's own alerts (oom_kill, pids_limit, a host timeout) follow init's in the result and
+    // were not streamed.
+    for (size_t i = streamed_alerts; i < r.alerts.size(); ++i) PrintAlert(r.alerts[i]);
+    if (r.truncated)
+      std::fprintf(stderr, "llm-sandbox: output truncated at the policy's cap of %llu bytes\n",
+                   static_cast<unsigned long long>(policy->output_bytes));
+    if (r.status == ExecStatus::kTimeout)
+      std::fprintf(stderr, "llm-sandbox: timed out after %llu ms\n", static_cast<unsigned long long>(r.duration_ms));
+    else if (r.status == ExecStatus::kOom)
+      std::fputs("llm-sandbox: killed: out of memory (the policy's memory limit)\n", stderr);
+  }
+  return CliExitCode(r);
+}
+
 }  // namespace lsb::cli

@@ -66,10 +66,11 @@ Result<std::optional<protocol::Frame>> FrameChannel::Next(Clock::time_point dead
     if (!f.ok()) return f.error();
     if (*f) return std::move(*f);
     LSB_TRY(WriteSome());
-    struct pollfd pfd {fd_, POLLIN, 0};
+    struct pollfd fds[2] = {{fd_, POLLIN, 0}, {cancel_fd_, POLLIN, 0}};
+    struct pollfd& pfd = fds[0];
     if (!out_.empty()) pfd.events |= POLLOUT;
     int timeout = MillisUntil(deadline);
-    int r = ::poll(&pfd, 1, timeout);
+    int r = ::poll(fds, cancel_fd_ >= 0 ? 2 : 1, timeout);
     if (r < 0) {
       if (errno == EINTR) continue;
       return Error::FromErrno("poll the box's stream");
@@ -78,6 +79,7 @@ Result<std::optional<protocol::Frame>> FrameChannel::Next(Clock::time_point dead
       if (Clock::now() >= deadline) return std::optional<protocol::Frame>{};
       continue;
     }
+    if (cancel_fd_ >= 0 && fds[1].revents) return Error{"cancelled"};
     if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[64 << 10];
       ssize_t n = ::read(fd_, buf, sizeof buf);

@@ -34,6 +34,8 @@ class FrameChannel {
   Status Flush(Clock::time_point deadline);
 
   bool write_closed() const { return write_closed_; }
+  // When `fd` becomes readable, Next() returns Error{"cancelled"} (a signal or a client gone).
+  void set_cancel_fd(int fd) { cancel_fd_ = fd; }
 
  private:
   Status WriteSome();
@@ -41,6 +43,7 @@ class FrameChannel {
   std::string out_;
   size_t out_pos_ = 0;
   bool write_closed_ = false;
+  int cancel_fd_ = -1;
   protocol::FrameDecoder decoder_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "policy/languages.h"
+
 namespace lsb {
 namespace {
 
@@ -47,16 +49,8 @@ Result<T> ParseJson(const std::string& payload, const char* what) {
 }  // namespace
 
 Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& req) {
-  const std::string& name = req.language.empty() ? policy.default_language : req.language;
-  auto it = policy.languages.find(name);
-  if (it == policy.languages.end()) {
-    std::string known;
-    for (const auto& [k, _] : policy.languages) known += (known.empty() ? "" : ", ") + k;
-    return Error{"policy '" + policy.name + "' has no language '" + name + "' (it knows: " +
-                 (known.empty() ? "none" : known) + "); add languages." + name + " to the policy"};
-  }
-  const Language& lang = it->second;
-  if (lang.command.empty()) return Error{"language '" + name + "' has no command in policy '" + policy.name + "'"};
+  LSB_ASSIGN_OR_RETURN(Language lang, ResolveLanguage(policy, req.language));
+  if (lang.command.empty()) return Error{"language '" + lang.name + "' has no command in policy '" + policy.name + "'"};
   if (req.code.size() > protocol::kMaxFramePayload)
     return Error{"the program is " + std::to_string(req.code.size()) + " bytes; the limit is " +
                  MiB(protocol::kMaxFramePayload)};
@@ -138,10 +132,12 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
   std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
   LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
+  s->channel_->set_cancel_fd(opts.cancel_fd);
   s->channel_->Queue(FrameType::kSetup, nlohmann::json(setup).dump());
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.setup_timeout_ms);
   for (;;) {
     auto f = s->channel_->Next(deadline);
+    if (!f.ok() && f.error().message == "cancelled") return s->Cancelled();
     if (!f.ok()) return s->Died("llm-sandbox-init ended before it was ready (" + f.error().message + ")");
     if (!*f)
       return s->Died("llm-sandbox-init did not report ready within " +
@@ -171,6 +167,12 @@ Error BoxSession::Died(const std::string& what) {
     if (!diag.empty()) msg += "; its stderr said:\n" + diag;
   }
   return Error{msg};
+}
+
+Error BoxSession::Cancelled() {
+  usable_ = false;
+  if (box_) box_->Kill();
+  return Error{"cancelled"};
 }
 
 BoxSession::~BoxSession() { Close(); }
@@ -208,6 +210,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   bool exited = false;
   while (!exited) {
     auto f = channel_->Next(deadline);
+    if (!f.ok() && f.error().message == "cancelled") return Cancelled();
     if (!f.ok()) {
       BoxVerdict now = box_->Verdict();
       std::string why = f.error().message == "eof" ? "the stream ended" : f.error().message;

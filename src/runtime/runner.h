@@ -42,6 +42,9 @@ struct SessionOptions {
   uint64_t setup_timeout_ms = 15000;  // kSetup -> kReady
   // Past the run's timeout, how long init may take to report before the host kills the box.
   uint64_t grace_ms = 5000;
+  // Optional: when this fd becomes readable (a signal handler's pipe, a closed client), the
+  // current step stops, the box is killed and the call returns Error{"cancelled"}.
+  int cancel_fd = -1;
 };
 
 // Pure: the RunSpec for `req` under `policy` (language command, env, workdir, limits).
@@ -85,10 +88,18 @@ class BoxSession {
   // Asks init to shut down and destroys the box. Idempotent; the destructor calls it.
   void Close();
 
+  // Hooks for streaming runs built on top of a session (runtime/interactive_run.h): the stream to
+  // init, the session's policy and backend, and a way to retire the box once that run broke it.
+  FrameChannel& channel() { return *channel_; }
+  const Policy& policy() const { return policy_; }
+  Backend& backend() { return backend_; }
+  void MarkUnusable() { usable_ = false; }
+
  private:
   BoxSession(Backend& backend, const Policy& policy, SessionOptions opts)
       : backend_(backend), policy_(policy), opts_(opts) {}
   Error Died(const std::string& what);
+  Error Cancelled();
 
   Backend& backend_;
   Policy policy_;

@@ -19,6 +19,8 @@ Policy TestPolicy() {
   p.image = "host";
   p.languages["python"] = Language{"python", {"/usr/bin/python3", "-u", "{file}"}, "main.py"};
   p.languages["bash"] = Language{"bash", {"/bin/bash", "{file}"}, "main.sh"};
+  p.allow = {"/usr/bin/python3", "/bin/bash"};
+  p.default_language = "python";
   p.env = {{"A", "1"}, {"B", "2"}};
   p.timeout_ms = 30000;
   p.output_bytes = 100;
@@ -58,7 +60,8 @@ TEST(BuildRunSpec, UnknownLanguageNamesKnownOnes) {
   req.language = "ruby";
   auto s = BuildRunSpec(TestPolicy(), req);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("bash, python"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("ruby"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("python"), std::string::npos) << s.error().message;
 }
 
 TEST(OutputBudget, CapsStdoutAndStderrTogether) {

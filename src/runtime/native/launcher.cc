@@ -38,7 +38,7 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
 // The child between clone3 and execveat: async-signal-safe calls only (the parent may have
 // threads whose locks were copied mid-use).
 [[noreturn]] void ChildMain(int sync_r, int sync_w, int status_w, int stream, int diag_w,
-                            int init_fd) {
+                            int init_fd, bool may_setgroups) {
   ::close(sync_w);  // so a dead parent means EOF below, not a hang
   char go = 0;
   ssize_t n;
@@ -49,6 +49,12 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
     (void)!::write(status_w, msg, sizeof msg);
     ::_exit(127);
   };
+  // Become uid/gid 0 of the new user namespace: our credentials still carry the parent's host
+  // ids, which the map does not cover, and execve would drop every capability. Raw syscalls:
+  // glibc's wrappers would try to sync threads this copy of the process does not have.
+  if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(6);
+  if (may_setgroups && ::syscall(SYS_setgroups, 0, nullptr) != 0) fail(7);
+  if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(8);
   // Our cgroup namespace is rooted at the box's group: cgroups are set up by now.
   if (::unshare(CLONE_NEWCGROUP) != 0) fail(1);
   if (::setsid() < 0) fail(2);  // no controlling terminal of the host's session
@@ -79,6 +85,9 @@ const char* StageName(int stage) {
     case 3: return "dup2 of the stream onto fds 0-2";
     case 4: return "close_range";
     case 5: return "execveat(llm-sandbox-init)";
+    case 6: return "setresgid(0) in the user namespace";
+    case 7: return "setgroups() in the user namespace";
+    case 8: return "setresuid(0) in the user namespace";
   }
   return "setup";
 }
@@ -150,7 +159,8 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
     return Error{Error::FromErrno("clone3 into new namespaces", err).message + hint, err};
   }
   if (pid == 0)
-    ChildMain(sync.r.get(), sync.w.get(), status.w.get(), child_end.get(), diag.w.get(), init_fd.get());
+    ChildMain(sync.r.get(), sync.w.get(), status.w.get(), child_end.get(), diag.w.get(), init_fd.get(),
+              !opts.idmap.deny_setgroups);
 
   auto process = std::make_unique<ChildProcess>(static_cast<pid_t>(pid), UniqueFd(pidfd));
   // The parent keeps only its own ends; on any error below, `process` kills and reaps the child.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/io.h"
 #include "runtime/image_map.h"
@@ -28,6 +29,16 @@ std::string NewBoxId() {
 }
 
 bool Privileged() { return ::geteuid() == 0; }
+
+// Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
+bool CanLowerOomScore() {
+  auto status = ReadFile("/proc/self/status");
+  if (!status.ok()) return false;
+  auto pos = status->find("CapEff:");
+  if (pos == std::string::npos) return false;
+  uint64_t caps = std::strtoull(status->c_str() + pos + 7, nullptr, 16);
+  return (caps >> 24) & 1;  // CAP_SYS_RESOURCE
+}
 
 IdMapPlan PlanFor(const NativeOptions& o) {
   return PlanIdMap(Privileged(), ::geteuid(), ::getegid(), o.id_base);
@@ -105,10 +116,12 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
     if (c.enforced && c.control == "resources.memory" && !limited) how = "not limited by policy; accounted by " + how;
     add(c.control, c.enforced, how);
   }
-  if (!Privileged())
-    add("init.oom_protection", true,
-        "not available unprivileged: init's oom_score_adj cannot be lowered, so the OOM killer may pick init "
-        "(the run then fails as an error, never silently)");
+  // Not a policy control: how init survives an OOM in its box so it can report it.
+  add("init.oom_protection", true,
+      CanLowerOomScore()
+          ? "init oom_score_adj -1000, the program raises its own to 1000"
+          : "the program raises its oom_score_adj to 1000; init's cannot be lowered here (no "
+            "CAP_SYS_RESOURCE), so it is only preferred over, not exempt from, the OOM killer");
   return out;
 }
 
@@ -155,7 +168,9 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
   lo.before_release = [groups](pid_t pid) -> Status {
     LSB_TRY(groups->AddProcess(pid));
     // init must survive the OOM killer so it can report; the program raises its own score.
-    if (Privileged()) {
+    // Best effort by design (see Explain: init.oom_protection): without CAP_SYS_RESOURCE the
+    // program's own +1000 is what steers the OOM killer away from init.
+    if (CanLowerOomScore()) {
       auto st = WriteFile("/proc/" + std::to_string(pid) + "/oom_score_adj", "-1000");
       if (!st.ok()) return st.error().Wrap("protect init from the OOM killer");
     }

@@ -19,7 +19,7 @@ struct NativeOptions {
   std::string init_path;                 // "" = init_binary.h's search
   uint32_t id_base = kDefaultIdBase;     // host id of uid 0 inside (root only)
   std::string cgroup_parent = "llm-sandbox";  // groups live at <own cgroup>/<this>/<box-id>
-  uint32_t init_pids_reserve = 8;        // pids.max = policy pids + this (init and its threads)
+  uint32_t init_pids_reserve = 1;        // pids.max = policy pids + this: init itself (single-threaded)
 };
 
 class NativeBackend : public Backend {

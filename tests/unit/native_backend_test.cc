@@ -1,0 +1,206 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "base/io.h"
+#include "protocol/frame.h"
+#include "runtime/native/box_cgroup.h"
+#include "runtime/native/idmap.h"
+#include "runtime/native/init_binary.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/native/native_box.h"
+
+namespace lsb::native {
+namespace {
+
+Policy HostPolicy() {
+  Policy p;
+  p.name = "t";
+  p.image = "host";
+  p.memory_bytes = 64 << 20;
+  p.cpu = 0.5;
+  p.pids = 32;
+  return p;
+}
+
+std::string Slurp(const std::string& path) {
+  auto r = ReadFile(path);
+  return r.ok() ? *r : "";
+}
+
+bool DirExists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+TEST(IdMap, PlansForRootAndUnprivileged) {
+  auto root = PlanIdMap(true, 0, 0, 100000);
+  EXPECT_EQ(root.uid_map, "0 100000 65536\n");
+  EXPECT_TRUE(root.Maps(1000));
+  EXPECT_FALSE(root.deny_setgroups);
+  auto user = PlanIdMap(false, 1234, 1234);
+  EXPECT_EQ(user.uid_map, "0 1234 1\n");
+  EXPECT_TRUE(user.deny_setgroups);
+  EXPECT_FALSE(user.Maps(1000));
+  EXPECT_TRUE(user.Maps(0));
+}
+
+TEST(InitBinary, MissingInitSaysHowToFix) {
+  auto r = OpenInitBinary("/nonexistent/llm-sandbox-init");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("LLM_SANDBOX_INIT"), std::string::npos);
+  EXPECT_NE(r.error().message.find("/nonexistent/llm-sandbox-init"), std::string::npos);
+}
+
+TEST(NativeBackend, CheckNamesUnmappedImageAndRuntime) {
+  NativeOptions o;
+  o.images_file = std::string(LSB_SOURCE_DIR) + "/config/images.yaml";
+  NativeBackend b(o);
+  Policy p = HostPolicy();
+  p.image = "ruby:3";
+  p.runtime = "runsc";
+  auto st = b.Check(p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("container.image: container.image 'ruby:3'"), std::string::npos)
+      << st.error().message;
+  EXPECT_NE(st.error().message.find("container.runtime"), std::string::npos);
+}
+
+TEST(NativeBackend, SetupForUsesTheImageMap) {
+  NativeOptions o;
+  o.images_file = std::string(LSB_SOURCE_DIR) + "/config/images.yaml";
+  NativeBackend b(o);
+  Policy p = HostPolicy();
+  p.image = "python:3.12-slim";
+  p.tmpfs.push_back(TmpfsMount{"/tmp", 1 << 20, 01777, true, true, true, "size=1M"});
+  p.allow = {"/usr/bin/python3"};
+  auto s = b.SetupFor(p);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->mode, "build_root");
+  EXPECT_EQ(s->rootfs, "host");
+  ASSERT_EQ(s->tmpfs.size(), 1u);
+  EXPECT_EQ(s->tmpfs[0].size_bytes, 1u << 20);
+  EXPECT_EQ(s->allow, p.allow);
+}
+
+TEST(NativeBackend, NetworkEnabledIsDescribedAsHostNetwork) {
+  NativeBackend b;
+  Policy p = HostPolicy();
+  p.network_enabled = true;
+  bool found = false;
+  for (const auto& c : b.Explain(p))
+    if (c.control == "network.enabled") found = c.how.find("HOST'S NETWORK") != std::string::npos;
+  EXPECT_TRUE(found);
+}
+
+// A box whose "init" is /bin/cat: it echoes the stream, so the outer box can be inspected live.
+class RootBox : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (full id map and cgroups)";
+    NativeOptions o;
+    o.init_path = "/bin/cat";
+    backend_ = std::make_unique<NativeBackend>(o);
+  }
+  std::unique_ptr<NativeBackend> backend_;
+};
+
+TEST_F(RootBox, StartsInNamespacesWithCgroupLimitsAndCleansUp) {
+  auto box = backend_->Start(HostPolicy());
+  ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
+  auto* nb = static_cast<NativeBox*>(box->get());
+  pid_t pid = nb->init_pid();
+  std::string proc = "/proc/" + std::to_string(pid);
+
+  // The stream works both ways (cat echoes a frame).
+  ASSERT_TRUE(protocol::WriteFrame((*box)->stream_fd(), protocol::FrameType::kStdout, "ping").ok());
+  auto f = protocol::ReadFrame((*box)->stream_fd());
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->payload, "ping");
+
+  std::string oom = Slurp(proc + "/oom_score_adj");
+  EXPECT_TRUE(oom == "-1000\n" || oom == "0\n") << oom;  // -1000 needs CAP_SYS_RESOURCE
+  std::istringstream um(Slurp(proc + "/uid_map"));
+  uint64_t in = 1, out = 0, count = 0;
+  um >> in >> out >> count;
+  EXPECT_EQ(in, 0u);
+  EXPECT_EQ(out, kDefaultIdBase);
+  EXPECT_EQ(count, kDefaultIdCount);
+  for (const char* ns : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"}) {
+    char a[64] = {}, b[64] = {};
+    ASSERT_GT(::readlink(("/proc/self/ns/" + std::string(ns)).c_str(), a, sizeof a - 1), 0);
+    ASSERT_GT(::readlink((proc + "/ns/" + ns).c_str(), b, sizeof b - 1), 0);
+    EXPECT_STRNE(a, b) << ns;
+  }
+  // fds: only 0, 1, 2.
+  int fds = 0;
+  for (int i = 0; i < 64; ++i)
+    if (::access((proc + "/fd/" + std::to_string(i)).c_str(), F_OK) == 0) ++fds;
+  EXPECT_EQ(fds, 3);
+
+  // Cgroups: find ours through /proc/<pid>/cgroup + the live layout.
+  auto layout = DetectCgroupLayout();
+  std::string mem_dir = layout.Get("memory").dir() + "/llm-sandbox/" + (*box)->id();
+  std::string pids_dir = layout.Get("pids").dir() + "/llm-sandbox/" + (*box)->id();
+  if (layout.Get("memory").version == CgroupVersion::kV1) {
+    EXPECT_EQ(Slurp(mem_dir + "/memory.limit_in_bytes"), std::to_string(64 << 20) + "\n");
+  } else {
+    EXPECT_EQ(Slurp(mem_dir + "/memory.max"), std::to_string(64 << 20) + "\n");
+  }
+  EXPECT_EQ(Slurp(pids_dir + "/pids.max"), "33\n");  // 32 + init itself
+  EXPECT_NE(Slurp(pids_dir + "/cgroup.procs").find(std::to_string(pid)), std::string::npos);
+  auto v = (*box)->Verdict();
+  EXPECT_FALSE(v.oom_killed);
+  EXPECT_TRUE(v.memory_peak_bytes.has_value());
+
+  box->reset();
+  EXPECT_FALSE(DirExists(mem_dir));
+  EXPECT_FALSE(DirExists(pids_dir));
+  EXPECT_NE(::access(proc.c_str(), F_OK), 0);
+}
+
+TEST_F(RootBox, NetworkEnabledSharesHostNetwork) {
+  Policy p = HostPolicy();
+  p.network_enabled = true;
+  auto box = backend_->Start(p);
+  ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
+  std::string proc = "/proc/" + std::to_string(static_cast<NativeBox*>(box->get())->init_pid());
+  char a[64] = {}, b[64] = {};
+  ASSERT_GT(::readlink("/proc/self/ns/net", a, sizeof a - 1), 0);
+  ASSERT_GT(::readlink((proc + "/ns/net").c_str(), b, sizeof b - 1), 0);
+  EXPECT_STREQ(a, b);
+}
+
+TEST_F(RootBox, InitThatCannotExecIsAClearError) {
+  NativeOptions o;
+  o.init_path = "/etc/hostname";  // a regular file, not executable
+  NativeBackend b(o);
+  auto box = b.Start(HostPolicy());
+  ASSERT_FALSE(box.ok());
+  EXPECT_NE(box.error().message.find("llm-sandbox-init"), std::string::npos) << box.error().message;
+}
+
+TEST_F(RootBox, BoxCgroupsAreRemovedEvenWithProcessesLeft) {
+  auto layout = DetectCgroupLayout();
+  auto cg = BoxCgroups::Create(layout, "llm-sandbox", "test-leftover", CgroupLimits{16 << 20, 0, 8});
+  ASSERT_TRUE(cg.ok()) << cg.error().message;
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_TRUE((*cg)->AddProcess(child).ok());
+  auto dirs = (*cg)->dirs();
+  auto st = (*cg)->Destroy();
+  EXPECT_TRUE(st.ok()) << st.error().message;
+  int ws = 0;
+  ASSERT_EQ(::waitpid(child, &ws, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(ws));
+  for (const auto& d : dirs) EXPECT_FALSE(DirExists(d)) << d;
+}
+
+}  // namespace
+}  // namespace lsb::native
