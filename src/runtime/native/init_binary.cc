@@ -11,7 +11,8 @@ namespace lsb::native {
 
 std::vector<std::string> InitCandidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("LLM_SANDBOX_INIT"); env && *env) out.emplace_back(env);
+  // An explicit setting is the only candidate: a wrong one must not fall back to another binary.
+  if (const char* env = std::getenv("LLM_SANDBOX_INIT"); env && *env) return {env};
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) {

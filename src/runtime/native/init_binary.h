@@ -11,8 +11,8 @@
 
 namespace lsb::native {
 
-// In order: $LLM_SANDBOX_INIT, <dir of /proc/self/exe>/llm-sandbox-init,
-// /usr/local/libexec/llm-sandbox/llm-sandbox-init.
+// $LLM_SANDBOX_INIT when set (then the only candidate); else, in order,
+// <dir of /proc/self/exe>/llm-sandbox-init, /usr/local/libexec/llm-sandbox/llm-sandbox-init.
 std::vector<std::string> InitCandidates();
 
 struct InitBinary {

@@ -1,0 +1,210 @@
+"""`llm-sandbox run` on the native backend, driven through the real binary: output, exit codes,
+--json, stdin, live streaming, OOM, fork bombs, timeouts, and the fail-closed unprivileged mode."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import BINARY, IMAGES, SEED_POLICY, SOURCE_DIR, SandboxTestCase, alerts_with_rule, run_cli, run_code
+
+RUN = ["run", "--policy", SEED_POLICY, "--images", IMAGES]
+
+
+def require_root(test):
+    return unittest.skipUnless(os.geteuid() == 0, "the native backend enforces everything only as root")(test)
+
+
+@require_root
+class RunBasics(SandboxTestCase):
+    def test_hello(self):
+        p = run_cli(RUN + ["-"], stdin='print("hi")\n')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "hi\n")
+
+    def test_program_from_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write("print(6 * 7)\n")
+        try:
+            p = run_cli(RUN + [f.name])
+        finally:
+            os.unlink(f.name)
+        self.assertEqual((p.returncode, p.stdout), (0, "42\n"), p.stderr)
+
+    def test_exit_code_is_the_programs(self):
+        p = run_cli(RUN + ["-"], stdin="import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(7)\n")
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertEqual(p.stdout, "out\n")
+        self.assertIn("err\n", p.stderr)
+
+    def test_uncaught_exception_is_exit_1(self):
+        p = run_cli(RUN + ["-"], stdin="raise ValueError('boom')\n")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("ValueError: boom", p.stderr)
+
+    def test_json_fields(self):
+        r, p = run_code("import sys\nprint('hi')\nsys.exit(3)\n")
+        self.assertEqual(p.returncode, 3)
+        for key in ("stdout", "stderr", "exit_code", "status", "duration_ms", "cpu_ms",
+                    "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend"):
+            self.assertIn(key, r)
+        self.assertEqual(r["stdout"], "hi\n")
+        self.assertEqual(r["exit_code"], 3)
+        self.assertEqual(r["status"], "error")
+        self.assertEqual(r["backend"], "native")
+        self.assertFalse(r["truncated"])
+        self.assertIsInstance(r["duration_ms"], int)
+        self.assertTrue(r["execution_id"])
+        self.assertGreater(r["memory_peak_bytes"] or 0, 0)
+
+    def test_stdin_file(self):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("line1\nline2\n")
+        try:
+            r, p = run_code("import sys\ndata = sys.stdin.read()\nprint(len(data.splitlines()), data.upper())",
+                            extra=["--stdin", f.name])
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["stdout"], "2 LINE1\nLINE2\n\n")
+
+    def test_large_stdin_is_not_a_deadlock(self):
+        with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+            f.write(b"x" * (3 << 20))
+        try:
+            r, _ = run_code("import sys\nprint(len(sys.stdin.buffer.read()))", extra=["--stdin", f.name])
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(r["stdout"], str(3 << 20) + "\n", r)
+
+    def test_no_stdin_reads_eof(self):
+        r, _ = run_code("import sys\nprint(repr(sys.stdin.read()))")
+        self.assertEqual(r["stdout"], "''\n", r)
+
+    def test_live_streaming(self):
+        code = "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second', flush=True)\n"
+        proc = subprocess.Popen([BINARY] + RUN + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=SOURCE_DIR)
+        start = time.monotonic()
+        proc.stdin.write(code.encode())
+        proc.stdin.close()
+        first = proc.stdout.readline()
+        first_at = time.monotonic() - start
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+        total = time.monotonic() - start
+        self.assertEqual(first, b"first\n")
+        self.assertEqual(rest, b"second\n")
+        self.assertEqual(proc.returncode, 0)
+        # "first" arrived while the program was still sleeping, not at its end.
+        self.assertLess(first_at, total - 1.5, (first_at, total))
+
+    def test_bash_language_denied_by_seed_policy(self):
+        p = run_cli(RUN + ["--lang", "bash", "-"], stdin="echo hi\n")
+        self.assertEqual(p.returncode, 70)
+        self.assertIn("bash", p.stderr)
+
+    def test_timeout_flag_may_only_lower(self):
+        p = run_cli(RUN + ["--timeout", "60", "-"], stdin="print(1)\n")
+        self.assertEqual(p.returncode, 70)
+        self.assertIn("only lower", p.stderr)
+
+    def test_unknown_image_is_an_error_naming_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = os.path.join(d, "images.yaml")
+            with open(images, "w") as f:
+                f.write("images:\n  \"other:1\": host\n")
+            p = run_cli(["run", "--policy", SEED_POLICY, "--images", images, "-"], stdin="print(1)\n")
+        self.assertEqual(p.returncode, 70)
+        self.assertIn("python:3.12-slim", p.stderr)
+        self.assertIn(images, p.stderr)
+
+    def test_missing_init_says_how_to_fix(self):
+        env = dict(os.environ, LLM_SANDBOX_INIT="/nonexistent/llm-sandbox-init")
+        p = subprocess.run([BINARY] + RUN + ["-"], input="print(1)\n", capture_output=True, text=True,
+                           env=env, cwd=SOURCE_DIR, timeout=60)
+        self.assertEqual(p.returncode, 70)
+        self.assertIn("LLM_SANDBOX_INIT", p.stderr)
+
+    def test_usage_error(self):
+        p = run_cli(["run", "--no-such-flag"])
+        self.assertEqual(p.returncode, 2)
+
+
+@require_root
+class RunLimits(SandboxTestCase):
+    def test_timeout(self):
+        start = time.monotonic()
+        p = run_cli(RUN + ["--timeout", "1", "-"], stdin="import time\ntime.sleep(30)\n")
+        self.assertEqual(p.returncode, 124, p.stderr)
+        self.assertLess(time.monotonic() - start, 10)
+        r, _ = run_code("import time\ntime.sleep(30)\n", timeout_s=1)
+        self.assertEqual(r["status"], "timeout")
+        self.assertTrue(alerts_with_rule(r, "timeout"), r["alerts"])
+
+    def test_memory_hog_is_oom(self):
+        code = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
+        r, p = run_code(code)
+        self.assertEqual(r["status"], "oom", r)
+        self.assertEqual(p.returncode, 137)
+        self.assertTrue(alerts_with_rule(r, "oom_kill"), r["alerts"])
+        # The seed policy's 256M: the box's peak is at the limit, not beyond it.
+        self.assertLessEqual(r["memory_peak_bytes"], 256 << 20)
+        p = run_cli(RUN + ["-"], stdin=code)
+        self.assertEqual(p.returncode, 137)
+        self.assertIn("alert [oom_kill]", p.stderr)
+
+    def test_fork_bomb_is_contained_and_reported(self):
+        code = ("import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+                "            time.sleep(3); os._exit(0)\n        n += 1\nexcept OSError as e:\n"
+                "    print('stopped at', n, e.errno)\n")
+        start = time.monotonic()
+        r, _ = run_code(code)
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertIn("stopped at", r["stdout"], r)
+        n = int(r["stdout"].split()[2])
+        self.assertLessEqual(n, 128)  # the policy's pids (default 128) holds the whole tree
+        self.assertTrue(alerts_with_rule(r, "pids_limit"), r["alerts"])
+        # The host is fine: a normal run right after works.
+        r2, _ = run_code("print('ok')")
+        self.assertEqual(r2["stdout"], "ok\n")
+
+    def test_output_cap(self):
+        r, _ = run_code("import sys\nsys.stdout.write('x' * (5 << 20))\n")
+        self.assertTrue(r["truncated"], {k: r[k] for k in r if k != "stdout"})
+        self.assertLessEqual(len(r["stdout"]) + len(r["stderr"]), 1 << 20)
+
+    def test_network_attempt_alert_is_printed_in_words(self):
+        p = run_cli(RUN + ["-"], stdin=(
+            "import socket\ns = socket.socket()\ntry:\n    s.connect(('127.0.0.1', 6379))\n"
+            "except OSError as e:\n    print('refused', e.errno)\n"))
+        self.assertIn("refused", p.stdout)
+        self.assertIn("llm-sandbox: alert [network_attempt]", p.stderr)
+        self.assertIn("127.0.0.1:6379", p.stderr)
+
+
+class Unprivileged(SandboxTestCase):
+    """As an ordinary user the native backend cannot map uid 1000 nor create cgroups here: it must
+    refuse, naming each control, instead of running with less."""
+
+    def test_fails_closed_naming_each_control(self):
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root to switch to an unprivileged user with setpriv")
+        if not all(os.access(p, os.R_OK) for p in (BINARY, SEED_POLICY, IMAGES)):
+            self.skipTest("build tree not readable by nobody")
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BINARY] + RUN + ["-"],
+                           input="print(1)\n", capture_output=True, text=True, cwd="/", timeout=60)
+        if "Permission denied" in p.stderr and "llm-sandbox" not in p.stderr:
+            self.skipTest("binary not executable by nobody: " + p.stderr)
+        self.assertEqual(p.returncode, 70, p.stderr)
+        for control in ("container.user", "resources.memory", "resources.pids", "resources.cpu"):
+            self.assertIn(control, p.stderr)
+        self.assertEqual(p.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()
