@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
   libyaml-cpp-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
+  libboost1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-minimal python3
   util-linux procps

@@ -11,5 +11,6 @@ using Args = std::vector<std::string>;
 
 int RunCommand(const Args& args);     // run_cmd.cc: llm-sandbox run
 int PolicyCommand(const Args& args);  // policy_cmd.cc: llm-sandbox policy check|explain
+int ServeCommand(const Args& args);   // serve_cmd.cc: llm-sandbox serve (the HTTP daemon)
 
 }  // namespace lsb::cli

@@ -14,6 +14,7 @@ constexpr const char* kUsage =
     "  run [--policy FILE|NAME] [--lang LANG] [--json] [FILE|-]   run a program in a sandbox\n"
     "  policy check FILE                                          validate a policy\n"
     "  policy explain FILE|NAME                                   how each control is enforced\n"
+    "  serve [--listen HOST:PORT] [--policies DIR] ...             the HTTP daemon (docs/api.md)\n"
     "  version                                                    print the version\n"
     "\n"
     "Run 'llm-sandbox <command> --help' for a command's options.\n";
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   lsb::cli::Args args(argv + 2, argv + argc);
   if (cmd == "run") return lsb::cli::RunCommand(args);
   if (cmd == "policy") return lsb::cli::PolicyCommand(args);
+  if (cmd == "serve") return lsb::cli::ServeCommand(args);
   if (cmd == "version" || cmd == "--version") {
     std::printf("llm-sandbox %s\n", LSB_VERSION);
     return 0;

@@ -1,0 +1,138 @@
+// llm-sandbox serve: the HTTP daemon (docs/api.md). Thin: options -> DaemonConfig -> RunDaemon.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "cli/commands.h"
+#include "policy/units.h"
+#include "server/daemon.h"
+
+namespace lsb::cli {
+namespace {
+
+constexpr const char* kServeUsage =
+    "usage: llm-sandbox serve [options]\n"
+    "\n"
+    "  --listen HOST:PORT       address to listen on (default 127.0.0.1:8080)\n"
+    "  --policies DIR           policy directory (default: ./policies or /etc/llm-sandbox/policies)\n"
+    "  --default-policy NAME    policy of requests that name none (default code-sandbox)\n"
+    "  --images FILE            native backend image map (config/images.yaml)\n"
+    "  --backend auto|native|docker\n"
+    "  --max-concurrency N      executions at once (default: the number of cores)\n"
+    "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
+    "  --max-body BYTES         largest request body, e.g. 10M (default 10 MiB; larger: 413)\n"
+    "  --max-sessions N         sessions at once (default 64)\n"
+    "  --max-file BYTES         largest file uploaded/downloaded (default 16M)\n"
+    "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
+    "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
+    "                           required when listening beyond loopback\n"
+    "\n"
+    "SIGHUP reloads the policies; SIGTERM stops (running boxes finish or are killed, all removed).\n";
+
+bool ParseCount(const std::string& v, size_t* out) {
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n == 0) return false;
+  *out = static_cast<size_t>(n);
+  return true;
+}
+
+void AddTokens(const std::string& text, char sep, std::set<std::string>& out) {
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(sep, i);
+    if (j == std::string::npos) j = text.size();
+    std::string t = text.substr(i, j - i);
+    while (!t.empty() && (t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.pop_back();
+    size_t k = t.find_first_not_of(" \t");
+    t = k == std::string::npos ? "" : t.substr(k);
+    if (!t.empty() && t[0] != '#') out.insert(t);
+    i = j + 1;
+  }
+}
+
+int Bad(const std::string& msg) {
+  std::fprintf(stderr, "llm-sandbox serve: %s\n\n%s", msg.c_str(), kServeUsage);
+  return 2;
+}
+
+}  // namespace
+
+int ServeCommand(const Args& args) {
+  server::DaemonConfig c;
+  std::string token_file;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kServeUsage, stdout);
+      return 0;
+    }
+    std::string v;
+    auto value = [&](const char* name) -> bool {
+      std::string prefix = std::string(name) + "=";
+      if (a.rfind(prefix, 0) == 0) {
+        v = a.substr(prefix.size());
+        return true;
+      }
+      if (a == name && i + 1 < args.size()) {
+        v = args[++i];
+        return true;
+      }
+      return false;
+    };
+    if (value("--listen")) {
+      size_t colon = v.rfind(':');
+      if (colon == std::string::npos) return Bad("--listen wants HOST:PORT, got '" + v + "'");
+      c.host = v.substr(0, colon);
+      if (c.host.size() > 2 && c.host.front() == '[' && c.host.back() == ']') c.host = c.host.substr(1, c.host.size() - 2);
+      char* end = nullptr;
+      unsigned long p = std::strtoul(v.c_str() + colon + 1, &end, 10);
+      if (*end != '\0' || p > 65535 || colon + 1 == v.size()) return Bad("--listen: bad port in '" + v + "'");
+      c.port = static_cast<uint16_t>(p);
+    } else if (value("--policies")) {
+      c.policies_dir = v;
+    } else if (value("--default-policy")) {
+      c.limits.default_policy = v;
+    } else if (value("--images")) {
+      c.images_file = v;
+    } else if (value("--backend")) {
+      c.backend = v;
+    } else if (value("--init")) {
+      c.init_path = v;
+    } else if (value("--max-concurrency")) {
+      if (!ParseCount(v, &c.max_concurrency)) return Bad("--max-concurrency wants a positive integer");
+    } else if (value("--queue")) {
+      if (v == "0") {
+        return Bad("--queue wants a positive integer");
+      }
+      if (!ParseCount(v, &c.queue)) return Bad("--queue wants a positive integer");
+    } else if (value("--max-sessions")) {
+      if (!ParseCount(v, &c.max_sessions)) return Bad("--max-sessions wants a positive integer");
+    } else if (value("--max-body") || value("--max-file")) {
+      auto n = units::ParseBytes(v);
+      if (!n.ok() || *n == 0) return Bad(a + ": " + (n.ok() ? "must be positive" : n.error().message));
+      if (a.rfind("--max-body", 0) == 0) c.max_body = *n;
+      else c.limits.max_file_bytes = *n;
+    } else if (value("--shutdown-grace")) {
+      size_t s = 0;
+      if (v != "0" && !ParseCount(v, &s)) return Bad("--shutdown-grace wants seconds");
+      c.shutdown_grace_ms = static_cast<int>(s * 1000);
+    } else if (value("--token-file")) {
+      token_file = v;
+    } else {
+      return Bad("unknown option '" + a + "'");
+    }
+  }
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!in) return Bad("--token-file " + token_file + ": cannot read it");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    AddTokens(text, '\n', c.tokens);
+    if (c.tokens.empty()) return Bad("--token-file " + token_file + " has no token");
+  }
+  if (const char* env = std::getenv("LLM_SANDBOX_TOKENS")) AddTokens(env, ',', c.tokens);
+  return server::RunDaemon(std::move(c));
+}
+
+}  // namespace lsb::cli

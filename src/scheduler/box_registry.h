@@ -1,0 +1,42 @@
+// Every live box the daemon holds (one-shot runs, batch tasks, sessions), so a shutdown can kill
+// what still runs after its grace and /readyz can count them. Registration is RAII: a Lease lives
+// exactly as long as the BoxSession it names, and is dropped before the box is destroyed.
+//
+// Concurrency: `mu_` guards `boxes_`. KillAll() calls Box::Kill() under the lock, so a lease cannot
+// be dropped (and its box destroyed) while it is being killed.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <set>
+
+#include "runtime/runner.h"
+
+namespace lsb::sched {
+
+class BoxRegistry {
+ public:
+  class Lease {
+   public:
+    Lease(BoxRegistry& r, BoxSession* s) : r_(&r), s_(s) { r_->Add(s_); }
+    ~Lease() { if (r_) r_->Remove(s_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+
+   private:
+    BoxRegistry* r_;
+    BoxSession* s_;
+  };
+
+  size_t size() const;
+  // Kills every registered box now (their runs end with an error or a timeout).
+  void KillAll();
+
+ private:
+  void Add(BoxSession* s);
+  void Remove(BoxSession* s);
+  mutable std::mutex mu_;
+  std::set<BoxSession*> boxes_;
+};
+
+}  // namespace lsb::sched

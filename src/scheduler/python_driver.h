@@ -1,0 +1,79 @@
+// The in-box Python driver: ONE long run of a small Python program whose stdin stays open. It serves
+//   - a session's persistent interpreter: each execute's code is exec()'d in one globals dict, so
+//     variables survive; an exception prints its traceback to stderr and the driver goes on;
+//   - file upload/download inside the box, under the box's own policy (its uid, Landlock, tmpfs),
+//     for every session and for one-shot executions with `files`.
+// Wire (host -> driver, on stdin): first line the per-driver random marker; then messages
+//   "X <ncode> <nstdin>\n" code stdin    execute
+//   "W <npath> <ndata>\n"  path data     write a file (created or truncated, no symlink followed)
+//   "R <npath> <nmax>\n"   path          read a file of at most nmax bytes
+// After each message the driver writes "\x1e<marker>:<status>\n" to stdout and "\x1e<marker>\n" to
+// stderr; the host splits both streams there. Status: the exit code for X; for W/R 0 ok, 2 not
+// found, 3 too large, 4 other error (message on stderr).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "runtime/exec_result.h"
+#include "runtime/interactive_run.h"
+#include "runtime/runner.h"
+
+namespace lsb::sched {
+
+// The driver's Python source (kept here so the daemon needs no file next to it).
+const std::string& PythonDriverSource();
+
+enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4 };
+
+struct FileOpResult {
+  FileOpStatus status = FileOpStatus::kFailed;
+  std::string data;     // R: the file's bytes
+  std::string message;  // why it failed, in the driver's words
+};
+
+class PythonDriver {
+ public:
+  // Starts the driver on `session`'s box with `lifetime_ms` as its whole-run wall limit. Fails when
+  // the policy has no python language it may run.
+  static Result<std::unique_ptr<PythonDriver>> Start(BoxSession& session, uint64_t lifetime_ms);
+  ~PythonDriver();
+
+  // Runs `code` in the persistent globals. On timeout or output cap the driver is killed (its
+  // variables are lost): the result says so with an "interpreter_restarted" alert, alive() turns
+  // false and the owner starts a new driver for the next call.
+  Result<ExecResult> Execute(const std::string& code, const std::string& stdin_data, uint64_t timeout_ms,
+                             uint64_t output_cap);
+  Result<FileOpResult> WriteFile(const std::string& path, const std::string& data);
+  Result<FileOpResult> ReadFile(const std::string& path, uint64_t max_bytes);
+
+  // False once the driver run ended (killed, crashed, os._exit): start a new one.
+  bool alive() const { return run_ && !run_->exited(); }
+  // Ends the driver (stdin EOF, then a kill if it lingers) and waits for its exit report.
+  void Stop();
+
+ private:
+  struct Reply {
+    std::string out, err;
+    int status = -1;
+    bool deadline = false;     // the op's time ran out: the run was killed
+    bool over_cap = false;     // output past the cap: the run was killed
+    bool run_ended = false;    // the driver exited before replying
+    protocol::ExitReport exit;  // when run_ended
+    std::vector<protocol::Event> events;
+  };
+  explicit PythonDriver(BoxSession& s) : session_(s) {}
+  Result<Reply> Send(const std::string& header, const std::string& a, const std::string& b,
+                     uint64_t timeout_ms, uint64_t output_cap);
+  void WaitExit(std::chrono::milliseconds within);
+
+  BoxSession& session_;
+  std::unique_ptr<InteractiveRun> run_;
+  std::string marker_;
+};
+
+}  // namespace lsb::sched

@@ -1,0 +1,104 @@
+#include "scheduler/session_manager.h"
+
+#include <sys/random.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace lsb::sched {
+
+SessionManager::SessionManager(size_t max_sessions) : max_sessions_(max_sessions) {}
+
+SessionManager::~SessionManager() { Shutdown(); }
+
+std::string SessionManager::NewId() {
+  unsigned char r[8] = {};
+  if (::getrandom(r, sizeof r, 0) != sizeof r) {
+    auto t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    for (int i = 0; i < 8; ++i) r[i] = static_cast<unsigned char>(t >> (8 * i));
+  }
+  char hex[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
+  return std::string("ses-") + hex;
+}
+
+size_t SessionManager::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.size();
+}
+
+bool SessionManager::Add(std::shared_ptr<Session> s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || sessions_.size() >= max_sessions_) return false;
+  sessions_[s->id()] = std::move(s);
+  return true;
+}
+
+std::shared_ptr<Session> SessionManager::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<Session>> SessionManager::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Session>> out;
+  for (const auto& [_, s] : sessions_) out.push_back(s);
+  return out;
+}
+
+bool SessionManager::Remove(const std::string& id) {
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return false;
+    s = std::move(it->second);
+    sessions_.erase(it);
+  }
+  s->Close();
+  return true;
+}
+
+void SessionManager::StartReaper() {
+  reaper_ = std::thread([this] { Reap(); });
+}
+
+void SessionManager::Reap() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(500));
+    if (stopping_) break;
+    auto now = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<Session>> expired;
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (it->second->Expired(now)) {
+        expired.push_back(std::move(it->second));
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    for (auto& s : expired) {
+      std::fprintf(stderr, "serve: session %s expired; closing it\n", s->id().c_str());
+      s->Close();
+    }
+    expired.clear();
+    lock.lock();
+  }
+}
+
+void SessionManager::Shutdown() {
+  std::map<std::string, std::shared_ptr<Session>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    all.swap(sessions_);
+  }
+  cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  for (auto& [_, s] : all) s->Close();
+}
+
+}  // namespace lsb::sched

@@ -1,0 +1,52 @@
+// The live sessions by id, and the reaper thread that closes expired ones (idle timeout, max
+// lifetime). Sessions are shared_ptr: a request holding one keeps it alive while the manager drops
+// it, and Session::Close() makes the last operation end.
+//
+// Concurrency: `mu_` guards `sessions_` only; sessions are closed outside it (closing waits for a
+// run to die). The reaper is owned here and joined by Shutdown() / the destructor.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scheduler/session.h"
+
+namespace lsb::sched {
+
+class SessionManager {
+ public:
+  explicit SessionManager(size_t max_sessions);
+  ~SessionManager();
+
+  size_t max_sessions() const { return max_sessions_; }
+  size_t count() const;
+  // A fresh id ("ses-" + 16 hex digits).
+  static std::string NewId();
+  // False when the manager is full or shut down (the session is then closed by its destructor).
+  bool Add(std::shared_ptr<Session> s);
+  std::shared_ptr<Session> Get(const std::string& id) const;
+  std::vector<std::shared_ptr<Session>> List() const;
+  // Removes and closes; false when no such session.
+  bool Remove(const std::string& id);
+
+  void StartReaper();
+  // Stops the reaper, refuses new sessions and closes every session. Idempotent.
+  void Shutdown();
+
+ private:
+  void Reap();
+  const size_t max_sessions_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;
+  bool stopping_ = false;
+  std::thread reaper_;
+};
+
+}  // namespace lsb::sched

@@ -1,0 +1,67 @@
+#include "server/api_error.h"
+
+namespace lsb::server {
+
+int HttpStatus(ApiCode code) {
+  switch (code) {
+    case ApiCode::kBadRequest: return 400;
+    case ApiCode::kUnauthorized: return 401;
+    case ApiCode::kForbidden: return 403;
+    case ApiCode::kNotFound: return 404;
+    case ApiCode::kMethodNotAllowed: return 405;
+    case ApiCode::kConflict: return 409;
+    case ApiCode::kPayloadTooLarge: return 413;
+    case ApiCode::kUnsupportedMediaType: return 415;
+    case ApiCode::kTooManyRequests: return 429;
+    case ApiCode::kInternal: return 500;
+    case ApiCode::kSandboxError: return 502;
+    case ApiCode::kUnavailable: return 503;
+  }
+  return 500;
+}
+
+const char* CodeName(ApiCode code) {
+  switch (code) {
+    case ApiCode::kBadRequest: return "bad_request";
+    case ApiCode::kUnauthorized: return "unauthorized";
+    case ApiCode::kForbidden: return "forbidden";
+    case ApiCode::kNotFound: return "not_found";
+    case ApiCode::kMethodNotAllowed: return "method_not_allowed";
+    case ApiCode::kConflict: return "conflict";
+    case ApiCode::kPayloadTooLarge: return "payload_too_large";
+    case ApiCode::kUnsupportedMediaType: return "unsupported_media_type";
+    case ApiCode::kTooManyRequests: return "too_many_requests";
+    case ApiCode::kInternal: return "internal";
+    case ApiCode::kSandboxError: return "sandbox_error";
+    case ApiCode::kUnavailable: return "unavailable";
+  }
+  return "internal";
+}
+
+nlohmann::json ErrorJson(const ApiError& e) {
+  return {{"error", {{"code", CodeName(e.code)}, {"message", e.message}}}};
+}
+
+HttpResponse JsonResponse(int status, const nlohmann::json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
+HttpResponse ErrorResponse(const ApiError& e) {
+  HttpResponse r = JsonResponse(HttpStatus(e.code), ErrorJson(e));
+  if (e.code == ApiCode::kUnauthorized) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"llm-sandbox\"");
+  if (e.code == ApiCode::kTooManyRequests || e.code == ApiCode::kUnavailable)
+    r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s > 0 ? e.retry_after_s : 1));
+  return r;
+}
+
+ApiError FromAdmission(sched::Admission a) {
+  if (a == sched::Admission::kQueueFull)
+    return {ApiCode::kTooManyRequests,
+            "every worker is busy and the queue is full; retry after the Retry-After seconds", 1};
+  return {ApiCode::kUnavailable, "the daemon is shutting down; retry against a running daemon", 5};
+}
+
+}  // namespace lsb::server

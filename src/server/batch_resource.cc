@@ -1,0 +1,87 @@
+// POST /v1/batch: many tasks, each in a fresh box, run concurrently (at most `concurrency` at a
+// time, and never more than the executor's workers), answered in request order. A task that is
+// invalid or fails gets {"error": {...}} in its slot; the others still run.
+#include <algorithm>
+#include <optional>
+#include <semaphore>
+#include <thread>
+
+#include "server/execute_plan.h"
+#include "server/routes.h"
+
+namespace lsb::server {
+namespace {
+
+using nlohmann::json;
+
+Reply Batch(ServerContext& ctx, HttpRequest& req) {
+  auto j = ParseObject(req.body);
+  if (!j.ok()) return ErrorResponse(j.error());
+  for (const auto& [k, _] : j->items())
+    if (k != "tasks" && k != "concurrency") return ErrorResponse(BadRequest(k + ": unknown field"));
+  if (!j->contains("tasks") || !(*j)["tasks"].is_array())
+    return ErrorResponse(BadRequest("tasks: is required (an array of execute bodies)"));
+  const json& tasks = (*j)["tasks"];
+  if (tasks.size() > ctx.limits.max_batch_tasks)
+    return ErrorResponse({ApiCode::kPayloadTooLarge, "tasks: " + std::to_string(tasks.size()) +
+                                                         " tasks; a batch may have at most " +
+                                                         std::to_string(ctx.limits.max_batch_tasks)});
+  size_t concurrency = ctx.executor.workers();
+  if (j->contains("concurrency") && !(*j)["concurrency"].is_null()) {
+    const json& c = (*j)["concurrency"];
+    if (!c.is_number_integer() || c.get<int64_t>() < 1)
+      return ErrorResponse(BadRequest("concurrency: must be a positive integer"));
+    concurrency = std::min(concurrency, static_cast<size_t>(c.get<int64_t>()));
+  }
+  // Admission for the batch as a whole: refuse it while the executor has no room at all.
+  if (ctx.executor.queued() >= ctx.executor.queue_limit())
+    return ErrorResponse(FromAdmission(sched::Admission::kQueueFull));
+
+  size_t n = tasks.size();
+  std::vector<std::optional<ApiOr<ExecutionPlan>>> plans(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string where = "tasks[" + std::to_string(i) + "].";
+    auto body = ParseExecuteBody(tasks[i], false, where);
+    if (!body.ok()) {
+      plans[i].emplace(body.error());
+      continue;
+    }
+    plans[i].emplace(PlanExecution(ctx, std::move(*body), where));
+  }
+
+  // One waiter thread per running task, at most `concurrency` at once; each blocks in RunPlan.
+  std::vector<std::optional<ApiOr<ExecResult>>> results(n);
+  std::counting_semaphore<1 << 16> slots(static_cast<std::ptrdiff_t>(concurrency));
+  std::vector<std::thread> waiters;
+  for (size_t i = 0; i < n; ++i) {
+    if (!plans[i]->ok()) {
+      results[i].emplace(plans[i]->error());
+      continue;
+    }
+    slots.acquire();
+    waiters.emplace_back([&, i] {
+      results[i].emplace(RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true));
+      slots.release();
+    });
+  }
+  for (auto& t : waiters) t.join();
+
+  json out = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    auto& r = *results[i];
+    if (r.ok()) {
+      out.push_back(ExecResultJson(*r, (*plans[i])->policy.name));
+    } else {
+      out.push_back(ErrorJson(r.error()));
+    }
+  }
+  return JsonResponse(200, {{"results", out}});
+}
+
+}  // namespace
+
+void AddBatchRoutes(Router& router, ServerContext& ctx) {
+  router.Add("POST", "/v1/batch", [&ctx](HttpRequest& req, ResponseStream&) { return Batch(ctx, req); });
+}
+
+}  // namespace lsb::server

@@ -1,0 +1,196 @@
+#include "server/daemon.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "runtime/backend_select.h"
+#include "server/api_error.h"
+#include "server/http_server.h"
+#include "server/routes.h"
+
+namespace lsb::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void Log(const std::string& line) { std::fprintf(stderr, "serve: %s\n", line.c_str()); }
+
+// Constant-time comparison: a token check must not leak how much of a guess was right.
+bool SameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size() || b.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
+  if (ctx.tokens.empty()) return true;
+  std::string h = req.Header("authorization");
+  const std::string scheme = "Bearer ";
+  if (h.size() <= scheme.size() || strncasecmp(h.c_str(), scheme.c_str(), scheme.size()) != 0) return false;
+  std::string tok = h.substr(scheme.size());
+  bool ok = false;
+  for (const auto& t : ctx.tokens) ok |= SameToken(tok, t);
+  return ok;
+}
+
+bool JsonBodyExpected(const HttpRequest& req) {
+  return req.method == "POST";
+}
+
+// Refuses bodies that are clearly not JSON on JSON routes; a missing type is taken as JSON.
+bool AcceptableType(const HttpRequest& req) {
+  std::string ct = req.Header("content-type");
+  if (ct.empty()) return true;
+  for (auto& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  ct = ct.substr(0, ct.find(';'));
+  return ct == "application/json" || ct.ends_with("+json") || ct == "text/plain" ||
+         ct == "application/x-www-form-urlencoded";  // curl -d's default; the body is parsed as JSON
+}
+
+}  // namespace
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr a4{};
+  if (::inet_pton(AF_INET, host.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  in6_addr a6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+  return false;
+}
+
+int RunDaemon(DaemonConfig config) {
+  if (config.tokens.empty() && !IsLoopback(config.host)) {
+    std::fprintf(stderr,
+                 "llm-sandbox serve: refusing to listen on %s without tokens: anyone who reaches it could run "
+                 "code. Give --token-file FILE or set LLM_SANDBOX_TOKENS, or listen on 127.0.0.1\n",
+                 config.host.c_str());
+    return 2;
+  }
+  if (config.policies_dir.empty()) config.policies_dir = sched::DefaultPolicyDir();
+  if (config.policies_dir.empty()) {
+    std::fprintf(stderr, "llm-sandbox serve: no policy directory found (./policies, /etc/llm-sandbox/policies); pass --policies DIR\n");
+    return 2;
+  }
+  sched::PolicyStore policies(config.policies_dir);
+  auto loaded = policies.Reload();
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "llm-sandbox serve: cannot load policies:\n%s\n", loaded.error().message.c_str());
+    return 2;
+  }
+  if (!policies.Find(config.limits.default_policy))
+    Log("warning: the default policy '" + config.limits.default_policy + "' is not in " + config.policies_dir +
+        "; requests must name a policy");
+
+  BackendOptions bopts;
+  bopts.images_file = config.images_file;
+  bopts.init_path = config.init_path;
+  auto backend = MakeBackend(config.backend, bopts);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "llm-sandbox serve: backend: %s\n", backend.error().message.c_str());
+    return 2;
+  }
+
+  // Signals are taken by sigwait() on this thread only; every thread started below inherits the
+  // mask (the native launcher resets it for boxes).
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
+  ::pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  size_t workers = config.max_concurrency ? config.max_concurrency : std::max(1u, std::thread::hardware_concurrency());
+  size_t queue = config.queue ? config.queue : 4 * workers;
+  sched::Executor executor(workers, queue);
+  sched::BoxRegistry boxes;
+  sched::SessionManager sessions(config.max_sessions);
+  sessions.StartReaper();
+  ServerContext ctx{**backend, policies, executor, boxes, sessions, config.limits, config.tokens};
+
+  Router router;
+  AddExecuteRoutes(router, ctx);
+  AddSessionRoutes(router, ctx);
+  AddBatchRoutes(router, ctx);
+  AddPolicyRoutes(router, ctx);
+  AddHealthRoutes(router, ctx);
+
+  HttpHandler handler = [&ctx, &router](HttpRequest& req, ResponseStream& out) -> Reply {
+    auto start = Clock::now();
+    Reply r;
+    bool open_route = req.path == "/healthz" || req.path == "/readyz";
+    if (!open_route && !Authorized(ctx, req)) {
+      r = ErrorResponse({ApiCode::kUnauthorized, "a valid 'Authorization: Bearer <token>' header is required"});
+    } else if (!open_route && ctx.shutting_down) {
+      r = ErrorResponse(FromAdmission(sched::Admission::kShuttingDown));
+    } else if (JsonBodyExpected(req) && !AcceptableType(req)) {
+      r = ErrorResponse({ApiCode::kUnsupportedMediaType, "Content-Type " + req.Header("content-type") +
+                                                             " is not accepted here; send application/json"});
+    } else {
+      r = router.Dispatch(req, out);
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    std::fprintf(stderr, "serve: %s %s %d %lldms\n", req.method.c_str(), req.path.c_str(),
+                 r.streamed ? 200 : r.response.status, static_cast<long long>(ms));
+    return r;
+  };
+
+  HttpServerOptions hopts;
+  hopts.host = config.host;
+  hopts.port = config.port;
+  hopts.max_body = config.max_body;
+  auto server = HttpServer::Listen(hopts, handler);
+  if (!server.ok()) {
+    std::fprintf(stderr, "llm-sandbox serve: %s\n", server.error().message.c_str());
+    return 2;
+  }
+  Log("listening on http://" + config.host + ":" + std::to_string((*server)->port()) + " (backend " +
+      (*backend)->name() + ", " + std::to_string(*loaded) + " policies from " + config.policies_dir + ", " +
+      std::to_string(workers) + " workers, queue " + std::to_string(queue) +
+      (config.tokens.empty() ? ", no auth" : ", bearer tokens") + ")");
+  std::thread acceptor([&] { (*server)->Serve(); });
+
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&sigs, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      auto n = policies.Reload();
+      if (n.ok()) {
+        Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + config.policies_dir);
+      } else {
+        Log("SIGHUP: policy reload failed; keeping the previous policies:\n" + n.error().message);
+      }
+      continue;
+    }
+    break;
+  }
+
+  Log("shutting down: no new work; waiting up to " + std::to_string(config.shutdown_grace_ms) + " ms for running executions");
+  ctx.shutting_down = true;
+  (*server)->StopAccepting();
+  acceptor.join();
+  executor.StopAccepting();
+  auto deadline = Clock::now() + std::chrono::milliseconds(config.shutdown_grace_ms);
+  while (executor.running() + executor.queued() > 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (executor.running() > 0) {
+    Log("grace over: killing " + std::to_string(boxes.size()) + " box(es) still running");
+    boxes.KillAll();
+  }
+  executor.Shutdown();
+  sessions.Shutdown();
+  (*server)->Stop(2000);
+  Log("stopped; boxes left: " + std::to_string(boxes.size()));
+  return 0;
+}
+
+}  // namespace lsb::server

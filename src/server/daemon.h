@@ -1,0 +1,37 @@
+// `llm-sandbox serve`: wires the parts (backend, policies, executor, sessions, HTTP) and runs
+// until SIGTERM/SIGINT. SIGHUP reloads the policies (a bad file keeps the old set).
+// Shutdown order: stop accepting -> refuse new work (503) -> let running executions finish within
+// the grace -> kill the boxes still running -> close every session (its box) -> end connections.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "server/server_context.h"
+
+namespace lsb::server {
+
+struct DaemonConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  std::string policies_dir;        // "" = DefaultPolicyDir()
+  std::string images_file;
+  std::string backend = "auto";
+  std::string init_path;
+  size_t max_concurrency = 0;      // 0 = the number of cores
+  size_t queue = 0;                // 0 = 4 x max_concurrency
+  uint64_t max_body = 10u << 20;
+  size_t max_sessions = 64;
+  int shutdown_grace_ms = 10000;
+  std::set<std::string> tokens;
+  ServerLimits limits;
+};
+
+// True when `host` is a loopback address (or "localhost").
+bool IsLoopback(const std::string& host);
+
+// Runs the daemon; returns the process exit code (0 after a clean SIGTERM).
+int RunDaemon(DaemonConfig config);
+
+}  // namespace lsb::server

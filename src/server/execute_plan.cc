@@ -1,0 +1,69 @@
+#include "server/execute_plan.h"
+
+#include "policy/tighten.h"
+#include "scheduler/sandbox_path.h"
+
+namespace lsb::server {
+
+ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std::string& name,
+                                                   const std::string& field) {
+  std::string n = name.empty() ? ctx.limits.default_policy : name;
+  auto p = ctx.policies.Find(n);
+  if (p) return p;
+  std::string known;
+  for (const auto& [k, _] : *ctx.policies.Snapshot()) known += (known.empty() ? "" : ", ") + k;
+  return BadRequest(field + ": no policy named '" + n + "' on this daemon (it has: " +
+                    (known.empty() ? "none" : known) + "); GET /v1/policies lists them");
+}
+
+ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const std::string& where) {
+  auto base = ResolvePolicy(ctx, body.policy, where + "policy");
+  if (!base.ok()) return base.error();
+  PolicyOverrides o;
+  o.cpu = body.cpu;
+  o.memory_bytes = body.memory_bytes;
+  o.timeout_ms = body.timeout_ms;
+  o.network_enabled = body.network;
+  auto tight = TightenPolicy(**base, o);
+  if (!tight.ok()) {
+    // Name the request's field first ("timeout: ..."), then the policy's words.
+    const std::string& m = tight.error().message;
+    std::string field = m.rfind("resources.timeout", 0) == 0  ? "timeout"
+                        : m.rfind("resources.memory", 0) == 0 ? "memory"
+                        : m.rfind("resources.cpu", 0) == 0    ? "cpu"
+                        : m.rfind("network", 0) == 0          ? "network"
+                                                              : "policy";
+    return ApiError{ApiCode::kForbidden, where + field + ": " + m + "; a request may only tighten its policy"};
+  }
+  ExecutionPlan plan{std::move(*tight), {}, {}};
+  plan.request.code = std::move(body.code);
+  plan.request.language = std::move(body.language);
+  plan.request.stdin_data = std::move(body.stdin_data);
+  plan.request.env = std::move(body.env);
+  auto spec = BuildRunSpec(plan.policy, plan.request);  // language, sizes: a bad request, before any box
+  if (!spec.ok()) return BadRequest(where + spec.error().message);
+  for (size_t i = 0; i < body.files.size(); ++i) {
+    std::string field = where + "files[" + std::to_string(i) + "]";
+    auto path = sched::CheckSandboxPath(plan.policy, body.files[i].path);
+    if (!path.ok()) return BadRequest(field + ".path: " + path.error().message);
+    if (body.files[i].data.size() > ctx.limits.max_file_bytes)
+      return ApiError{ApiCode::kPayloadTooLarge, field + ": " + std::to_string(body.files[i].data.size()) +
+                                                     " bytes; the limit per file is " +
+                                                     std::to_string(ctx.limits.max_file_bytes)};
+    plan.files.push_back({*path, std::move(body.files[i].data)});
+  }
+  return plan;
+}
+
+ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb, bool wait_for_room) {
+  sched::Admission admission;
+  std::function<Result<ExecResult>()> fn = [&ctx, &plan, &cb]() -> Result<ExecResult> {
+    return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, plan.request, plan.files, cb);
+  };
+  auto r = sched::RunOn<Result<ExecResult>>(ctx.executor, fn, &admission, wait_for_room);
+  if (!r) return FromAdmission(admission);
+  if (!r->ok()) return SandboxError(r->error().message);
+  return std::move(**r);
+}
+
+}  // namespace lsb::server

@@ -1,0 +1,33 @@
+// From an execute body to what runs: the named policy, tightened by the request's limits (a
+// request may only lower them: loosening is 403 naming the field), the ExecRequest, and the input
+// files with their paths checked. Shared by /v1/execute and /v1/batch.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+#include "runtime/runner.h"
+#include "scheduler/one_shot.h"
+#include "server/api_error.h"
+#include "server/json_codec.h"
+#include "server/server_context.h"
+
+namespace lsb::server {
+
+struct ExecutionPlan {
+  Policy policy;  // tightened copy
+  ExecRequest request;
+  std::vector<sched::InputFile> files;
+};
+
+// The policy named `name` ("" = the daemon's default); `field` names the body field in errors.
+ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std::string& name,
+                                                   const std::string& field);
+ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const std::string& where = "");
+// Runs a plan on the executor in a fresh box (blocking the caller until it is done).
+ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb = {},
+                          bool wait_for_room = false);
+
+}  // namespace lsb::server

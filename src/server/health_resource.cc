@@ -1,0 +1,25 @@
+// /healthz: the process answers. /readyz: it takes work (503 while shutting down), with the
+// backend's name and what it holds now.
+#include "server/api_error.h"
+#include "server/routes.h"
+
+namespace lsb::server {
+
+void AddHealthRoutes(Router& router, ServerContext& ctx) {
+  router.Add("GET", "/healthz", [](HttpRequest&, ResponseStream&) -> Reply {
+    return JsonResponse(200, {{"status", "ok"}});
+  });
+  router.Add("GET", "/readyz", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
+    if (ctx.shutting_down) return ErrorResponse(FromAdmission(sched::Admission::kShuttingDown));
+    return JsonResponse(200, {{"status", "ready"},
+                              {"backend", ctx.backend.name()},
+                              {"policies", ctx.policies.Snapshot()->size()},
+                              {"boxes", ctx.boxes.size()},
+                              {"sessions", ctx.sessions.count()},
+                              {"running", ctx.executor.running()},
+                              {"queued", ctx.executor.queued()},
+                              {"workers", ctx.executor.workers()}});
+  });
+}
+
+}  // namespace lsb::server

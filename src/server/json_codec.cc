@@ -1,0 +1,262 @@
+#include "server/json_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <set>
+
+#include "policy/units.h"
+
+namespace lsb::server {
+namespace {
+
+using nlohmann::json;
+
+ApiError Field(const std::string& where, const std::string& name, const std::string& what) {
+  return BadRequest(where + name + ": " + what);
+}
+
+bool Present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+
+ApiOr<std::optional<std::string>> OptString(const json& j, const char* key, const std::string& where) {
+  if (!Present(j, key)) return std::optional<std::string>();
+  if (!j.at(key).is_string()) return Field(where, key, "must be a string");
+  return std::optional<std::string>(j.at(key).get<std::string>());
+}
+
+// Seconds as a number (2, 0.5) or a duration string ("30s", "500ms"), to milliseconds.
+ApiOr<std::optional<uint64_t>> OptSeconds(const json& j, const char* key, const std::string& where) {
+  if (!Present(j, key)) return std::optional<uint64_t>();
+  const json& v = j.at(key);
+  if (v.is_number()) {
+    double s = v.get<double>();
+    if (!std::isfinite(s) || s <= 0) return Field(where, key, "must be a positive number of seconds");
+    if (s > 1e9) return Field(where, key, "is too large");
+    return std::optional<uint64_t>(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s * 1000.0))));
+  }
+  if (v.is_string()) {
+    auto ms = units::ParseDurationMs(v.get<std::string>());
+    if (!ms.ok()) return Field(where, key, ms.error().message);
+    if (*ms == 0) return Field(where, key, "must be positive");
+    return std::optional<uint64_t>(*ms);
+  }
+  return Field(where, key, "must be a number of seconds");
+}
+
+const std::set<std::string>& KnownExecuteKeys(bool session) {
+  static const std::set<std::string> one = {"code", "language", "policy", "stdin", "timeout", "memory",
+                                            "cpu", "env", "files", "network"};
+  static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env"};
+  return session ? ses : one;
+}
+
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+std::string Base64Decode(const std::string& in, bool* ok) {
+  int table[256];
+  for (int& t : table) t = -1;
+  for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(kB64[i])] = i;
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  *ok = true;
+  for (char c : in) {
+    if (c == '=') {
+      ++pad;
+      continue;
+    }
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    int v = table[static_cast<unsigned char>(c)];
+    if (v < 0 || pad) {
+      *ok = false;
+      return {};
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  if (pad > 2) *ok = false;
+  return out;
+}
+
+ApiOr<json> ParseObject(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return BadRequest("the request body is not valid JSON; send a JSON object");
+  if (!j.is_object()) return BadRequest("the request body must be a JSON object");
+  return j;
+}
+
+ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::string& where) {
+  if (!j.is_object()) return BadRequest(where.empty() ? "the body must be a JSON object" : where + " must be a JSON object");
+  const auto& known = KnownExecuteKeys(session);
+  for (const auto& [k, _] : j.items())
+    if (!known.count(k)) {
+      if (session && (k == "policy" || k == "memory" || k == "cpu" || k == "files"))
+        return Field(where, k, "cannot be set per execution in a session; set it when creating the session");
+      return Field(where, k, "unknown field");
+    }
+  ExecuteBody b;
+  if (!Present(j, "code")) return Field(where, "code", "is required (the program text)");
+  if (!j.at("code").is_string()) return Field(where, "code", "must be a string");
+  b.code = j.at("code").get<std::string>();
+  auto lang = OptString(j, "language", where);
+  if (!lang.ok()) return lang.error();
+  b.language = lang->value_or("");
+  auto pol = OptString(j, "policy", where);
+  if (!pol.ok()) return pol.error();
+  b.policy = pol->value_or("");
+  auto in = OptString(j, "stdin", where);
+  if (!in.ok()) return in.error();
+  b.stdin_data = *in;
+  auto t = OptSeconds(j, "timeout", where);
+  if (!t.ok()) return t.error();
+  b.timeout_ms = *t;
+  if (Present(j, "memory")) {
+    const json& m = j.at("memory");
+    if (m.is_number_unsigned() || (m.is_number_integer() && m.get<int64_t>() > 0)) {
+      b.memory_bytes = m.get<uint64_t>();
+    } else if (m.is_string()) {
+      auto v = units::ParseBytes(m.get<std::string>());
+      if (!v.ok()) return Field(where, "memory", v.error().message);
+      b.memory_bytes = *v;
+    } else {
+      return Field(where, "memory", "must be a size such as \"128M\" or a number of bytes");
+    }
+    if (*b.memory_bytes == 0) return Field(where, "memory", "must be positive");
+  }
+  if (Present(j, "cpu")) {
+    const json& c = j.at("cpu");
+    if (c.is_number()) {
+      b.cpu = c.get<double>();
+    } else if (c.is_string()) {
+      auto v = units::ParseCpu(c.get<std::string>());
+      if (!v.ok()) return Field(where, "cpu", v.error().message);
+      b.cpu = *v;
+    } else {
+      return Field(where, "cpu", "must be a number of cores such as 0.5 or a string such as \"500m\"");
+    }
+    if (!std::isfinite(*b.cpu) || *b.cpu <= 0) return Field(where, "cpu", "must be positive");
+  }
+  if (Present(j, "network")) {
+    if (!j.at("network").is_boolean()) return Field(where, "network", "must be true or false");
+    b.network = j.at("network").get<bool>();
+  }
+  if (Present(j, "env")) {
+    const json& e = j.at("env");
+    if (!e.is_object()) return Field(where, "env", "must be an object of strings");
+    for (const auto& [k, v] : e.items()) {
+      if (!v.is_string()) return Field(where, "env." + k, "must be a string");
+      if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+        return Field(where, "env", "'" + k + "' is not a valid variable name");
+      b.env[k] = v.get<std::string>();
+    }
+  }
+  if (Present(j, "files")) {
+    const json& fs = j.at("files");
+    if (!fs.is_array()) return Field(where, "files", "must be an array of {path, content | content_base64}");
+    for (size_t i = 0; i < fs.size(); ++i) {
+      std::string fw = "files[" + std::to_string(i) + "]";
+      const json& f = fs[i];
+      if (!f.is_object()) return Field(where, fw, "must be an object {path, content | content_base64}");
+      for (const auto& [k, _] : f.items())
+        if (k != "path" && k != "content" && k != "content_base64") return Field(where, fw + "." + k, "unknown field");
+      if (!Present(f, "path") || !f.at("path").is_string()) return Field(where, fw + ".path", "is required (a string)");
+      FileBody fb;
+      fb.path = f.at("path").get<std::string>();
+      if (Present(f, "content") == Present(f, "content_base64"))
+        return Field(where, fw, "give exactly one of content and content_base64");
+      if (Present(f, "content")) {
+        if (!f.at("content").is_string()) return Field(where, fw + ".content", "must be a string");
+        fb.data = f.at("content").get<std::string>();
+      } else {
+        if (!f.at("content_base64").is_string()) return Field(where, fw + ".content_base64", "must be a string");
+        bool ok = false;
+        fb.data = Base64Decode(f.at("content_base64").get<std::string>(), &ok);
+        if (!ok) return Field(where, fw + ".content_base64", "is not valid base64");
+      }
+      b.files.push_back(std::move(fb));
+    }
+  }
+  return b;
+}
+
+ApiOr<SessionBody> ParseSessionBody(const json& j) {
+  static const std::set<std::string> known = {"policy", "idle_timeout", "max_lifetime", "language"};
+  for (const auto& [k, _] : j.items())
+    if (!known.count(k)) return Field("", k, "unknown field");
+  SessionBody b;
+  auto pol = OptString(j, "policy", "");
+  if (!pol.ok()) return pol.error();
+  b.policy = pol->value_or("");
+  auto lang = OptString(j, "language", "");
+  if (!lang.ok()) return lang.error();
+  b.language = lang->value_or("");
+  auto idle = OptSeconds(j, "idle_timeout", "");
+  if (!idle.ok()) return idle.error();
+  b.idle_timeout_ms = *idle;
+  auto life = OptSeconds(j, "max_lifetime", "");
+  if (!life.ok()) return life.error();
+  b.max_lifetime_ms = *life;
+  return b;
+}
+
+json ExecResultJson(const ExecResult& r, const std::string& policy) {
+  json j = r.ToJson();
+  j["policy"] = policy;
+  return j;
+}
+
+std::string Rfc3339(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+json SessionJson(const sched::SessionInfo& s) {
+  return {{"session_id", s.id},
+          {"policy", s.policy},
+          {"language", s.language},
+          {"created_at", Rfc3339(s.created_at)},
+          {"last_used_at", Rfc3339(s.last_used_at)},
+          {"expires_at", Rfc3339(s.expires_at)},
+          {"executions", s.executions},
+          {"state", s.state}};
+}
+
+json PolicyJson(const Policy& p) {
+  json tmpfs = json::array();
+  for (const auto& t : p.tmpfs)
+    tmpfs.push_back({{"path", t.path}, {"size_bytes", t.size_bytes}, {"mode", t.mode}, {"noexec", t.noexec},
+                     {"nosuid", t.nosuid}, {"nodev", t.nodev}, {"options", t.options}});
+  json langs = json::object();
+  for (const auto& [name, l] : p.languages) langs[name] = {{"command", l.command}, {"file_name", l.file_name}};
+  return {{"version", p.version},
+          {"name", p.name},
+          {"description", p.description},
+          {"backend", p.backend},
+          {"runtime", p.runtime},
+          {"container",
+           {{"image", p.image}, {"read_only", p.read_only}, {"tmpfs", tmpfs}, {"user_namespace", p.user_namespace},
+            {"seccomp", p.seccomp}, {"uid", p.uid}, {"gid", p.gid}, {"workdir", p.workdir}, {"env", p.env}}},
+          {"network", {{"enabled", p.network_enabled}}},
+          {"commands", {{"allow", p.allow}, {"deny", p.deny}}},
+          {"languages", langs},
+          {"default_language", p.default_language},
+          {"resources",
+           {{"cpu", p.cpu}, {"memory_bytes", p.memory_bytes}, {"timeout_ms", p.timeout_ms}, {"pids", p.pids},
+            {"output_bytes", p.output_bytes}, {"open_files", p.open_files}, {"file_size_bytes", p.file_size_bytes}}},
+          {"monitoring", {{"trace", p.trace}}}};
+}
+
+}  // namespace lsb::server

@@ -1,0 +1,59 @@
+// JSON <-> request/response values of the API (docs/api.md). Every field error names the field:
+// "timeout: must be a number of seconds". Unknown fields are refused, so a typo cannot silently
+// drop a limit the caller meant to set.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/policy.h"
+#include "runtime/exec_result.h"
+#include "scheduler/session.h"
+#include "server/api_error.h"
+
+namespace lsb::server {
+
+struct FileBody {
+  std::string path;
+  std::string data;  // decoded
+};
+
+// The body of POST /v1/execute, a batch task, or (session = true) POST /v1/sessions/{id}/execute.
+struct ExecuteBody {
+  std::string code;
+  std::string language;
+  std::string policy;
+  std::optional<std::string> stdin_data;
+  std::optional<uint64_t> timeout_ms;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<double> cpu;
+  std::optional<bool> network;
+  std::map<std::string, std::string> env;
+  std::vector<FileBody> files;
+};
+
+struct SessionBody {
+  std::string policy;
+  std::string language;
+  std::optional<uint64_t> idle_timeout_ms;
+  std::optional<uint64_t> max_lifetime_ms;
+};
+
+// Parses a request body as a JSON object (400 when it is not one).
+ApiOr<nlohmann::json> ParseObject(const std::string& body);
+// `where` prefixes field names in messages ("tasks[3].").
+ApiOr<ExecuteBody> ParseExecuteBody(const nlohmann::json& j, bool session, const std::string& where = "");
+ApiOr<SessionBody> ParseSessionBody(const nlohmann::json& j);
+
+nlohmann::json ExecResultJson(const ExecResult& r, const std::string& policy);
+nlohmann::json SessionJson(const sched::SessionInfo& s);
+nlohmann::json PolicyJson(const Policy& p);
+std::string Rfc3339(std::chrono::system_clock::time_point t);
+std::string Base64Decode(const std::string& in, bool* ok);
+
+}  // namespace lsb::server

@@ -1,0 +1,15 @@
+// The API's resources, one file each (docs/api.md). Each registers its routes on the router.
+#pragma once
+
+#include "server/router.h"
+#include "server/server_context.h"
+
+namespace lsb::server {
+
+void AddExecuteRoutes(Router& r, ServerContext& ctx);   // execute_resource.cc
+void AddSessionRoutes(Router& r, ServerContext& ctx);   // sessions_resource.cc
+void AddBatchRoutes(Router& r, ServerContext& ctx);     // batch_resource.cc
+void AddPolicyRoutes(Router& r, ServerContext& ctx);    // policies_resource.cc
+void AddHealthRoutes(Router& r, ServerContext& ctx);    // health_resource.cc
+
+}  // namespace lsb::server

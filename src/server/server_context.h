@@ -1,0 +1,38 @@
+// What every route shares: the backend, the policies, the executor, the live boxes and sessions,
+// and the daemon's limits. Owned by the Daemon (daemon.h), which outlives every request.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "runtime/backend.h"
+#include "scheduler/box_registry.h"
+#include "scheduler/executor.h"
+#include "scheduler/policy_store.h"
+#include "scheduler/session_manager.h"
+
+namespace lsb::server {
+
+struct ServerLimits {
+  std::string default_policy = "code-sandbox";
+  uint64_t max_file_bytes = 16u << 20;   // one uploaded / downloaded / inline file
+  size_t max_batch_tasks = 256;
+  uint64_t default_idle_timeout_ms = 300000;
+  uint64_t default_max_lifetime_ms = 3600000;
+  uint64_t max_session_lifetime_ms = 24ull * 3600 * 1000;
+};
+
+struct ServerContext {
+  Backend& backend;
+  sched::PolicyStore& policies;
+  sched::Executor& executor;
+  sched::BoxRegistry& boxes;
+  sched::SessionManager& sessions;
+  ServerLimits limits;
+  std::set<std::string> tokens;           // empty: no auth (loopback only)
+  std::atomic<bool> shutting_down{false};
+};
+
+}  // namespace lsb::server

@@ -1,0 +1,197 @@
+// Sessions: a box kept for several executions (docs/api.md). Every operation that touches the box
+// runs on the executor; a session runs one operation at a time (409 conflict otherwise).
+#include "policy/tighten.h"
+#include "scheduler/sandbox_path.h"
+#include "server/execute_plan.h"
+#include "server/routes.h"
+
+namespace lsb::server {
+namespace {
+
+using nlohmann::json;
+
+ApiError Conflict(const std::string& id) {
+  return {ApiCode::kConflict, "session " + id + " is running another operation; wait for it to finish"};
+}
+
+ApiOr<std::shared_ptr<sched::Session>> Find(ServerContext& ctx, const HttpRequest& req) {
+  auto s = ctx.sessions.Get(req.params.at("id"));
+  if (!s) return NotFound("no session " + req.params.at("id") + " (it may have expired or been deleted)");
+  return s;
+}
+
+// Runs `op` on the executor while holding the session's Use; conflict when it is busy.
+template <typename T>
+ApiOr<T> OnSession(ServerContext& ctx, sched::Session& s, std::function<ApiOr<T>()> op) {
+  sched::Admission admission;
+  std::function<ApiOr<T>()> task = [&s, &op]() -> ApiOr<T> {
+    sched::Session::Use use(s);
+    if (!use.owned()) return Conflict(s.id());
+    return op();
+  };
+  auto r = sched::RunOn<ApiOr<T>>(ctx.executor, task, &admission);
+  if (!r) return FromAdmission(admission);
+  return std::move(*r);
+}
+
+ApiOr<std::string> FilePath(const HttpRequest& req, const sched::Session& s) {
+  std::string path = req.Query("path");
+  if (path.empty()) return BadRequest("path: give the file as ?path=/tmp/name");
+  auto p = sched::CheckSandboxPath(s.policy(), path);
+  if (!p.ok()) return BadRequest("path: " + p.error().message);
+  return *p;
+}
+
+Reply Create(ServerContext& ctx, HttpRequest& req) {
+  auto j = ParseObject(req.body.empty() ? "{}" : req.body);
+  if (!j.ok()) return ErrorResponse(j.error());
+  auto body = ParseSessionBody(*j);
+  if (!body.ok()) return ErrorResponse(body.error());
+  auto policy = ResolvePolicy(ctx, body->policy, "policy");
+  if (!policy.ok()) return ErrorResponse(policy.error());
+  sched::SessionConfig cfg;
+  cfg.language = body->language.empty() ? (*policy)->default_language : body->language;
+  if (!(*policy)->FindLanguage(cfg.language))
+    return ErrorResponse(BadRequest("language: policy '" + (*policy)->name + "' has no language '" + cfg.language + "'"));
+  cfg.idle_timeout_ms = body->idle_timeout_ms.value_or(ctx.limits.default_idle_timeout_ms);
+  cfg.max_lifetime_ms = body->max_lifetime_ms.value_or(ctx.limits.default_max_lifetime_ms);
+  if (cfg.max_lifetime_ms > ctx.limits.max_session_lifetime_ms)
+    return ErrorResponse({ApiCode::kForbidden, "max_lifetime: at most " +
+                                                   std::to_string(ctx.limits.max_session_lifetime_ms / 1000) +
+                                                   " s on this daemon"});
+  if (ctx.sessions.count() >= ctx.sessions.max_sessions())
+    return ErrorResponse({ApiCode::kTooManyRequests, "the daemon holds its maximum of " +
+                                                         std::to_string(ctx.sessions.max_sessions()) +
+                                                         " sessions; delete one or retry later", 5});
+  std::string id = sched::SessionManager::NewId();
+  sched::Admission admission;
+  std::function<Result<std::shared_ptr<sched::Session>>()> open =
+      [&]() -> Result<std::shared_ptr<sched::Session>> {
+    auto s = sched::Session::Open(ctx.backend, ctx.boxes, **policy, cfg, id);
+    if (!s.ok()) return s.error();
+    return std::shared_ptr<sched::Session>(std::move(*s));
+  };
+  auto r = sched::RunOn<Result<std::shared_ptr<sched::Session>>>(ctx.executor, open, &admission);
+  if (!r) return ErrorResponse(FromAdmission(admission));
+  if (!r->ok()) return ErrorResponse(SandboxError(r->error().message));
+  std::shared_ptr<sched::Session> s = **r;
+  if (!ctx.sessions.Add(s)) {
+    s->Close();
+    return ErrorResponse(ctx.shutting_down ? FromAdmission(sched::Admission::kShuttingDown)
+                                           : ApiError{ApiCode::kTooManyRequests, "too many sessions; retry later", 5});
+  }
+  HttpResponse res = JsonResponse(201, SessionJson(s->Info()));
+  res.headers.emplace_back("Location", "/v1/sessions/" + id);
+  return res;
+}
+
+Reply Execute(ServerContext& ctx, HttpRequest& req) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  auto j = ParseObject(req.body);
+  if (!j.ok()) return ErrorResponse(j.error());
+  auto body = ParseExecuteBody(*j, true);
+  if (!body.ok()) return ErrorResponse(body.error());
+  sched::Session& session = **s;
+  if (body->timeout_ms) {
+    PolicyOverrides o;
+    o.timeout_ms = body->timeout_ms;
+    auto t = TightenPolicy(session.policy(), o);
+    if (!t.ok())
+      return ErrorResponse({ApiCode::kForbidden, "timeout: " + t.error().message + "; a request may only tighten its policy"});
+  }
+  ExecRequest er;
+  er.code = std::move(body->code);
+  er.language = std::move(body->language);
+  er.stdin_data = std::move(body->stdin_data);
+  er.env = std::move(body->env);
+  er.timeout_ms = body->timeout_ms;
+  auto spec = BuildRunSpec(session.policy(), er);
+  if (!spec.ok()) return ErrorResponse(BadRequest(spec.error().message));
+  if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
+  auto r = OnSession<ExecResult>(ctx, session, [&]() -> ApiOr<ExecResult> {
+    auto x = session.Execute(er);
+    if (!x.ok()) return SandboxError(x.error().message);
+    return std::move(*x);
+  });
+  if (!r.ok()) return ErrorResponse(r.error());
+  return JsonResponse(200, ExecResultJson(*r, session.policy().name));
+}
+
+ApiError FileOpError(const sched::FileOpResult& f, const std::string& path, uint64_t max) {
+  switch (f.status) {
+    case sched::FileOpStatus::kNotFound: return NotFound("no file " + path + " in the session's box");
+    case sched::FileOpStatus::kTooLarge:
+      return {ApiCode::kPayloadTooLarge, path + " is larger than the limit of " + std::to_string(max) + " bytes (" + f.message + ")"};
+    default: return BadRequest(path + ": " + f.message);
+  }
+}
+
+Reply PutFile(ServerContext& ctx, HttpRequest& req) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  auto path = FilePath(req, **s);
+  if (!path.ok()) return ErrorResponse(path.error());
+  if (req.body.size() > ctx.limits.max_file_bytes)
+    return ErrorResponse({ApiCode::kPayloadTooLarge, "the file is " + std::to_string(req.body.size()) +
+                                                         " bytes; the limit is " + std::to_string(ctx.limits.max_file_bytes)});
+  sched::Session& session = **s;
+  auto r = OnSession<sched::FileOpResult>(ctx, session, [&]() -> ApiOr<sched::FileOpResult> {
+    auto x = session.PutFile(*path, req.body);
+    if (!x.ok()) return SandboxError(x.error().message);
+    return std::move(*x);
+  });
+  if (!r.ok()) return ErrorResponse(r.error());
+  if (r->status != sched::FileOpStatus::kOk) return ErrorResponse(FileOpError(*r, *path, ctx.limits.max_file_bytes));
+  return JsonResponse(201, {{"path", *path}, {"size", req.body.size()}});
+}
+
+Reply GetFile(ServerContext& ctx, HttpRequest& req) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  auto path = FilePath(req, **s);
+  if (!path.ok()) return ErrorResponse(path.error());
+  sched::Session& session = **s;
+  uint64_t max = ctx.limits.max_file_bytes;
+  auto r = OnSession<sched::FileOpResult>(ctx, session, [&]() -> ApiOr<sched::FileOpResult> {
+    auto x = session.GetFile(*path, max);
+    if (!x.ok()) return SandboxError(x.error().message);
+    return std::move(*x);
+  });
+  if (!r.ok()) return ErrorResponse(r.error());
+  if (r->status != sched::FileOpStatus::kOk) return ErrorResponse(FileOpError(*r, *path, max));
+  HttpResponse res;
+  res.status = 200;
+  res.content_type = "application/octet-stream";
+  res.body = std::move(r->data);
+  return res;
+}
+
+}  // namespace
+
+void AddSessionRoutes(Router& router, ServerContext& ctx) {
+  router.Add("POST", "/v1/sessions", [&ctx](HttpRequest& req, ResponseStream&) { return Create(ctx, req); });
+  router.Add("GET", "/v1/sessions", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
+    json list = json::array();
+    for (const auto& s : ctx.sessions.List()) list.push_back(SessionJson(s->Info()));
+    return JsonResponse(200, {{"sessions", list}});
+  });
+  router.Add("GET", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
+    auto s = Find(ctx, req);
+    if (!s.ok()) return ErrorResponse(s.error());
+    return JsonResponse(200, SessionJson((*s)->Info()));
+  });
+  router.Add("DELETE", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
+    if (!ctx.sessions.Remove(req.params.at("id")))
+      return ErrorResponse(NotFound("no session " + req.params.at("id")));
+    HttpResponse res;
+    res.status = 204;
+    res.content_type = "application/json";
+    return res;
+  });
+  router.Add("POST", "/v1/sessions/{id}/execute", [&ctx](HttpRequest& req, ResponseStream&) { return Execute(ctx, req); });
+  router.Add("PUT", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return PutFile(ctx, req); });
+  router.Add("GET", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return GetFile(ctx, req); });
+}
+
+}  // namespace lsb::server
