@@ -49,13 +49,15 @@ class FilesystemThreats(SandboxTestCase):
 
     def test_fill_tmp_stops_at_its_size(self):
         r, _ = case('''
+            # Several files, each below the file-size rlimit (64M), so the tmpfs size is what stops it.
             def fill():
-                with open("/tmp/fill", "wb") as f:
-                    for _ in range(200):
-                        f.write(b"x" * (1 << 20))
-                        f.flush()
+                for i in range(8):
+                    with open("/tmp/fill%d" % i, "wb") as f:
+                        for _ in range(32):
+                            f.write(b"x" * (1 << 20))
+                            f.flush()
             res(attempt(fill))
-            res(os.path.getsize("/tmp/fill") <= 100 * (1 << 20))
+            res(sum(os.path.getsize("/tmp/" + n) for n in os.listdir("/tmp")) <= 100 * (1 << 20))
         ''')
         self.assertEqual(results(r), ["ENOSPC", "True"])
 
@@ -280,7 +282,8 @@ class KernelSurfaceThreats(SandboxTestCase):
             res(open("/proc/keys").read() if os.path.exists("/proc/keys") else "")
         ''')
         out = results(r)
-        self.assertIn(out[0], ("EACCES", "EROFS", "EPERM"))
+        # ENOENT: some kernels (this CI's among them) have no sysrq-trigger at all.
+        self.assertIn(out[0], ("EACCES", "EROFS", "EPERM", "ENOENT"))
         self.assertIn(out[1], ("EACCES", "EROFS", "EPERM"))
         self.assertEqual(out[2], "0")
         self.assertEqual(out[3], "")
