@@ -169,10 +169,19 @@ const std::string& PythonDriverSource() {
   return s;
 }
 
+Status CheckDriverSupported(const Policy& policy) {
+  const Language* py = policy.FindLanguage("python");
+  if (!py || py->command.empty())
+    return Error{"policy '" + policy.name + "' has no python language; file transfer and the python session interpreter need one"};
+  if (!policy.Allows(py->command[0]) || policy.Denies(py->command[0]))
+    return Error{"policy '" + policy.name + "' does not allow " + py->command[0] +
+                 ", which file transfer into and out of its boxes runs; allow it or use another policy"};
+  return OkStatus();
+}
+
 Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, uint64_t lifetime_ms) {
   const Policy& policy = session.policy();
-  if (!policy.FindLanguage("python"))
-    return Error{"policy '" + policy.name + "' has no python language; the session interpreter and file transfer need one"};
+  LSB_TRY(CheckDriverSupported(policy));
   ExecRequest req;
   req.language = "python";
   req.code = "";

@@ -28,6 +28,10 @@ namespace lsb::sched {
 // The driver's Python source (kept here so the daemon needs no file next to it).
 const std::string& PythonDriverSource();
 
+// Whether `policy` lets the driver run (a python language whose interpreter commands.allow lists);
+// the error says what is missing. File transfer and the Python session interpreter need it.
+Status CheckDriverSupported(const Policy& policy);
+
 enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4 };
 
 struct FileOpResult {

@@ -1,6 +1,7 @@
 #include "server/execute_plan.h"
 
 #include "policy/tighten.h"
+#include "scheduler/python_driver.h"
 #include "scheduler/sandbox_path.h"
 
 namespace lsb::server {
@@ -42,6 +43,10 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const s
   plan.request.env = std::move(body.env);
   auto spec = BuildRunSpec(plan.policy, plan.request);  // language, sizes: a bad request, before any box
   if (!spec.ok()) return BadRequest(where + spec.error().message);
+  if (!body.files.empty()) {
+    auto ok = sched::CheckDriverSupported(plan.policy);
+    if (!ok.ok()) return BadRequest(where + "files: " + ok.error().message);
+  }
   for (size_t i = 0; i < body.files.size(); ++i) {
     std::string field = where + "files[" + std::to_string(i) + "]";
     auto path = sched::CheckSandboxPath(plan.policy, body.files[i].path);

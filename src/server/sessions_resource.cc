@@ -39,6 +39,8 @@ ApiOr<std::string> FilePath(const HttpRequest& req, const sched::Session& s) {
   if (path.empty()) return BadRequest("path: give the file as ?path=/tmp/name");
   auto p = sched::CheckSandboxPath(s.policy(), path);
   if (!p.ok()) return BadRequest("path: " + p.error().message);
+  auto ok = sched::CheckDriverSupported(s.policy());
+  if (!ok.ok()) return BadRequest(ok.error().message);
   return *p;
 }
 

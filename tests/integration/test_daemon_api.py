@@ -1,0 +1,451 @@
+"""The daemon's HTTP API (docs/api.md) through the real `llm-sandbox serve` on the native backend:
+every route, its errors, SSE, sessions, batch, SIGHUP, SIGTERM, and 10 isolated sessions side by
+side. Every JSON answer is checked against docs/openapi.yaml."""
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+from tests.integration.daemon_harness import (POLICY_DIR, Daemon, OpenApi, request,
+                                              skip_unless_daemon_suite)
+
+
+class DaemonApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_unless_daemon_suite()
+        cls.api = OpenApi()
+        cls.d = Daemon("--max-body", "256K", "--max-concurrency", "4", "--queue", "32")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        cls.d.close()
+
+    def call(self, method, path, template=None, body=None, **kw):
+        r = request(self.d.base, method, path, body=body, **kw)
+        if template and r.headers.get("Content-Type", "").startswith("application/json") and r.body:
+            self.api.check(method, template, r.status, r.json())
+        return r
+
+    def execute(self, body, status=200):
+        r = self.call("POST", "/v1/execute", "/v1/execute", body)
+        self.assertEqual(r.status, status, r.body[:2000])
+        return r.json()
+
+    def assertError(self, r, status, code, mentions=None):
+        self.assertEqual(r.status, status, r.body[:2000])
+        err = r.json()["error"]
+        self.assertEqual(err["code"], code)
+        if mentions:
+            self.assertIn(mentions, err["message"])
+
+    # ---- health, policies
+
+    def test_health_and_ready(self):
+        r = self.call("GET", "/healthz", "/healthz")
+        self.assertEqual(r.json(), {"status": "ok"})
+        r = self.call("GET", "/readyz", "/readyz")
+        self.assertEqual(r.json()["backend"], "native")
+
+    def test_policies(self):
+        r = self.call("GET", "/v1/policies", "/v1/policies")
+        names = [p["name"] for p in r.json()["policies"]]
+        self.assertIn("code-sandbox", names)
+        r = self.call("GET", "/v1/policies/code-sandbox", "/v1/policies/{name}")
+        detail = r.json()
+        self.assertEqual(detail["policy"]["resources"]["memory_bytes"], 256 << 20)
+        self.assertTrue(any(c["control"] == "resources.memory" for c in detail["explain"]))
+        self.assertError(self.call("GET", "/v1/policies/nope", "/v1/policies/{name}"), 404, "not_found")
+
+    # ---- execute
+
+    def test_execute_ok(self):
+        res = self.execute({"code": "import sys\nprint('hi')\nprint('err', file=sys.stderr)"})
+        self.assertEqual((res["stdout"], res["stderr"], res["exit_code"], res["status"]), ("hi\n", "err\n", 0, "ok"))
+        self.assertEqual(res["policy"], "code-sandbox")
+        self.assertTrue(res["execution_id"])
+
+    def test_execute_stdin_env_files_and_tightening(self):
+        res = self.execute({
+            "code": "import os,sys\nprint(sys.stdin.read(), os.environ['X'], open('/tmp/a.txt').read(),"
+                    " open('/tmp/d/b.bin','rb').read())",
+            "stdin": "in", "env": {"X": "ex"}, "timeout": 5, "memory": "128M", "cpu": 0.25,
+            "files": [{"path": "/tmp/a.txt", "content": "A"},
+                      {"path": "/tmp/d/b.bin", "content_base64": base64.b64encode(b"\x00\x01").decode()}]})
+        self.assertEqual(res["stdout"], "in ex A b'\\x00\\x01'\n", res)
+
+    def test_execute_timeout_and_error_status(self):
+        res = self.execute({"code": "import time\ntime.sleep(10)", "timeout": 0.5})
+        self.assertEqual(res["status"], "timeout")
+        res = self.execute({"code": "raise SystemExit(3)"})
+        self.assertEqual((res["status"], res["exit_code"]), ("error", 3))
+
+    def test_bad_requests_name_the_field(self):
+        r = self.call("POST", "/v1/execute", "/v1/execute", raw=True, body=b"{not json",
+                      headers={"Content-Type": "application/json"})
+        self.assertError(r, 400, "bad_request", "JSON")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": 5}), 400, "bad_request", "code")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {}), 400, "bad_request", "code")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timeout": [1]}),
+                         400, "bad_request", "timeout")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timout": 1}),
+                         400, "bad_request", "timout")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "policy": "nope"}),
+                         400, "bad_request", "policy")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute",
+                                   {"code": "1", "files": [{"path": "/etc/x", "content": ""}]}),
+                         400, "bad_request", "files[0].path")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute",
+                                   {"code": "1", "files": [{"path": "/tmp/../etc/x", "content": ""}]}),
+                         400, "bad_request", "files[0].path")
+
+    def test_loosening_is_forbidden_naming_the_field(self):
+        for body, field in (({"timeout": 31}, "timeout"), ({"memory": "1G"}, "memory"),
+                            ({"cpu": 2}, "cpu"), ({"network": True}, "network")):
+            body["code"] = "print(1)"
+            r = self.call("POST", "/v1/execute", "/v1/execute", body)
+            self.assertError(r, 403, "forbidden")
+            self.assertTrue(r.json()["error"]["message"].startswith(field), r.json())
+
+    def test_not_found_method_media_type_and_size(self):
+        self.assertError(self.call("GET", "/v1/nothing"), 404, "not_found")
+        r = self.call("GET", "/v1/execute")
+        self.assertError(r, 405, "method_not_allowed")
+        r = self.call("POST", "/v1/execute", "/v1/execute", raw=True, body=b"code",
+                      headers={"Content-Type": "multipart/form-data; boundary=x"})
+        self.assertError(r, 415, "unsupported_media_type")
+        r = self.call("POST", "/v1/execute", "/v1/execute", {"code": "#" * (300 << 10)})
+        self.assertError(r, 413, "payload_too_large")
+
+    def test_stream_sends_chunks_then_the_result(self):
+        req = urllib.request.Request(
+            self.d.base + "/v1/execute?stream=true", method="POST",
+            data=json.dumps({"code": "import time,sys\nprint('a', flush=True)\ntime.sleep(0.3)\n"
+                                     "print('b', file=sys.stderr)"}).encode(),
+            headers={"Content-Type": "application/json"})
+        events, first_at, start = [], None, time.time()
+        with urllib.request.urlopen(req, timeout=60) as r:
+            self.assertEqual(r.headers["Content-Type"], "text/event-stream")
+            name = None
+            for line in r:
+                line = line.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: "):
+                    events.append((name, json.loads(line[6:])))
+                    first_at = first_at or time.time() - start
+        # Chunks come as the program writes them (print may write "a" and "\n" apart).
+        self.assertEqual(events[0][0], "stdout")
+        self.assertEqual("".join(d["data"] for e, d in events if e == "stdout"), "a\n")
+        self.assertEqual("".join(d["data"] for e, d in events if e == "stderr"), "b\n")
+        self.assertEqual(events[-1][0], "result")
+        self.assertEqual([e for e, _ in events].count("result"), 1)
+        self.api.check("POST", "/v1/execute", 200, events[-1][1])
+        self.assertLess(first_at, events[-1][1]["duration_ms"] / 1000.0 + 0.25)
+
+    # ---- batch
+
+    def test_batch_keeps_request_order(self):
+        tasks = [{"code": f"import time\ntime.sleep({0.05 * (6 - i)})\nprint({i})"} for i in range(6)]
+        tasks.insert(3, {"code": "1", "timeout": 99})  # loosening: an error in its own slot
+        r = self.call("POST", "/v1/batch", "/v1/batch", {"tasks": tasks, "concurrency": 4})
+        self.assertEqual(r.status, 200, r.body)
+        results = r.json()["results"]
+        self.assertEqual(len(results), 7)
+        self.assertEqual(results[3]["error"]["code"], "forbidden")
+        outs = [x["stdout"] for n, x in enumerate(results) if n != 3]
+        self.assertEqual(outs, [f"{i}\n" for i in range(6)])
+        self.assertError(self.call("POST", "/v1/batch", "/v1/batch", {"task": []}), 400, "bad_request")
+
+    # ---- sessions
+
+    def new_session(self, **body):
+        r = self.call("POST", "/v1/sessions", "/v1/sessions", body)
+        self.assertEqual(r.status, 201, r.body)
+        return r.json()["session_id"]
+
+    def run_in(self, sid, code, status=200, **extra):
+        r = self.call("POST", f"/v1/sessions/{sid}/execute", "/v1/sessions/{id}/execute", dict(code=code, **extra))
+        self.assertEqual(r.status, status, r.body)
+        return r.json()
+
+    def test_session_state_files_and_errors(self):
+        sid = self.new_session(idle_timeout=60)
+        self.assertEqual(self.run_in(sid, "x = 41")["status"], "ok")
+        res = self.run_in(sid, "1/0")
+        self.assertEqual(res["status"], "error")
+        self.assertIn("ZeroDivisionError", res["stderr"])
+        res = self.run_in(sid, "x += 1\nprint(x)\nopen('/tmp/kept', 'w').write('k')")
+        self.assertEqual(res["stdout"], "42\n")
+        self.assertEqual(self.run_in(sid, "print(open('/tmp/kept').read())")["stdout"], "k\n")
+
+        blob = bytes(range(256)) * 64
+        r = self.call("PUT", f"/v1/sessions/{sid}/files?path=/tmp/up/blob.bin", "/v1/sessions/{id}/files",
+                      body=blob, raw=True)
+        self.assertEqual(r.status, 201, r.body)
+        self.assertEqual(r.json(), {"path": "/tmp/up/blob.bin", "size": len(blob)})
+        self.assertEqual(self.run_in(sid, "print(len(open('/tmp/up/blob.bin','rb').read()))")["stdout"], "16384\n")
+        r = self.call("GET", f"/v1/sessions/{sid}/files?path=/tmp/up/blob.bin")
+        self.assertEqual((r.status, r.body), (200, blob))
+        for bad in ("/tmp/../etc/passwd", "/etc/passwd", "tmp/x", "/tmp//x", "/tmp/"):
+            r = self.call("GET", f"/v1/sessions/{sid}/files?path={bad}", "/v1/sessions/{id}/files")
+            self.assertError(r, 400, "bad_request", "path")
+        self.run_in(sid, "import os\nos.symlink('/etc/passwd', '/tmp/link')")
+        r = self.call("GET", f"/v1/sessions/{sid}/files?path=/tmp/link", "/v1/sessions/{id}/files")
+        self.assertEqual(r.status, 400, r.body)
+        r = self.call("GET", f"/v1/sessions/{sid}/files?path=/tmp/absent", "/v1/sessions/{id}/files")
+        self.assertError(r, 404, "not_found")
+
+        info = self.call("GET", f"/v1/sessions/{sid}", "/v1/sessions/{id}").json()
+        self.assertGreaterEqual(info["executions"], 5)
+        listed = self.call("GET", "/v1/sessions", "/v1/sessions").json()["sessions"]
+        self.assertIn(sid, [s["session_id"] for s in listed])
+        self.assertEqual(self.call("DELETE", f"/v1/sessions/{sid}").status, 204)
+        self.assertError(self.call("GET", f"/v1/sessions/{sid}", "/v1/sessions/{id}"), 404, "not_found")
+        self.assertError(self.call("POST", f"/v1/sessions/{sid}/execute", "/v1/sessions/{id}/execute",
+                                   {"code": "1"}), 404, "not_found")
+
+    def test_session_timeout_restarts_the_interpreter_and_keeps_files(self):
+        sid = self.new_session()
+        self.run_in(sid, "v = 1\nopen('/tmp/f', 'w').write('still here')")
+        res = self.run_in(sid, "import time\ntime.sleep(30)", timeout=0.5)
+        self.assertEqual(res["status"], "timeout")
+        self.assertIn("interpreter_restarted", [a["rule"] for a in res["alerts"]])
+        res = self.run_in(sid, "print(open('/tmp/f').read())\nprint('v' in globals())")
+        self.assertEqual(res["stdout"], "still here\nFalse\n")
+        self.assertError(self.call("POST", f"/v1/sessions/{sid}/execute", "/v1/sessions/{id}/execute",
+                                   {"code": "1", "timeout": 300}), 403, "forbidden", "timeout")
+        self.assertError(self.call("POST", f"/v1/sessions/{sid}/execute", "/v1/sessions/{id}/execute",
+                                   {"code": "1", "policy": "x"}), 400, "bad_request", "policy")
+        self.call("DELETE", f"/v1/sessions/{sid}")
+
+    def test_busy_session_is_a_conflict(self):
+        sid = self.new_session()
+        t = threading.Thread(target=self.run_in, args=(sid, "import time\ntime.sleep(1.5)"))
+        t.start()
+        time.sleep(0.5)
+        r = self.call("POST", f"/v1/sessions/{sid}/execute", "/v1/sessions/{id}/execute", {"code": "1"})
+        t.join()
+        self.assertError(r, 409, "conflict")
+        self.call("DELETE", f"/v1/sessions/{sid}")
+
+    def test_non_python_session_runs_fresh_programs_in_the_same_box(self):
+        sid = self.new_session(policy="bash-tools", language="bash")
+        res = self.run_in(sid, "echo hi > /tmp/h; echo done")
+        self.assertEqual(res["stdout"], "done\n", res)
+        self.assertEqual(self.run_in(sid, "cat /tmp/h")["stdout"], "hi\n")
+        # File transfer runs python in the box: this policy does not allow it, and says so.
+        r = self.call("GET", f"/v1/sessions/{sid}/files?path=/tmp/h", "/v1/sessions/{id}/files")
+        self.assertError(r, 400, "bad_request", "python3")
+        self.call("DELETE", f"/v1/sessions/{sid}")
+
+    def test_ten_sessions_are_isolated_from_each_other(self):
+        n = 10
+        sids = [self.new_session() for _ in range(n)]
+        try:
+            def setup(i):
+                # A file, a long-lived process carrying the session's token in its argv, a listener.
+                self.run_in(sids[i], f"""
+import subprocess, socket
+open('/tmp/secret-{i}', 'w').write('token-{i}')
+p = subprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(120)', 'proc-token-{i}'])
+try:
+    srv = socket.socket(); srv.bind(('127.0.0.1', 7000 + {i})); srv.listen()
+except OSError as e:
+    srv = None
+print('ready')
+""")
+            threads = [threading.Thread(target=setup, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            probe = """
+import os, socket
+files = sorted(f for f in os.listdir('/tmp') if f.startswith('secret-'))
+seen = []
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        try:
+            seen.append(open('/proc/%s/cmdline' % pid, 'rb').read().replace(b'\\0', b' ').decode())
+        except OSError:
+            pass
+tokens = sorted(set(t for c in seen for t in c.split() if t.startswith('proc-token-')))
+reach = []
+for j in range(10):
+    s = socket.socket(); s.settimeout(0.5)
+    try:
+        s.connect(('127.0.0.1', 7000 + j)); reach.append(j)
+    except OSError:
+        pass
+    finally:
+        s.close()
+others = []
+for j in range(10):
+    try:
+        others.append(open('/tmp/secret-%d' % j).read())
+    except OSError:
+        pass
+print(files, tokens, reach, others)
+"""
+            results = [None] * n
+
+            def check(i):
+                results[i] = self.run_in(sids[i], probe)
+
+            threads = [threading.Thread(target=check, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for i, res in enumerate(results):
+                self.assertEqual(res["status"], "ok", res)
+                self.assertEqual(
+                    res["stdout"], f"['secret-{i}'] ['proc-token-{i}'] [] ['token-{i}']\n",
+                    f"session {i} saw another session's files, processes or network: {res}")
+        finally:
+            for sid in sids:
+                self.call("DELETE", f"/v1/sessions/{sid}")
+
+
+class DaemonAuthTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_unless_daemon_suite()
+        cls.api = OpenApi()
+
+    def test_tokens_are_required_when_configured(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as f:
+            f.write("# comment\nsecret-one\n")
+        d = Daemon("--token-file", f.name, env={"LLM_SANDBOX_TOKENS": "env-two,env-three"})
+        try:
+            r = request(d.base, "GET", "/v1/policies")
+            self.assertEqual(r.status, 401)
+            self.assertIn("Bearer", r.headers.get("WWW-Authenticate", ""))
+            self.api.check("GET", "/v1/execute" if False else "/v1/policies", 200,
+                           request(d.base, "GET", "/v1/policies", token="secret-one").json())
+            self.assertEqual(request(d.base, "GET", "/v1/policies", token="wrong").status, 401)
+            self.assertEqual(request(d.base, "GET", "/v1/policies", token="env-three").status, 200)
+            r = request(d.base, "POST", "/v1/execute", {"code": "print(1)"})
+            self.assertEqual(r.status, 401)
+            self.assertEqual(r.json()["error"]["code"], "unauthorized")
+            self.assertEqual(request(d.base, "GET", "/healthz").status, 200)
+        finally:
+            d.stop()
+            d.close()
+            os.unlink(f.name)
+
+    def test_refuses_to_listen_beyond_loopback_without_tokens(self):
+        d = Daemon(host="0.0.0.0", wait=False)
+        try:
+            d.proc.wait(timeout=20)
+            self.assertEqual(d.proc.returncode, 2)
+            self.assertIn("without tokens", d.log())
+        finally:
+            d.close()
+
+
+class DaemonLimitsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_unless_daemon_suite()
+        cls.api = OpenApi()
+
+    def test_full_queue_answers_429_with_retry_after(self):
+        d = Daemon("--max-concurrency", "1", "--queue", "1")
+        try:
+            statuses, lock = [], threading.Lock()
+
+            def one():
+                r = request(d.base, "POST", "/v1/execute", {"code": "import time\ntime.sleep(1)"})
+                with lock:
+                    statuses.append((r.status, r.headers.get("Retry-After"), r.json()))
+
+            threads = [threading.Thread(target=one) for _ in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            codes = [s for s, _, _ in statuses]
+            self.assertIn(200, codes)
+            self.assertIn(429, codes)
+            for s, retry, body in statuses:
+                self.api.check("POST", "/v1/execute", s, body)
+                if s == 429:
+                    self.assertTrue(retry and int(retry) >= 1)
+                    self.assertEqual(body["error"]["code"], "too_many_requests")
+        finally:
+            d.stop()
+            d.close()
+
+    def test_sighup_reloads_and_a_bad_file_keeps_the_old_set(self):
+        pdir = tempfile.mkdtemp(prefix="lsb-policies-")
+        try:
+            shutil.copy(os.path.join(POLICY_DIR, "code-sandbox.yaml"), pdir)
+            d = Daemon(policies=pdir)
+            try:
+                self.assertEqual(request(d.base, "GET", "/v1/policies/extra").status, 404)
+                with open(os.path.join(POLICY_DIR, "code-sandbox.yaml")) as f:
+                    text = f.read().replace("name: code-sandbox", "name: extra")
+                with open(os.path.join(pdir, "extra.yaml"), "w") as f:
+                    f.write(text)
+                d.proc.send_signal(signal.SIGHUP)
+                deadline = time.time() + 10
+                while request(d.base, "GET", "/v1/policies/extra").status != 200 and time.time() < deadline:
+                    time.sleep(0.1)
+                self.assertEqual(request(d.base, "GET", "/v1/policies/extra").status, 200)
+                with open(os.path.join(pdir, "bad.yaml"), "w") as f:
+                    f.write('version: "1.0"\nname: bad\nresources:\n  memory: "lots"\n')
+                d.proc.send_signal(signal.SIGHUP)
+                deadline = time.time() + 10
+                while "reload failed" not in d.log() and time.time() < deadline:
+                    time.sleep(0.1)
+                self.assertRegex(d.log(), r"bad\.yaml:\d+:\d+")
+                self.assertEqual(request(d.base, "GET", "/v1/policies/extra").status, 200)
+                self.assertEqual(request(d.base, "GET", "/v1/policies/bad").status, 404)
+            finally:
+                d.stop()
+                d.close()
+        finally:
+            shutil.rmtree(pdir)
+
+    def test_sigterm_finishes_or_kills_and_leaves_no_box(self):
+        d = Daemon("--shutdown-grace", "1")
+        try:
+            sids = [request(d.base, "POST", "/v1/sessions", {}).json()["session_id"] for _ in range(2)]
+            request(d.base, "POST", f"/v1/sessions/{sids[0]}/execute", {"code": "x = 1"})
+            answers = []
+
+            def long_run():
+                answers.append(request(d.base, "POST", "/v1/execute", {"code": "import time\ntime.sleep(20)"},
+                                       timeout=60))
+
+            t = threading.Thread(target=long_run)
+            t.start()
+            deadline = time.time() + 10
+            while request(d.base, "GET", "/readyz").json().get("running", 0) < 1 and time.time() < deadline:
+                time.sleep(0.05)
+            boxes = d.descendants()
+            self.assertGreaterEqual(len(boxes), 3, "two sessions and one run should hold boxes")
+            start = time.time()
+            self.assertEqual(d.stop(signal.SIGTERM, timeout=30), 0, d.log())
+            self.assertLess(time.time() - start, 15)
+            t.join(timeout=30)
+            self.assertFalse(t.is_alive(), "the in-flight request hung")
+            alive = [p for p in boxes if os.path.exists(f"/proc/{p}")]
+            self.assertEqual(alive, [], f"processes left behind after SIGTERM: {alive}\n{d.log()}")
+            self.assertIn("boxes left: 0", d.log())
+        finally:
+            d.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
