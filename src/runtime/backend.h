@@ -42,6 +42,9 @@ class Box {
   virtual std::string id() const = 0;
   // What the box's init said outside the protocol (its stderr), for errors when it dies early.
   virtual std::string Diagnostics() { return {}; }
+  // Called by the runner before each run, so per-run figures restart where the backend can
+  // (native, cgroup v1: the memory peak). Counters stay cumulative.
+  virtual void BeginRun() {}
 };
 
 // How a backend enforces one policy control, for `policy explain` and fail-closed checks.

@@ -195,6 +195,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   ExecResult r;
   r.execution_id = NewExecutionId();
   r.backend = backend_.name();
+  box_->BeginRun();
   BoxVerdict before = box_->Verdict();
   auto start = Clock::now();
 

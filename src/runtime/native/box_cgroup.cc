@@ -258,6 +258,11 @@ CgroupStats BoxCgroups::Read() const {
   return s;
 }
 
+void BoxCgroups::ResetPeak() {
+  if (const Group* g = Find("memory"); g && g->version == CgroupVersion::kV1)
+    (void)WriteFile(g->dir + "/memory.max_usage_in_bytes", "0");
+}
+
 Status BoxCgroups::Destroy() {
   if (destroyed_) return OkStatus();
   destroyed_ = true;

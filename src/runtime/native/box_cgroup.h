@@ -60,6 +60,9 @@ class BoxCgroups {
   // Moves `pid` into every group (before it runs anything).
   Status AddProcess(pid_t pid);
   CgroupStats Read() const;
+  // Restarts the memory peak where the kernel allows it (v1 memory.max_usage_in_bytes; v2's
+  // memory.peak is only resettable per open file, so it stays the box's peak).
+  void ResetPeak();
   // Kills every process left in the groups and removes them (retrying while tasks exit).
   // Idempotent; the destructor calls it.
   Status Destroy();

@@ -23,6 +23,9 @@ class NativeBox : public Box {
   void Kill() override;
   std::string id() const override { return id_; }
   std::string Diagnostics() override;
+  void BeginRun() override {
+    if (cgroups_) cgroups_->ResetPeak();
+  }
 
   pid_t init_pid() const { return process_->pid(); }
 
