@@ -1,0 +1,158 @@
+// The daemon's pure parts: sandbox path checks, request parsing (errors name the field), routing,
+// the error -> HTTP mapping, and the executor's admission (bounded queue).
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "scheduler/executor.h"
+#include "scheduler/sandbox_path.h"
+#include "server/api_error.h"
+#include "server/daemon.h"
+#include "server/json_codec.h"
+#include "server/router.h"
+
+namespace lsb {
+namespace {
+
+using nlohmann::json;
+
+Policy TmpPolicy() {
+  Policy p;
+  p.name = "t";
+  TmpfsMount t;
+  t.path = "/tmp";
+  p.tmpfs.push_back(t);
+  TmpfsMount h;
+  h.path = "/home/sandbox";
+  p.tmpfs.push_back(h);
+  return p;
+}
+
+TEST(SandboxPath, AcceptsNormalizedPathsInsideATmpfs) {
+  Policy p = TmpPolicy();
+  EXPECT_TRUE(sched::CheckSandboxPath(p, "/tmp/a.txt").ok());
+  EXPECT_TRUE(sched::CheckSandboxPath(p, "/tmp/d/e/f.bin").ok());
+  EXPECT_TRUE(sched::CheckSandboxPath(p, "/home/sandbox/x").ok());
+}
+
+TEST(SandboxPath, RefusesTraversalAndEverythingOutside) {
+  Policy p = TmpPolicy();
+  for (const char* bad : {"", "tmp/a", "/tmp", "/tmp/", "/tmp/../etc/passwd", "/tmp/./a", "/tmp//a",
+                          "/etc/passwd", "/tmpx/a", "/home/sandboxy/a", "/tmp/a/.."}) {
+    EXPECT_FALSE(sched::CheckSandboxPath(p, bad).ok()) << bad;
+  }
+  EXPECT_FALSE(sched::CheckSandboxPath(p, std::string("/tmp/a\0b", 8)).ok());
+}
+
+TEST(JsonCodec, ExecuteBodyFieldsAndTheirErrors) {
+  auto b = server::ParseExecuteBody(json{{"code", "print(1)"}, {"timeout", 2.5}, {"memory", "128M"},
+                                         {"cpu", "500m"}, {"env", {{"A", "b"}}}, {"stdin", "x"}},
+                                    false);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b->timeout_ms, 2500u);
+  EXPECT_EQ(*b->memory_bytes, 128u << 20);
+  EXPECT_DOUBLE_EQ(*b->cpu, 0.5);
+  EXPECT_EQ(b->env.at("A"), "b");
+
+  struct Case {
+    json body;
+    std::string field;
+  };
+  for (const auto& c : std::vector<Case>{{json::object(), "code"},
+                                         {{{"code", 1}}, "code"},
+                                         {{{"code", "1"}, {"timeout", -1}}, "timeout"},
+                                         {{{"code", "1"}, {"timeout", "soon"}}, "timeout"},
+                                         {{{"code", "1"}, {"memory", true}}, "memory"},
+                                         {{{"code", "1"}, {"env", {{"A", 1}}}}, "env.A"},
+                                         {{{"code", "1"}, {"files", {{{"path", "/tmp/a"}}}}}, "files[0]"},
+                                         {{{"code", "1"}, {"typo", 1}}, "typo"}}) {
+    auto r = server::ParseExecuteBody(c.body, false, "tasks[2].");
+    ASSERT_FALSE(r.ok()) << c.body.dump();
+    EXPECT_EQ(r.error().code, server::ApiCode::kBadRequest);
+    EXPECT_EQ(r.error().message.rfind("tasks[2]." + c.field, 0), 0u) << r.error().message;
+  }
+  auto s = server::ParseExecuteBody(json{{"code", "1"}, {"memory", "1G"}}, true);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("session"), std::string::npos);
+}
+
+TEST(JsonCodec, Base64) {
+  bool ok = false;
+  EXPECT_EQ(server::Base64Decode("aGVsbG8=", &ok), "hello");
+  EXPECT_TRUE(ok);
+  server::Base64Decode("a$b", &ok);
+  EXPECT_FALSE(ok);
+}
+
+TEST(ApiError, OneMappingToHttp) {
+  EXPECT_EQ(server::HttpStatus(server::ApiCode::kForbidden), 403);
+  EXPECT_EQ(server::HttpStatus(server::ApiCode::kSandboxError), 502);
+  auto r = server::ErrorResponse(server::FromAdmission(sched::Admission::kQueueFull));
+  EXPECT_EQ(r.status, 429);
+  bool retry = false;
+  for (const auto& [k, v] : r.headers) retry |= k == "Retry-After";
+  EXPECT_TRUE(retry);
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "too_many_requests");
+  EXPECT_EQ(server::ErrorResponse(server::FromAdmission(sched::Admission::kShuttingDown)).status, 503);
+}
+
+TEST(Router, MatchesPatternsAndSays404Or405) {
+  server::Router router;
+  std::string seen;
+  router.Add("GET", "/v1/sessions/{id}/files", [&](server::HttpRequest& req, server::ResponseStream&) {
+    seen = req.params.at("id");
+    return server::Reply(server::JsonResponse(200, json::object()));
+  });
+  struct NoStream : server::ResponseStream {
+    bool Begin(int, const std::string&) override { return false; }
+    bool Write(std::string_view) override { return false; }
+  } out;
+  server::HttpRequest req;
+  req.method = "GET";
+  req.path = "/v1/sessions/ses-1/files";
+  EXPECT_EQ(router.Dispatch(req, out).response.status, 200);
+  EXPECT_EQ(seen, "ses-1");
+  req.method = "DELETE";
+  EXPECT_EQ(router.Dispatch(req, out).response.status, 405);
+  req.path = "/v1/sessions/ses-1";
+  EXPECT_EQ(router.Dispatch(req, out).response.status, 404);
+}
+
+TEST(Daemon, LoopbackDetection) {
+  EXPECT_TRUE(server::IsLoopback("127.0.0.1"));
+  EXPECT_TRUE(server::IsLoopback("127.1.2.3"));
+  EXPECT_TRUE(server::IsLoopback("::1"));
+  EXPECT_TRUE(server::IsLoopback("localhost"));
+  EXPECT_FALSE(server::IsLoopback("0.0.0.0"));
+  EXPECT_FALSE(server::IsLoopback("::"));
+  EXPECT_FALSE(server::IsLoopback("10.0.0.1"));
+}
+
+TEST(Executor, BoundedQueueAnswersQueueFullThenShutsDown) {
+  sched::Executor ex(1, 1);
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> ran{0}, cancelled{0};
+  auto task = [&](bool c) {
+    if (c) {
+      ++cancelled;
+      return;
+    }
+    gate.wait();
+    ++ran;
+  };
+  ASSERT_EQ(ex.Submit(task), sched::Admission::kAccepted);  // runs, blocks on the gate
+  while (ex.running() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ex.Submit(task), sched::Admission::kAccepted);  // queued
+  EXPECT_EQ(ex.Submit(task), sched::Admission::kQueueFull);
+  release.set_value();
+  ex.Shutdown();
+  EXPECT_EQ(ex.Submit(task), sched::Admission::kShuttingDown);
+  EXPECT_EQ(ran + cancelled, 2);
+}
+
+}  // namespace
+}  // namespace lsb
