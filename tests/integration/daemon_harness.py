@@ -17,7 +17,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from tests.integration.harness import BINARY, IMAGES, SOURCE_DIR
+from harness import BINARY, IMAGES, SOURCE_DIR
 
 POLICY_DIR = os.path.join(SOURCE_DIR, "policies")
 OPENAPI = os.path.join(SOURCE_DIR, "docs", "openapi.yaml")

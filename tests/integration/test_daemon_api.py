@@ -13,7 +13,7 @@ import time
 import unittest
 import urllib.request
 
-from tests.integration.daemon_harness import (POLICY_DIR, Daemon, OpenApi, request,
+from daemon_harness import (POLICY_DIR, Daemon, OpenApi, request,
                                               skip_unless_daemon_suite)
 
 

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from tests.integration.daemon_harness import Daemon, request, skip_unless_daemon_suite
+from daemon_harness import Daemon, request, skip_unless_daemon_suite
 
 N = int(os.environ.get("LSB_LOAD_N", "1000"))
 CLIENTS = int(os.environ.get("LSB_LOAD_CLIENTS", "32"))
