@@ -180,8 +180,11 @@ class PythonClientTest(DaemonTestCase):
                             for a in r["alerts"]), r)
 
     def test_not_found_and_bad_request(self):
-        with self.assertRaises(NotFound):
+        # A policy named in a request body that does not exist is a bad request (400, the
+        # message lists the daemon's policies); GET /v1/policies/{name} of it is a 404.
+        with self.assertRaises(BadRequest) as cm:
             self.client().execute("print(1)", policy="no-such-policy")
+        self.assertIn("no-such-policy", cm.exception.message)
         with self.assertRaises(BadRequest):
             self.client().execute("print(1)", files={"/etc/evil": "x"})
         with self.assertRaises(NotFound):
