@@ -57,6 +57,11 @@ CgroupLimits LimitsFor(const Policy& p, const NativeOptions& o) {
 
 NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)) {}
 
+const CgroupLayout& NativeBackend::Layout() const {
+  std::call_once(layout_once_, [this] { layout_ = DetectCgroupLayout(); });
+  return layout_;
+}
+
 std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
   std::vector<ControlSupport> out;
   auto add = [&](std::string control, bool enforced, std::string how) {
@@ -105,9 +110,8 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
           ? "network enabled by policy: the box SHARES THE HOST'S NETWORK namespace (no isolation)"
           : "a new, empty network namespace (loopback only, down) + init's seccomp/connect watch");
 
-  CgroupLayout layout = DetectCgroupLayout();
   CgroupLimits limits = LimitsFor(policy, opts_);
-  for (const auto& c : ProbeCgroups(layout, opts_.cgroup_parent, limits)) {
+  for (const auto& c : ProbeCgroups(Layout(), opts_.cgroup_parent, limits)) {
     // Memory and pids groups are needed even without a limit (OOM verdict, peak, fork bombs).
     bool limited = (c.control == "resources.memory" && limits.memory_bytes > 0) ||
                    (c.control == "resources.cpu" && limits.cpu > 0) ||
@@ -156,7 +160,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
   LSB_TRY(Check(policy));
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   std::string id = NewBoxId();
-  auto cg = BoxCgroups::Create(DetectCgroupLayout(), opts_.cgroup_parent, id, LimitsFor(policy, opts_));
+  auto cg = BoxCgroups::Create(Layout(), opts_.cgroup_parent, id, LimitsFor(policy, opts_));
   if (!cg.ok()) return cg.error().Wrap("start native box");
   std::unique_ptr<BoxCgroups> cgroups = std::move(*cg);
 

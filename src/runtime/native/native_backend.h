@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/native/cgroup_layout.h"
 #include "runtime/native/idmap.h"
 
 namespace lsb::native {
@@ -32,7 +34,12 @@ class NativeBackend : public Backend {
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
 
  private:
+  // Mounts and our own cgroup do not change under a running process: detect once.
+  const CgroupLayout& Layout() const;
+
   NativeOptions opts_;
+  mutable std::once_flag layout_once_;
+  mutable CgroupLayout layout_;
 };
 
 }  // namespace lsb::native
