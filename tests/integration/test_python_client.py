@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -23,8 +24,9 @@ BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
-from llm_sandbox import (AsyncSandboxClient, BadRequest, ConnectionFailed, Forbidden,  # noqa: E402
-                         NotFound, SandboxClient, SandboxError, Unauthorized)
+from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFailed,  # noqa: E402
+                         Forbidden, NotFound, PayloadTooLarge, RateLimited, SandboxClient,
+                         SandboxError, Unauthorized)
 
 RESULT_KEYS = {"stdout", "stderr", "exit_code", "status", "duration_ms", "cpu_ms",
                "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy"}
@@ -51,7 +53,7 @@ def serve_missing_reason():
 class Daemon:
     """One `llm-sandbox serve` process on a free loopback port, stopped with SIGTERM."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, args=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile(mode="w+")
@@ -61,7 +63,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [BINARY, "serve", "--listen", f"127.0.0.1:{self.port}",
              "--policies", os.path.join(SOURCE_DIR, "policies"),
-             "--images", os.path.join(SOURCE_DIR, "config", "images.yaml")],
+             "--images", os.path.join(SOURCE_DIR, "config", "images.yaml"), *args],
             cwd=SOURCE_DIR, env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -97,6 +99,7 @@ class Daemon:
 
 class DaemonTestCase(unittest.TestCase):
     daemon_env = None
+    daemon_args = ()
 
     @classmethod
     def setUpClass(cls):
@@ -104,7 +107,7 @@ class DaemonTestCase(unittest.TestCase):
         if reason:
             raise unittest.SkipTest(reason)
         os.environ.pop("LLM_SANDBOX_TOKEN", None)
-        cls.daemon = Daemon(cls.daemon_env)
+        cls.daemon = Daemon(cls.daemon_env, cls.daemon_args)
 
     @classmethod
     def tearDownClass(cls):
@@ -311,6 +314,52 @@ class AuthTest(DaemonTestCase):
             self.client(token="wrong").execute("print(1)")
         self.assertEqual(self.client(token="secret-two").execute("print(1)")["stdout"], "1\n")
         self.assertEqual(self.client().health()["status"], "ok")  # /healthz needs no token
+
+
+class LimitsTest(DaemonTestCase):
+    """The busy and too-large error classes, on a daemon with tiny limits."""
+    daemon_args = ("--max-concurrency", "1", "--queue", "1", "--max-file", "64K")
+
+    def test_rate_limited_then_retried(self):
+        code = "import time; time.sleep(1); print('done')"
+
+        def burst(client):
+            out = [None] * 5
+            def one(i):
+                try:
+                    out[i] = client.execute(code)
+                except SandboxError as e:
+                    out[i] = e
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(5)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return out
+
+        out = burst(self.client())
+        limited = [e for e in out if isinstance(e, RateLimited)]
+        self.assertTrue(limited, out)
+        self.assertEqual(limited[0].status, 429)
+        self.assertIsNotNone(limited[0].retry_after)
+        self.assertTrue(all(isinstance(r, dict) or isinstance(r, RateLimited) for r in out), out)
+        out = burst(self.client(retries=20, max_retry_wait=1.0))
+        self.assertEqual([r["stdout"] if isinstance(r, dict) else r for r in out], ["done\n"] * 5)
+
+    def test_payload_too_large_and_conflict(self):
+        with self.client().session(language="python") as s:
+            with self.assertRaises(PayloadTooLarge) as cm:
+                s.upload("/tmp/big.bin", b"x" * (65 * 1024))
+            self.assertEqual(cm.exception.status, 413)
+            self.assertEqual(s.upload("/tmp/ok.bin", b"x" * 1024)["size"], 1024)
+            busy = threading.Thread(target=s.execute, args=("import time; time.sleep(1.5)",))
+            busy.start()
+            time.sleep(0.5)
+            try:
+                with self.assertRaises(Conflict):
+                    s.execute("print(1)")
+            finally:
+                busy.join()
 
 
 if __name__ == "__main__":
