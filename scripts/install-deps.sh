@@ -7,7 +7,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
   libboost1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-minimal python3
+  python3-minimal python3 python3-setuptools python3-wheel python3-venv python3-pip
   util-linux procps
 )
 
