@@ -1,0 +1,233 @@
+/**
+ * SandboxClient: the TypeScript client of the LLM Sandbox daemon (docs/api.md), with the same
+ * surface as the Python client:
+ *
+ *   const client = new SandboxClient({ baseUrl: "http://localhost:8080", policy: "code-sandbox" });
+ *   const result = await client.execute("print(6 * 7)");
+ *   console.log(result.stdout);
+ */
+import { batchTasks, batchTimeoutMs, executeBody, httpTimeoutMs, segment } from "./body.js";
+import { ProtocolError, errorFromBody } from "./errors.js";
+import { Transport, transportError } from "./http.js";
+import { Session } from "./session.js";
+import { SSEParser, type SSEMessage } from "./sse.js";
+import type {
+  BatchEntry, BatchTask, ExecResult, ExecuteOptions, PolicyDetail, PolicySummary, SessionInfo,
+  SessionOptions, StreamEvent,
+} from "./types.js";
+
+export const DEFAULT_URL = "http://localhost:8080";
+export const DEFAULT_POLICY = "code-sandbox";
+
+export interface ClientOptions {
+  /** The daemon's address (default http://localhost:8080). */
+  baseUrl?: string;
+  /**
+   * The server-side policy used when a call names none (default "code-sandbox"; null = the
+   * daemon's default). A request may only tighten it; asking for more throws Forbidden.
+   */
+  policy?: string | null;
+  /** Bearer token; defaults to $LLM_SANDBOX_TOKEN. Needed when the daemon has tokens. */
+  token?: string;
+  /**
+   * Seconds to wait for the daemon's answer. Calls that pass a sandbox `timeout` wait at least
+   * that long plus a margin, so a long program is never cut off here first.
+   */
+  timeout?: number;
+  /** How often a 429/503 answer is retried, honoring Retry-After (default 0: the caller decides). */
+  retries?: number;
+  /** Upper bound of one wait between retries, seconds (default 30). */
+  maxRetryWait?: number;
+}
+
+export class SandboxClient {
+  readonly baseUrl: string;
+  readonly policyName: string | undefined;
+  /** Seconds; see ClientOptions.timeout. */
+  readonly timeout: number;
+  private readonly transport: Transport;
+
+  constructor(opts: ClientOptions = {}) {
+    const env = typeof process !== "undefined" ? process.env : {};
+    this.policyName = opts.policy === null ? undefined : (opts.policy ?? DEFAULT_POLICY);
+    this.timeout = opts.timeout ?? 60;
+    this.transport = new Transport(opts.baseUrl ?? DEFAULT_URL, opts.token ?? (env.LLM_SANDBOX_TOKEN || undefined), {
+      retries: opts.retries ?? 0, maxWait: opts.maxRetryWait ?? 30, backoff: 0.5,
+    });
+    this.baseUrl = this.transport.baseUrl;
+  }
+
+  // --- executions
+
+  /**
+   * Runs code in a fresh sandbox. A program that fails, times out or is denied is still a
+   * result (look at `status`); errors are thrown for requests the daemon refused or could not
+   * serve.
+   */
+  execute(code: string, opts: ExecuteOptions = {}): Promise<ExecResult> {
+    const body = executeBody(code, opts, this.policyName);
+    return this.transport.json<ExecResult>({
+      method: "POST", path: "/v1/execute", json: body, signal: opts.signal,
+      timeoutMs: httpTimeoutMs(this.timeout, body.timeout),
+    });
+  }
+
+  /**
+   * Runs code like execute() but yields events as they happen: stdout/stderr chunks, alerts,
+   * and last the result. An "error" event is thrown as its typed error. Leaving the loop early
+   * (`break`) closes the connection, and the daemon stops the program.
+   */
+  async *stream(code: string, opts: ExecuteOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
+    const body = executeBody(code, opts, this.policyName);
+    const req = {
+      method: "POST" as const, path: "/v1/execute?stream=true", json: body, signal: opts.signal,
+      accept: "text/event-stream", timeoutMs: httpTimeoutMs(this.timeout, body.timeout),
+    };
+    const resp = await this.transport.send(req);
+    if (!resp.body) throw new ProtocolError("the event stream has no body");
+    const parser = new SSEParser();
+    const reader = resp.body.getReader();
+    let gotResult = false;
+    try {
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (err) {
+          throw transportError(err, resp.url, req);
+        }
+        const messages = chunk.done ? parser.close() : parser.feed(chunk.value);
+        for (const m of messages) {
+          const ev = decodeEvent(m);
+          gotResult ||= ev.kind === "result";
+          yield ev;
+        }
+        if (chunk.done) break;
+      }
+    } finally {
+      // Runs on break/return too: cancelling the body closes the connection.
+      await reader.cancel().catch(() => undefined);
+    }
+    if (!gotResult) throw new ProtocolError("the event stream ended without a result event");
+  }
+
+  /**
+   * Runs many tasks concurrently, each in a fresh sandbox (sub-agents without state). Returns
+   * one entry per task, in request order: a result, or `{error}` for a refused task; with
+   * `raiseOnError` the first such entry is thrown as its typed error instead.
+   */
+  async batch(tasks: readonly BatchTask[], opts: { concurrency?: number; policy?: string; raiseOnError?: boolean } = {}): Promise<BatchEntry[]> {
+    const encoded = batchTasks(tasks, opts.policy ?? this.policyName);
+    const body: Record<string, unknown> = { tasks: encoded };
+    if (opts.concurrency !== undefined) body.concurrency = Math.trunc(opts.concurrency);
+    const answer = await this.transport.json<{ results?: BatchEntry[] }>({
+      method: "POST", path: "/v1/batch", json: body,
+      timeoutMs: batchTimeoutMs(encoded, this.timeout, opts.concurrency),
+    });
+    if (!Array.isArray(answer.results)) {
+      throw new ProtocolError(`batch answer without a 'results' list: ${JSON.stringify(answer).slice(0, 200)}`);
+    }
+    if (opts.raiseOnError) {
+      const failed = answer.results.find(isBatchError);
+      if (failed) throw errorFromBody(failed);
+    }
+    return answer.results;
+  }
+
+  // --- sessions
+
+  /** Creates a session (one box kept for several executions). Close it when done. */
+  async session(opts: SessionOptions = {}): Promise<Session> {
+    const body: Record<string, unknown> = {};
+    const policy = opts.policy ?? this.policyName;
+    if (policy !== undefined) body.policy = policy;
+    if (opts.language !== undefined) body.language = opts.language;
+    if (opts.idle_timeout !== undefined) body.idle_timeout = opts.idle_timeout;
+    if (opts.max_lifetime !== undefined) body.max_lifetime = opts.max_lifetime;
+    const info = await this.transport.json<SessionInfo>({
+      method: "POST", path: "/v1/sessions", json: body, timeoutMs: httpTimeoutMs(this.timeout),
+    });
+    if (typeof info?.session_id !== "string") {
+      throw new ProtocolError(`session created without a session_id: ${JSON.stringify(info).slice(0, 200)}`);
+    }
+    return new Session(this.transport, this.timeout, info);
+  }
+
+  /** Creates a session, runs `fn` with it and closes it, even when `fn` throws. */
+  async withSession<T>(fn: (s: Session) => Promise<T>, opts: SessionOptions = {}): Promise<T> {
+    const s = await this.session(opts);
+    try {
+      return await fn(s);
+    } finally {
+      await s.close().catch(() => undefined);
+    }
+  }
+
+  /** A Session object for an existing session id (e.g. created by another process). */
+  async attachSession(sessionId: string): Promise<Session> {
+    const info = await this.transport.json<SessionInfo>({
+      method: "GET", path: `/v1/sessions/${segment(sessionId)}`, timeoutMs: httpTimeoutMs(this.timeout),
+    });
+    return new Session(this.transport, this.timeout, info);
+  }
+
+  /** Every live session on the daemon. */
+  async listSessions(): Promise<SessionInfo[]> {
+    const answer = await this.transport.json<{ sessions: SessionInfo[] }>({
+      method: "GET", path: "/v1/sessions", timeoutMs: httpTimeoutMs(this.timeout),
+    });
+    return answer.sessions;
+  }
+
+  // --- policies and health
+
+  /** The daemon's policies: name, description, backend, network, languages. */
+  async policies(): Promise<PolicySummary[]> {
+    const answer = await this.transport.json<{ policies: PolicySummary[] }>({
+      method: "GET", path: "/v1/policies", timeoutMs: httpTimeoutMs(this.timeout),
+    });
+    if (!Array.isArray(answer?.policies)) throw new ProtocolError("policies answer without a 'policies' list");
+    return answer.policies;
+  }
+
+  /** One policy, resolved, with its per-control explain view (default: the client's). */
+  policy(name?: string): Promise<PolicyDetail> {
+    const target = name ?? this.policyName;
+    if (!target) throw new TypeError("no policy name given and the client has no default policy");
+    return this.transport.json<PolicyDetail>({
+      method: "GET", path: `/v1/policies/${segment(target)}`, timeoutMs: httpTimeoutMs(this.timeout),
+    });
+  }
+
+  /** GET /healthz: {status: "ok"} when the daemon is up. */
+  health(): Promise<{ status: string }> {
+    return this.transport.json({ method: "GET", path: "/healthz", timeoutMs: httpTimeoutMs(this.timeout) });
+  }
+
+  /** GET /readyz: {status: "ready", backend}; throws Unavailable when not ready. */
+  ready(): Promise<{ status: string; backend: string }> {
+    return this.transport.json({ method: "GET", path: "/readyz", timeoutMs: httpTimeoutMs(this.timeout) });
+  }
+}
+
+/** True for a batch entry the daemon refused. */
+export function isBatchError(e: BatchEntry): e is { error: { code: string; message: string } } {
+  return typeof e === "object" && e !== null && "error" in e && !("exit_code" in e);
+}
+
+function decodeEvent(m: SSEMessage): StreamEvent {
+  let data: unknown;
+  try {
+    data = m.data ? JSON.parse(m.data) : undefined;
+  } catch {
+    throw new ProtocolError(`SSE event '${m.event}' carries data that is not JSON: ${m.data.slice(0, 200)}`);
+  }
+  if (m.event === "error") throw errorFromBody(data);
+  if (m.event === "stdout" || m.event === "stderr") {
+    const text = (data as { data?: unknown } | undefined)?.data;
+    if (typeof text !== "string") throw new ProtocolError(`SSE ${m.event} event without a string 'data'`);
+    return { kind: m.event, data: text };
+  }
+  return { kind: m.event, data } as StreamEvent;
+}
+

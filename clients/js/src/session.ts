@@ -1,0 +1,85 @@
+/**
+ * A session: one sandbox kept for several executions (the requirements' "sub-agent").
+ *
+ * Files under the policy's tmpfs survive between executions and, with language python, the
+ * interpreter keeps its variables. A session holds a box on the daemon until it is closed or its
+ * idle timeout passes: close it in a `finally`, or use `client.withSession(fn)`.
+ */
+import { fileQuery, httpTimeoutMs, segment } from "./body.js";
+import { NotFound } from "./errors.js";
+import { readBytes, type Transport } from "./http.js";
+import type { ExecResult, SessionExecuteOptions, SessionInfo } from "./types.js";
+
+export class Session {
+  /** Set once close() succeeded (or found the session already gone). */
+  closed = false;
+
+  constructor(private readonly transport: Transport, private readonly baseTimeoutS: number,
+              private infoCache: SessionInfo) {}
+
+  get id(): string { return this.infoCache.session_id; }
+  get policy(): string { return this.infoCache.policy; }
+  get language(): string { return this.infoCache.language; }
+
+  private get base(): string { return `/v1/sessions/${segment(this.id)}`; }
+
+  /** Runs code in this session's box. Throws Conflict while another execution is running. */
+  execute(code: string, opts: SessionExecuteOptions = {}): Promise<ExecResult> {
+    const body: Record<string, unknown> = { code };
+    if (opts.stdin !== undefined) body.stdin = opts.stdin;
+    if (opts.timeout !== undefined) body.timeout = opts.timeout;
+    if (opts.env !== undefined) body.env = opts.env;
+    return this.transport.json<ExecResult>({
+      method: "POST", path: `${this.base}/execute`, json: body, signal: opts.signal,
+      timeoutMs: httpTimeoutMs(this.baseTimeoutS, opts.timeout),
+    });
+  }
+
+  /**
+   * Writes a file into the box (strings as UTF-8); returns `{path, size}`. The path must be
+   * absolute and inside one of the policy's tmpfs mounts, e.g. /tmp/x.
+   */
+  upload(path: string, data: string | Uint8Array): Promise<{ path: string; size: number }> {
+    const raw = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    return this.transport.json({
+      method: "PUT", path: `${this.base}/files?path=${fileQuery(path)}`, raw,
+      timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+  }
+
+  /** Reads a file from the box, byte for byte. Throws NotFound when it is absent. */
+  async download(path: string): Promise<Uint8Array> {
+    const req = {
+      method: "GET" as const, path: `${this.base}/files?path=${fileQuery(path)}`,
+      accept: "application/octet-stream", timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    };
+    return readBytes(await this.transport.send(req), req);
+  }
+
+  /** Reads a file and decodes it as UTF-8. */
+  async downloadText(path: string): Promise<string> {
+    return new TextDecoder().decode(await this.download(path));
+  }
+
+  /** The session's current state (executions, state, expires_at...). */
+  async info(): Promise<SessionInfo> {
+    this.infoCache = await this.transport.json<SessionInfo>({
+      method: "GET", path: this.base, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+    return this.infoCache;
+  }
+
+  /** Deletes the session and its box. Idempotent: an expired session counts as closed. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      const resp = await this.transport.send({
+        method: "DELETE", path: this.base, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+      });
+      await resp.arrayBuffer().catch(() => undefined);
+    } catch (err) {
+      if (!(err instanceof NotFound)) throw err;
+    }
+    this.closed = true;
+  }
+}

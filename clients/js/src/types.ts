@@ -1,0 +1,128 @@
+/** The shapes of docs/api.md (v1), as TypeScript types. Field names are the wire's. */
+
+/** One monitoring event: an alert or a trace entry (exec, connect...). */
+export interface SandboxEvent {
+  kind: string;
+  severity: "info" | "warning" | "critical";
+  rule: string;
+  message: string;
+  pid?: number;
+  path?: string;
+  argv?: string[];
+  address?: string;
+  decision?: string;
+  time_ms?: number;
+}
+
+export type ExecStatus = "ok" | "error" | "timeout" | "oom" | "killed" | "denied" | "output_limit";
+
+/** The result of one execution. A failed, timed-out or denied program is still a result. */
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  exit_code: number;
+  status: ExecStatus;
+  duration_ms: number;
+  cpu_ms: number;
+  memory_peak_bytes: number | null;
+  alerts: SandboxEvent[];
+  truncated: boolean;
+  execution_id: string;
+  backend: string;
+  policy: string;
+}
+
+/** A file written into the box's tmpfs before the program runs. */
+export type FileEntry =
+  | { path: string; content: string }
+  | { path: string; content_base64: string };
+
+/** `{"/tmp/data.csv": "a,b\n"}` (string or bytes values) or the API's own list form. */
+export type FilesArg = Record<string, string | Uint8Array> | FileEntry[];
+
+/** Options of a one-shot execution; unset ones keep the policy's values (limits may only go down). */
+export interface ExecuteOptions {
+  language?: string;
+  /** Server-side policy name; defaults to the client's policy. */
+  policy?: string;
+  stdin?: string;
+  /** Seconds; may only lower the policy's timeout. */
+  timeout?: number;
+  /** e.g. "128M" or bytes; may only lower the policy's memory. */
+  memory?: string | number;
+  cpu?: string | number;
+  env?: Record<string, string>;
+  files?: FilesArg;
+  /** Abort the HTTP request (the daemon then stops the program). */
+  signal?: AbortSignal;
+}
+
+/** The POST /v1/execute body. */
+export interface ExecuteRequest {
+  code: string;
+  language?: string;
+  policy?: string;
+  stdin?: string;
+  timeout?: number;
+  memory?: string | number;
+  cpu?: string | number;
+  env?: Record<string, string>;
+  files?: FileEntry[];
+}
+
+export interface SessionExecuteOptions {
+  stdin?: string;
+  timeout?: number;
+  env?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface SessionOptions {
+  policy?: string;
+  language?: string;
+  /** Seconds without an execution before the daemon closes the session (default 300). */
+  idle_timeout?: number;
+  /** Seconds the session may live at most (default 3600). */
+  max_lifetime?: number;
+}
+
+export interface SessionInfo {
+  session_id: string;
+  policy: string;
+  language: string;
+  created_at: string;
+  last_used_at: string;
+  expires_at: string;
+  executions: number;
+  state: "ready" | "busy" | "closed";
+}
+
+/** A policy as listed by GET /v1/policies. */
+export interface PolicySummary {
+  name: string;
+  description: string;
+  backend: string;
+  network: boolean;
+  languages: string[];
+}
+
+/** GET /v1/policies/{name}: the resolved policy and how each control is enforced. */
+export interface PolicyDetail {
+  name: string;
+  policy: Record<string, unknown>;
+  explain: Array<{ control: string; native: string; docker: string }>;
+}
+
+/** A batch task: code, or an execute body (its policy defaults to the client's). */
+export type BatchTask = string | (Omit<ExecuteRequest, "files"> & { files?: FilesArg });
+
+/** One entry of a batch answer: a result, or the error of a task the daemon refused. */
+export type BatchEntry = ExecResult | { error: { code: string; message: string } };
+
+/** One event of a streamed execution; "result" is always last. */
+export type StreamEvent =
+  | { kind: "stdout"; data: string }
+  | { kind: "stderr"; data: string }
+  | { kind: "alert"; data: SandboxEvent }
+  | { kind: "result"; data: ExecResult }
+  | { kind: string; data: unknown };

@@ -1,0 +1,189 @@
+/** The TypeScript client against the REAL daemon: every operation of docs/api.md and its errors. */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import {
+  BadRequest, ConnectionFailed, Forbidden, NotFound, SandboxClient, SandboxError, Unauthorized,
+  VERSION, isBatchError, type ExecResult, type StreamEvent,
+} from "@llm-sandbox/client";
+import { Daemon } from "./harness.js";
+
+let daemon: Daemon;
+let client: SandboxClient;
+
+before(async () => {
+  daemon = await Daemon.start();
+  client = new SandboxClient({ baseUrl: daemon.url, policy: "code-sandbox" });
+});
+after(async () => { await daemon?.stop(); });
+
+describe("one-shot executions", () => {
+  test("the requirements' example: execute returns stdout", async () => {
+    const r = await client.execute("print(6 * 7)");
+    assert.equal(r.stdout, "42\n");
+    assert.equal(r.exit_code, 0);
+    assert.equal(r.status, "ok");
+    assert.equal(r.policy, "code-sandbox");
+    for (const k of ["stderr", "duration_ms", "cpu_ms", "alerts", "truncated", "execution_id", "backend"]) {
+      assert.ok(k in r, `result has ${k}`);
+    }
+  });
+
+  test("stdin, env and files (text and bytes) reach the program", async () => {
+    const r = await client.execute(
+      "import os,sys\nprint(sys.stdin.read().strip(), os.environ['GREETING'])\n" +
+      "print(open('/tmp/a.txt').read())\nprint(list(open('/tmp/b.bin','rb').read()))",
+      { stdin: "from stdin", env: { GREETING: "hello" },
+        files: { "/tmp/a.txt": "text file", "/tmp/b.bin": new Uint8Array([0, 255, 10]) } });
+    assert.equal(r.stdout, "from stdin hello\ntext file\n[0, 255, 10]\n");
+  });
+
+  test("a failing program is a result, not an error", async () => {
+    const r = await client.execute("import sys; print('bye'); sys.exit(3)");
+    assert.equal(r.exit_code, 3);
+    assert.equal(r.status, "error");
+  });
+
+  test("an exec the policy denies is reported with an alert", async () => {
+    const r = await client.execute("import os\nos.system('/bin/sh -c true')\nprint('after')");
+    assert.ok(r.alerts.length > 0, JSON.stringify(r));
+  });
+
+  test("stream yields stdout chunks and the result last", async () => {
+    const events: StreamEvent[] = [];
+    for await (const ev of client.stream("import sys,time\nfor i in range(3):\n  print(i, flush=True)\n  time.sleep(0.05)\nprint('err', file=sys.stderr)")) {
+      events.push(ev);
+    }
+    const last = events.at(-1)!;
+    assert.equal(last.kind, "result");
+    assert.equal((last.data as ExecResult).exit_code, 0);
+    const out = events.filter((e) => e.kind === "stdout").map((e) => e.data).join("");
+    const err = events.filter((e) => e.kind === "stderr").map((e) => e.data).join("");
+    assert.equal(out, "0\n1\n2\n");
+    assert.equal(err, "err\n");
+  });
+
+  test("breaking out of a stream closes it without hanging", async () => {
+    for await (const ev of client.stream("import time\nprint('x', flush=True)\ntime.sleep(5)")) {
+      if (ev.kind === "stdout") break;
+    }
+  });
+
+  test("batch returns results in request order, each from its own box", async () => {
+    const tasks = Array.from({ length: 5 }, (_, i) => `import os\nopen('/tmp/mark','a').write('x')\nprint(${i}, len(open('/tmp/mark').read()))`);
+    const results = await client.batch(tasks, { concurrency: 3 });
+    assert.equal(results.length, 5);
+    results.forEach((r, i) => {
+      assert.ok(!isBatchError(r));
+      assert.equal((r as ExecResult).stdout, `${i} 1\n`);
+    });
+  });
+
+  test("a refused batch task comes back as an error entry, or thrown with raiseOnError", async () => {
+    const results = await client.batch(["print(1)", { code: "print(2)", policy: "no-such-policy" }]);
+    assert.equal((results[0] as ExecResult).stdout, "1\n");
+    assert.ok(isBatchError(results[1]));
+    // The daemon refuses a body naming an unknown policy as a bad request (400), with the names it has.
+    await assert.rejects(client.batch([{ code: "print(2)", policy: "no-such-policy" }], { raiseOnError: true }), BadRequest);
+  });
+});
+
+describe("sessions", () => {
+  test("variables and files persist; upload and download are byte-exact; close is idempotent", async () => {
+    const s = await client.session({ language: "python" });
+    try {
+      assert.match(s.id, /.+/);
+      assert.equal(s.policy, "code-sandbox");
+      await s.execute("x = 20");
+      assert.equal((await s.execute("print(x + 22)")).stdout, "42\n");
+      const bytes = new Uint8Array([1, 2, 3, 0, 250]);
+      const up = await s.upload("/tmp/in.bin", bytes);
+      assert.deepEqual(up, { path: "/tmp/in.bin", size: 5 });
+      await s.upload("/tmp/data.csv", "a,b\n1,2\n");
+      assert.equal((await s.execute("print(sum(open('/tmp/in.bin','rb').read()))")).stdout, "256\n");
+      await s.execute("open('/tmp/out.txt','w').write('made in the box')");
+      assert.equal(await s.downloadText("/tmp/out.txt"), "made in the box");
+      assert.deepEqual(await s.download("/tmp/in.bin"), bytes);
+      await assert.rejects(s.download("/tmp/absent"), NotFound);
+      const info = await s.info();
+      assert.ok(info.executions >= 4);
+      assert.ok((await client.listSessions()).some((x) => x.session_id === s.id));
+      const again = await client.attachSession(s.id);
+      assert.equal((await again.execute("print(x)")).stdout, "20\n");
+    } finally {
+      await s.close();
+    }
+    await s.close();
+    assert.ok(s.closed);
+    await assert.rejects(client.attachSession(s.id), NotFound);
+  });
+
+  test("withSession closes the session even when the callback throws", async () => {
+    let id = "";
+    await assert.rejects(client.withSession(async (s) => { id = s.id; throw new Error("boom"); }), /boom/);
+    await assert.rejects(client.attachSession(id), NotFound);
+  });
+
+  test("a path outside the policy's tmpfs is a BadRequest", async () => {
+    await client.withSession(async (s) => {
+      await assert.rejects(s.upload("/etc/passwd", "x"), BadRequest);
+    });
+  });
+});
+
+describe("policies and health", () => {
+  test("policies lists names and descriptions; policy() explains one", async () => {
+    const ps = await client.policies();
+    const strict = ps.find((p) => p.name === "python-strict");
+    assert.ok(strict, JSON.stringify(ps));
+    assert.match(strict.description, /Untrusted Python/);
+    const detail = await client.policy("python-strict");
+    assert.equal(detail.name, "python-strict");
+    assert.ok(Array.isArray(detail.explain));
+    assert.equal((await client.health()).status, "ok");
+    assert.equal((await client.ready()).status, "ready");
+  });
+});
+
+describe("typed errors", () => {
+  test("asking for more than the policy allows is Forbidden and names the field", async () => {
+    const err = await client.execute("print(1)", { timeout: 9999 }).then(() => undefined, (e) => e);
+    assert.ok(err instanceof Forbidden, String(err));
+    assert.ok(err instanceof SandboxError);
+    assert.equal(err.status, 403);
+    assert.equal(err.code, "forbidden");
+    assert.match(err.message, /timeout/);
+  });
+
+  test("an unknown policy or language is BadRequest; an unknown policy by name is NotFound", async () => {
+    await assert.rejects(client.execute("print(1)", { policy: "no-such-policy" }), /no policy named 'no-such-policy'/);
+    await assert.rejects(client.execute("print(1)", { policy: "no-such-policy" }), BadRequest);
+    await assert.rejects(client.policy("no-such-policy"), NotFound);
+    await assert.rejects(client.execute("print(1)", { language: "cobol" }), BadRequest);
+  });
+
+  test("no daemon at the address is ConnectionFailed", async () => {
+    const dead = new SandboxClient({ baseUrl: "http://127.0.0.1:9", timeout: 5 });
+    await assert.rejects(dead.execute("print(1)"), ConnectionFailed);
+  });
+
+  test("token auth: Unauthorized without or with a wrong token, ok with the right one", async () => {
+    const secured = await Daemon.start({ LLM_SANDBOX_TOKENS: "tok-one,tok-two" });
+    try {
+      const none = new SandboxClient({ baseUrl: secured.url, token: "" });
+      await assert.rejects(none.execute("print(1)"), Unauthorized);
+      const wrong = new SandboxClient({ baseUrl: secured.url, token: "nope" });
+      await assert.rejects(wrong.policies(), Unauthorized);
+      const good = new SandboxClient({ baseUrl: secured.url, token: "tok-two" });
+      assert.equal((await good.execute("print('in')")).stdout, "in\n");
+      assert.equal((await none.health()).status, "ok");
+    } finally {
+      await secured.stop();
+    }
+  });
+});
+
+test("VERSION matches package.json", () => {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  assert.equal(VERSION, pkg.version);
+});
