@@ -1,0 +1,155 @@
+"""The backends and runtimes the adversarial suite runs on, and how a program is run on each.
+
+Every backend runs the seed policy (policies/code-sandbox.yaml); docker/runsc runs it with
+`runtime: runsc` and `gvisor_accept_weaker: true` added, the only way gVisor is accepted.
+LSB_BUILD_DIR / LSB_SOURCE_DIR locate the binary and the repo (the CTest entry sets them).
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+SEED_POLICY = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
+IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+TEST_IMAGE = "llm-sandbox/python:3.11-test"
+
+# What a backend's box is made of: the suite's expectations key on these, never on names.
+LANDLOCK = "landlock"        # commands.allow/deny, ptrace/signal scoping by Landlock
+WATCH = "watch"              # seccomp user notification: denied_exec / network_attempt alerts
+USERNS = "userns"            # the box has a kernel user namespace of its own
+GVISOR = "gvisor"            # a user-space kernel (gVisor's Sentry) between program and host
+
+
+class Backend:
+    def __init__(self, name, backend_arg, controls, policy_lines=()):
+        self.name = name
+        self.backend_arg = backend_arg
+        self.controls = set(controls)
+        self.policy_lines = list(policy_lines)
+        self._policy = None
+
+    def has(self, control):
+        return control in self.controls
+
+    def policy(self):
+        """The seed policy, or a temp variant of it with this backend's container: lines."""
+        if not self.policy_lines:
+            return SEED_POLICY
+        if self._policy is None:
+            with open(SEED_POLICY) as f:
+                text = f.read()
+            text = text.replace("container:\n", "container:\n" + "".join(
+                f"  {line}\n" for line in self.policy_lines), 1)
+            fd, self._policy = tempfile.mkstemp(prefix="lsb-adv-", suffix=".yaml")
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        return self._policy
+
+    def cleanup(self):
+        if self._policy:
+            os.unlink(self._policy)
+            self._policy = None
+
+    def run(self, code, timeout_s=None, timeout=180):
+        """Runs `code` (python) in a fresh box; returns (result dict or None, CompletedProcess)."""
+        args = [BINARY, "run", "--backend", self.backend_arg, "--json", "--policy", self.policy(),
+                "--images", IMAGES]
+        if timeout_s is not None:
+            args += ["--timeout", str(timeout_s)]
+        args.append("-")
+        proc = subprocess.run(args, input=code, capture_output=True, text=True, timeout=timeout,
+                              cwd=SOURCE_DIR)
+        try:
+            return json.loads(proc.stdout), proc
+        except json.JSONDecodeError:
+            return None, proc
+
+    def popen(self, code):
+        """Starts `code` in a box without waiting (for the cases with two boxes at once)."""
+        p = subprocess.Popen([BINARY, "run", "--backend", self.backend_arg, "--json", "--policy",
+                              self.policy(), "--images", IMAGES, "-"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=SOURCE_DIR)
+        p.stdin.write(code)
+        p.stdin.close()
+        return p
+
+    def unavailable(self):
+        """None when this backend can run here, else the reason it cannot."""
+        raise NotImplementedError
+
+
+class Native(Backend):
+    def __init__(self):
+        super().__init__("native", "native", {LANDLOCK, WATCH, USERNS})
+
+    def unavailable(self):
+        if not os.access(BINARY, os.X_OK):
+            return f"{BINARY} not built"
+        if os.geteuid() != 0:
+            return "the native backend's full confinement needs root (unprivileged runs fail closed)"
+        return None
+
+
+def _engine_answers():
+    try:
+        return subprocess.run(["docker", "version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+_prepared = {}
+
+
+def _prepare_docker():
+    """Makes the engine and the test image exist (idempotent, cached); None or the reason."""
+    if "docker" in _prepared:
+        return _prepared["docker"]
+    reason = None
+    if os.geteuid() == 0:
+        for script in ("ensure-docker.sh", "build-test-image.sh"):
+            rc = subprocess.run([os.path.join(SOURCE_DIR, "scripts", script)], timeout=900).returncode
+            if rc != 0:
+                reason = f"scripts/{script} failed (exit {rc})"
+                break
+    if reason is None and not _engine_answers():
+        reason = "no Docker engine answers (run: sudo scripts/ensure-docker.sh)"
+    if reason is None and subprocess.run(["docker", "image", "inspect", TEST_IMAGE],
+                                         capture_output=True, timeout=30).returncode != 0:
+        reason = f"the test image {TEST_IMAGE} is missing (run: scripts/build-test-image.sh)"
+    _prepared["docker"] = reason
+    return reason
+
+
+class DockerRunc(Backend):
+    def __init__(self):
+        super().__init__("docker/runc", "docker", {LANDLOCK, WATCH})
+
+    def unavailable(self):
+        if not os.access(BINARY, os.X_OK):
+            return f"{BINARY} not built"
+        return _prepare_docker()
+
+
+class DockerRunsc(Backend):
+    # Landlock and seccomp user notification do not exist under gVisor; the policy accepts that.
+    def __init__(self):
+        super().__init__("docker/runsc", "docker", {GVISOR},
+                         ["runtime: runsc", "gvisor_accept_weaker: true"])
+
+    def unavailable(self):
+        reason = DockerRunc().unavailable()
+        if reason:
+            return reason
+        info = subprocess.run(["docker", "info", "--format", "{{json .Runtimes}}"],
+                              capture_output=True, text=True, timeout=30).stdout
+        if "runsc" not in info:
+            return "runsc is not registered with the engine (apt-get install runsc; scripts/ensure-docker.sh)"
+        return None
+
+
+def all_backends():
+    return [Native(), DockerRunc(), DockerRunsc()]

@@ -1,0 +1,605 @@
+"""The adversarial cases: every DESIGN §7 threat, plus techniques from public escapes and from the
+threat models of gVisor, nsjail, bubblewrap and runc. Each asserts the safe outcome; `alert` names
+the alert that must come with it. Sections: fs, cmd, net, kernel, proc, priv, res, iso.
+"""
+import os
+import socket
+import subprocess
+import threading
+import time
+
+from backends import GVISOR, LANDLOCK
+from suite import Case, Ctx
+
+CASES = []
+ERRS = ("EPERM", "EACCES")
+NO_LANDLOCK = "commands.allow/deny need Landlock, which gVisor lacks; waived by gvisor_accept_weaker"
+
+
+def add(cid, title, code, check, **kw):
+    kw.setdefault("section", cid.split(".")[0])
+    CASES.append(Case(cid, title, code, check, **kw))
+
+
+def needs_landlock(b):
+    return None if b.has(LANDLOCK) else NO_LANDLOCK
+
+
+# ---------------------------------------------------------------- filesystem
+
+add("fs.shadow", "read /etc/shadow",
+    'res(attempt(lambda: open("/etc/shadow").read()))',
+    lambda c: c.is_in(0, ("EACCES", "ENOENT")))
+
+add("fs.write_root", "write to / and /usr/bin",
+    'res(attempt(lambda: open("/pwned", "w")))\nres(attempt(lambda: open("/usr/bin/pwned", "w")))',
+    lambda c: c.all_in(("EROFS",), 2))
+
+add("fs.fill_tmp", "fill /tmp (files below the size rlimit)", '''
+    def fill():
+        for i in range(8):
+            with open("/tmp/fill%d" % i, "wb") as f:
+                for _ in range(32):
+                    f.write(b"x" * (1 << 20)); f.flush()
+    res(attempt(fill))
+    res(sum(os.path.getsize("/tmp/" + n) for n in os.listdir("/tmp")) <= 100 * (1 << 20))
+''', lambda c: (c.eq(0, "ENOSPC"), c.eq(1, "True")))
+
+add("fs.exec_tmp_copy", "run a copy of python3 from /tmp (noexec)", '''
+    import shutil
+    shutil.copy("/usr/bin/python3", "/tmp/py"); os.chmod("/tmp/py", 0o755)
+    res(attempt(lambda: subprocess.run(["/tmp/py", "-c", "print('RAN')"])))
+''', lambda c: (c.eq(0, "EACCES"), c.not_in_output("RAN")), alert=("denied_exec", "path", "/tmp/py"))
+
+add("fs.huge_file", "a 10 GiB sparse file", '''
+    def big():
+        with open("/tmp/big", "wb") as f:
+            f.seek(10 << 30); f.write(b"x")
+    res(attempt(big))
+''', lambda c: c.is_in(0, ("EFBIG", "ENOSPC")))
+
+add("fs.fd_exhaustion", "open files until refused", '''
+    fds = []
+    def exhaust():
+        while True: fds.append(os.open("/dev/null", os.O_RDONLY))
+    res(attempt(exhaust)); res(len(fds) < 100000)
+''', lambda c: (c.eq(0, "EMFILE"), c.eq(1, "True")))
+
+add("fs.docker_sock", "the engine's socket is absent",
+    'res(any(os.path.exists(p) for p in ["/var/run/docker.sock", "/run/docker.sock", "/run/containerd",'
+    ' "/run/podman/podman.sock"]))',
+    lambda c: c.eq(0, "False"))
+
+add("fs.fds_only_stdio", "/proc/self/fd: nothing inherited beyond 0-2", '''
+    def is_open(fd):
+        try:
+            os.fstat(fd); return True
+        except OSError:
+            return False
+    res([fd for fd in range(4096) if is_open(fd)])
+    res(sorted(int(x) for x in os.listdir("/proc/self/fd")))
+''', lambda c: (c.eq(0, "[0, 1, 2]"), c.is_in(1, ("[0, 1, 2]", "[0, 1, 2, 3]"))))
+
+add("fs.hardlink_etc", "hard links to /etc files from the writable /tmp", '''
+    res(attempt(lambda: os.link("/etc/passwd", "/tmp/passwd")))
+    res(attempt(lambda: os.link("/etc/shadow", "/tmp/shadow")))
+''', lambda c: c.all_in(("EXDEV", "EPERM", "EACCES", "ENOENT", "EROFS"), 2))
+
+add("fs.symlink_to_secret", "a /tmp symlink to /etc/shadow and to init's root", '''
+    os.symlink("/etc/shadow", "/tmp/s"); os.symlink("/proc/1/root/etc/shadow", "/tmp/r")
+    res(attempt(lambda: open("/tmp/s").read()))
+    res(attempt(lambda: open("/tmp/r").read()))
+''', lambda c: c.all_in(("EACCES", "ENOENT", "EPERM"), 2))
+
+add("fs.proc_self_exe", "overwrite /proc/self/exe and init's exe (CVE-2019-5736 style)", '''
+    res(attempt(lambda: open("/proc/self/exe", "r+b")))
+    res(attempt(lambda: open("/proc/1/exe", "r+b")))
+    res(attempt(lambda: os.open("/proc/1/exe", os.O_PATH)))
+''', lambda c: (c.is_in(0, ("ETXTBSY", "EROFS", "EACCES", "EPERM")),
+                c.is_in(1, ("ETXTBSY", "EROFS", "EACCES", "EPERM")),
+                c.is_in(2, ("EACCES", "EPERM"))))
+
+add("fs.mknod", "mknod a block device and a char device", '''
+    import stat
+    res(attempt(lambda: os.mknod("/tmp/sda", stat.S_IFBLK | 0o600, os.makedev(8, 0))))
+    res(attempt(lambda: os.mknod("/tmp/mem", stat.S_IFCHR | 0o600, os.makedev(1, 1))))
+''', lambda c: c.all_in(ERRS + ("EROFS",), 2))
+
+add("fs.dev_nodes", "no host devices in /dev (mem, kmsg, disks)", '''
+    bad = []
+    for p in ["/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg", "/dev/sda", "/dev/vda", "/dev/nvme0n1",
+              "/dev/fuse", "/dev/net/tun", "/dev/kvm"]:
+        if attempt(lambda: open(p, "rb").close()) == "OK":
+            bad.append(p)
+    res(bad)
+''', lambda c: c.eq(0, "[]"))
+
+add("fs.sysfs", "write to /sys (uevent_helper, cgroup files)", '''
+    out = []
+    for p in ["/sys/kernel/uevent_helper", "/sys/fs/cgroup/cgroup.procs", "/sys/power/state"]:
+        out.append(attempt(lambda: open(p, "w").write("x")))
+    res(all(o != "OK" for o in out))
+''', lambda c: c.eq(0, "True"))
+
+add("fs.host_paths", "the host's home, root and work dirs are not visible", '''
+    seen = []
+    for p in ["/root", "/home", "/work", "/var/lib/docker", "/var/run/docker", "/srv"]:
+        try:
+            if os.listdir(p): seen.append(p)
+        except OSError:
+            pass
+    res(seen)
+''', lambda c: c.eq(0, "[]"))
+
+add("fs.inotify_host", "inotify watches on the host's private paths", '''
+    fd = libc.inotify_init1(0o4000)
+    out = []
+    for p in ["/root", "/home", "/work", "/var/lib/docker", "/var/log/journal", "/etc/llm-sandbox"]:
+        if libc.inotify_add_watch(fd, p.encode(), 0x3ce) >= 0:
+            try:
+                if os.listdir(p): out.append(p)
+            except OSError:
+                pass
+    res(out)
+''', lambda c: c.eq(0, "[]"))
+
+# ---------------------------------------------------------------- commands
+
+add("cmd.bin_sh", "/bin/sh through subprocess",
+    'res(attempt(lambda: subprocess.run(["/bin/sh", "-c", "echo PWN""ED"])))',
+    lambda c: (c.eq(0, "EACCES"), c.not_in_output("PWNED")), alert=("denied_exec", "path", "/bin/sh"),
+    na=needs_landlock)
+
+add("cmd.os_system", "os.system()",
+    'res(os.system("echo PWN""ED") != 0)',
+    lambda c: (c.eq(0, "True"), c.not_in_output("PWNED")), alert=("denied_exec", "path", "/bin/sh"),
+    na=needs_landlock)
+
+add("cmd.bash", "/bin/bash",
+    'res(attempt(lambda: subprocess.run(["/bin/bash", "-c", "echo PWN""ED"])))',
+    lambda c: (c.is_in(0, ("EACCES", "ENOENT")), c.not_in_output("PWNED")),
+    alert=("denied_exec",), na=needs_landlock)
+
+add("cmd.ld_so", "ld-linux.so /bin/sh (the dynamic-loader trick)", '''
+    import glob
+    loaders = sorted(set(glob.glob("/lib64/ld-linux*.so*") + glob.glob("/lib/x86_64-linux-gnu/ld-linux*.so*")))
+    res(bool(loaders))
+    for ld in loaders:
+        try:
+            p = subprocess.run([ld, "/bin/sh", "-c", "echo PWN""ED"], capture_output=True)
+            res("ran rc=%d" % p.returncode)
+        except OSError as e:
+            res(errname(e.errno))
+''', lambda c: (c.eq(0, "True"), c.not_in_output("PWNED"),
+                [c.is_in(i, ("EACCES",) + tuple("ran rc=%d" % n for n in range(1, 256)))
+                 for i in range(1, len(c.out))]),
+    na=needs_landlock)
+
+add("cmd.memfd_exec", "memfd_create + fexecve", '''
+    def memfd_exec():
+        fd = os.memfd_create("x", 0)
+        with open("/usr/bin/python3", "rb") as src: os.write(fd, src.read())
+        os.execve(fd, ["x", "-c", "print('PWN''ED')"], {})
+    res(attempt(memfd_exec))
+''', lambda c: (c.not_in_output("PWNED"), c.is_in(0, ("EPERM", "EACCES", "ENOSYS"))))
+
+add("cmd.execveat_empty", "execveat(fd, \"\", AT_EMPTY_PATH)", '''
+    fd = os.open("/usr/bin/python3", os.O_RDONLY)
+    argv = (ctypes.c_char_p * 3)(b"x", b"-V", None)
+    envp = (ctypes.c_char_p * 1)(None)
+    res(sys_call(322, fd, ctypes.addressof(ctypes.create_string_buffer(b"")),
+                 ctypes.addressof(argv), ctypes.addressof(envp), 0x1000))
+''', lambda c: c.eq(0, "EPERM"))
+
+add("cmd.exec_path_race", "a thread rewrites the exec path while the call is held", '''
+    import threading
+    buf = ctypes.create_string_buffer(b"/usr/bin/python3", 64)
+    stop = False
+    def flip():
+        while not stop:
+            ctypes.memmove(buf, b"/bin/sh\\0", 8)
+            ctypes.memmove(buf, b"/usr/bin/python3\\0", 17)
+    child = os.fork()
+    if child == 0:
+        threading.Thread(target=flip, daemon=True).start()
+        argv = (ctypes.c_char_p * 4)(b"x", b"-c", b"echo SHELL''WON", None)
+        envp = (ctypes.c_char_p * 1)(None)
+        for _ in range(2000):
+            libc.execve(buf, argv, envp)
+        os._exit(0)
+    os.waitpid(child, 0)
+    res("done")
+''', lambda c: c.not_in_output("SHELLWON"), timeout_s=20, na=needs_landlock)
+
+add("cmd.nested_interpreter", "an allowed python3 child that then execs /bin/sh", '''
+    p = subprocess.run(["/usr/bin/python3", "-c",
+                        "import os\\ntry:\\n os.execv('/bin/sh', ['sh', '-c', 'echo PWN''ED'])\\n"
+                        "except OSError as e: print('inner', e.errno)"], capture_output=True, text=True)
+    res(p.stdout.strip())
+''', lambda c: (c.eq(0, "inner 13"), c.not_in_output("PWNED")), alert=("denied_exec", "path", "/bin/sh"),
+    na=needs_landlock)
+
+add("cmd.setuid_binary", "a setuid-root binary (su) gives no privilege", '''
+    try:
+        p = subprocess.run(["/usr/bin/su", "-c", "id -u"], capture_output=True, text=True, timeout=10,
+                           stdin=subprocess.DEVNULL)
+        res("rc=%d out=%s" % (p.returncode, p.stdout.strip() or "-"))
+    except OSError as e:
+        res(errname(e.errno))
+    res(os.getuid() != 0 and os.geteuid() != 0)
+''', lambda c: (_assert(c.at(0) == "EACCES" or (c.at(0).startswith("rc=") and not c.at(0).endswith("out=0")),
+                        "su ran as root: " + c.at(0)), c.eq(1, "True")),
+    alert=("denied_exec", "path", "/usr/bin/su"))
+
+add("cmd.noexec_mmap", "mmap(PROT_EXEC) of a /tmp file, also with personality(READ_IMPLIES_EXEC)", '''
+    import mmap
+    with open("/tmp/code", "wb") as f: f.write(b"\\xc3" * 4096)
+    fd = os.open("/tmp/code", os.O_RDONLY)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    r = libc.mmap(None, 4096, 1 | 4, 2, fd, 0)    # PROT_READ|PROT_EXEC, MAP_PRIVATE
+    res("OK" if r not in (None, ctypes.c_void_p(-1).value) else errname(ctypes.get_errno()))
+    libc.personality(0x0400000)                 # READ_IMPLIES_EXEC
+    r = libc.mmap(None, 4096, 1, 2, fd, 0)
+    maps = [l for l in open("/proc/self/maps") if l.rstrip().endswith("/tmp/code")]
+    res(any(l.split()[1][2] == "x" for l in maps))
+''', lambda c: (c.is_in(0, ("EPERM", "EACCES")), c.eq(1, "False")))
+
+# ---------------------------------------------------------------- network
+
+add("net.redis_loopback", "connect 127.0.0.1:6379 (the host's Redis)", '''
+    s = socket.socket(); s.settimeout(3)
+    res(attempt(lambda: s.connect(("127.0.0.1", 6379))))
+''', lambda c: c.is_in(0, ("ENETUNREACH", "ECONNREFUSED", "EACCES", "EPERM", "timeout")),
+    alert=("network_attempt", "address", "127.0.0.1:6379"))
+
+add("net.cloud_metadata", "connect 169.254.169.254:80 (cloud metadata)", '''
+    s = socket.socket(); s.settimeout(3)
+    res(attempt(lambda: s.connect(("169.254.169.254", 80))))
+''', lambda c: c.is_in(0, ("ENETUNREACH", "ECONNREFUSED", "EACCES", "EPERM", "timeout")),
+    alert=("network_attempt", "address", "169.254.169.254:80"))
+
+add("net.ipv6_loopback", "connect [::1]:80", '''
+    s = socket.socket(socket.AF_INET6); s.settimeout(3)
+    res(attempt(lambda: s.connect(("::1", 80))))
+''', lambda c: c.is_in(0, ("ENETUNREACH", "ECONNREFUSED", "EACCES", "EPERM", "EADDRNOTAVAIL", "timeout")),
+    alert=("network_attempt", "address", "[::1]:80"))
+
+add("net.udp_sendto", "UDP sendto 8.8.8.8:53", '''
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    res(attempt(lambda: s.sendto(b"x", ("8.8.8.8", 53))))
+''', lambda c: c.is_in(0, ("ENETUNREACH", "EACCES", "EPERM")),
+    alert=("network_attempt", "address", "8.8.8.8:53"))
+
+add("net.exotic_sockets", "AF_PACKET, AF_VSOCK, AF_ALG, raw, netlink sockets", '''
+    for fam, typ in [(socket.AF_PACKET, socket.SOCK_RAW), (40, socket.SOCK_STREAM),
+                     (38, socket.SOCK_SEQPACKET), (socket.AF_INET, socket.SOCK_RAW),
+                     (socket.AF_NETLINK, socket.SOCK_RAW)]:
+        res(attempt(lambda: socket.socket(fam, typ)))
+''', lambda c: c.all_in(("EPERM", "EAFNOSUPPORT", "EACCES"), 5))
+
+add("net.interfaces", "only the loopback interface exists",
+    'res(sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]))',
+    lambda c: c.is_in(0, ("['lo']", "[]")))
+
+
+def _host_abstract_socket(backend):
+    """A listener on a host abstract unix socket; the box must not reach it (other netns)."""
+    name = "\0lsb-adv-host-%d" % os.getpid()
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(name)
+    srv.listen(1)
+    srv.settimeout(0.2)
+    try:
+        code = ('s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n'
+                f'res(attempt(lambda: s.connect({name!r})))\n')
+        from suite import PRELUDE
+        return backend.run(PRELUDE + code)
+    finally:
+        srv.close()
+
+
+add("net.abstract_unix_host", "connect to an abstract unix socket of the host", None,
+    lambda c: c.is_in(0, ("ECONNREFUSED", "EPERM", "EACCES", "ENOENT")), host=_host_abstract_socket)
+
+# ---------------------------------------------------------------- kernel surface
+
+add("kernel.unshare_userns", "unshare(CLONE_NEWUSER) and clone(CLONE_NEWUSER): user namespace nesting", '''
+    res(sys_call(272, 0x10000000))
+    res(sys_call(56, 0x10000000 | 17, 0, 0, 0, 0))
+''', lambda c: c.all_in(("EPERM",), 2))
+
+add("kernel.unshare_mount_setns", "unshare(CLONE_NEWNS), setns, mount tmpfs", '''
+    res(sys_call(272, 0x00020000))
+    res(sys_call(308, 0, 0))
+    res(c_result(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)))
+''', lambda c: c.all_in(("EPERM", "EBADF"), 3))
+
+add("kernel.cgroup_release_agent", "mount cgroup v1 with release_agent; write release_agent files", '''
+    import glob
+    res(c_result(libc.mount(b"cgroup", b"/tmp", b"cgroup", 0, b"rdma,release_agent=/tmp/x")))
+    res([p for p in glob.glob("/sys/fs/cgroup/**/release_agent", recursive=True)
+         if attempt(lambda: open(p, "w").write("/tmp/x")) == "OK"])
+''', lambda c: (c.eq(0, "EPERM"), c.eq(1, "[]")))
+
+add("kernel.ptrace", "ptrace: attach init, attach a sibling, TRACEME", '''
+    import time
+    child = os.fork()
+    if child == 0:
+        time.sleep(5); os._exit(0)
+    res(sys_call(101, 16, 1, 0, 0))       # PTRACE_ATTACH init
+    res(sys_call(101, 16, child, 0, 0))   # PTRACE_ATTACH sibling
+    res(sys_call(101, 0, 0, 0, 0))        # PTRACE_TRACEME
+    os.kill(child, 9)
+''', lambda c: c.all_in(("EPERM",), 3))
+
+add("kernel.process_vm", "process_vm_readv/writev on init", '''
+    buf = ctypes.create_string_buffer(16)
+    class Iov(ctypes.Structure): _fields_ = [("b", ctypes.c_void_p), ("l", ctypes.c_size_t)]
+    iov = Iov(ctypes.addressof(buf), 16)
+    res(sys_call(310, 1, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0))
+    res(sys_call(311, 1, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0))
+''', lambda c: c.all_in(("EPERM", "ESRCH"), 2))
+
+add("kernel.bpf", "bpf(BPF_PROG_LOAD)", 'res(sys_call(321, 5, 0, 0))',
+    lambda c: c.is_in(0, ("EPERM", "ENOSYS")))
+
+add("kernel.keyring", "kernel keyring: keyctl, add_key, request_key", '''
+    res(sys_call(250, 0, -3, 0, 0, 0))                                     # keyctl(GET_KEYRING_ID)
+    res(c_result(libc.syscall(248, b"user", b"lsb", b"x", 1, ctypes.c_long(-3))))  # add_key
+    res(c_result(libc.syscall(249, b"user", b"lsb", None, ctypes.c_long(0))))      # request_key
+''', lambda c: c.all_in(("EPERM", "ENOSYS"), 3))
+
+add("kernel.perf_event_open", "perf_event_open", 'res(sys_call(298, 0, 0, -1, -1, 0))',
+    lambda c: c.is_in(0, ("EPERM", "ENOSYS", "EACCES")))
+
+add("kernel.userfaultfd", "userfaultfd", 'res(sys_call(323, 0))',
+    lambda c: c.is_in(0, ("EPERM", "ENOSYS")))
+
+add("kernel.io_uring", "io_uring_setup", 'res(sys_call(425, 8, 0))',
+    lambda c: c.is_in(0, ("EPERM", "ENOSYS")))
+
+add("kernel.open_by_handle", "open_by_handle_at and name_to_handle_at (shocker)", '''
+    res(sys_call(304, 3, 0, 0))
+    res(sys_call(303, -100, ctypes.addressof(ctypes.create_string_buffer(b"/etc")), 0, 0, 0))
+''', lambda c: (c.is_in(0, ("EPERM", "ENOSYS")), c.is_in(1, ("EPERM", "ENOSYS", "EFAULT", "EOPNOTSUPP"))))
+
+add("kernel.modules_kexec", "kexec_load, init_module, finit_module, delete_module", '''
+    res(sys_call(246, 0, 0, 0, 0))
+    res(sys_call(175, 0, 0, 0))
+    res(sys_call(313, 0, 0, 0))
+    res(sys_call(176, ctypes.addressof(ctypes.create_string_buffer(b"ext4")), 0))
+''', lambda c: c.all_in(("EPERM", "ENOSYS"), 4))
+
+add("kernel.tiocsti", "TIOCSTI on stdin", '''
+    import fcntl, termios
+    res(attempt(lambda: fcntl.ioctl(0, termios.TIOCSTI, b"x")))
+''', lambda c: c.is_in(0, ("EPERM", "ENOTTY")))
+
+add("kernel.seccomp_stacking", "a second seccomp filter / a second listener: denials still hold", '''
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+    insns = (SockFilter * 1)(SockFilter(0x06, 0, 0, 0x7fff0000))  # RET ALLOW
+    prog = SockFprog(1, insns)
+    res(sys_call(317, 1, 0, ctypes.addressof(prog)))
+    res(sys_call(317, 1, 8, ctypes.addressof(prog)))                # NEW_LISTENER
+    res(sys_call(272, 0x10000000))
+    s = socket.socket(); s.settimeout(3)
+    res(attempt(lambda: s.connect(("127.0.0.1", 6379))))
+    res(attempt(lambda: subprocess.run(["/bin/sh", "-c", "echo PWN""ED"])))
+''', lambda c: (c.eq(0, "OK"), c.is_in(1, ("EPERM", "EINVAL", "EBUSY")), c.eq(2, "EPERM"),
+                c.is_in(3, ("ENETUNREACH", "ECONNREFUSED", "EACCES", "EPERM", "timeout")),
+                c.eq(4, "EACCES") if c.b.has(LANDLOCK) else None),
+    alert=("network_attempt", "address", "127.0.0.1:6379"))
+
+add("kernel.dmesg", "read the kernel log (syslog(2), /dev/kmsg)", '''
+    buf = ctypes.create_string_buffer(4096)
+    res(c_result(libc.klogctl(3, buf, 4096)))
+    res(attempt(lambda: open("/dev/kmsg", "rb").read(1)))
+''', lambda c: (c.is_in(0, ("EPERM", "ENOSYS")), c.is_in(1, ("EPERM", "EACCES", "ENOENT"))))
+
+# ---------------------------------------------------------------- /proc and signals
+
+add("proc.core_pattern", "write /proc/sys/kernel/core_pattern",
+    'res(attempt(lambda: open("/proc/sys/kernel/core_pattern", "w").write("|/tmp/x")))',
+    lambda c: c.is_in(0, ("EACCES", "EROFS", "EPERM", "ENOENT")))
+
+add("proc.sysrq", "write /proc/sysrq-trigger",
+    'res(attempt(lambda: open("/proc/sysrq-trigger", "w").write("b")))',
+    # ENOENT: some kernels (this CI's among them) have no sysrq-trigger at all.
+    lambda c: c.is_in(0, ("EACCES", "EROFS", "EPERM", "ENOENT")))
+
+add("proc.masked", "read /proc/kcore, /proc/keys, /proc/timer_list, /proc/sched_debug", '''
+    def size(p):
+        try:
+            with open(p, "rb") as f: return len(f.read(64))
+        except OSError:
+            return 0
+    res([p for p in ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"] if size(p)])
+''', lambda c: c.eq(0, "[]"))
+
+add("proc.init_mem", "read and write init's memory through /proc/1/mem; read its environ", '''
+    res(attempt(lambda: open("/proc/1/mem", "r+b")))
+    res(attempt(lambda: open("/proc/1/mem", "rb")))
+    res(attempt(lambda: open("/proc/1/environ", "rb").read()))
+''', lambda c: c.all_in(("EACCES", "EPERM", "ENOENT"), 3))
+
+add("proc.pidfd_getfd", "steal init's stream fd with pidfd_getfd", '''
+    pidfd = libc.syscall(434, 1, 0)                   # pidfd_open(1)
+    res("pidfd" if pidfd >= 0 else errname(ctypes.get_errno()))
+    if pidfd >= 0:
+        res(sys_call(438, pidfd, 1, 0))               # pidfd_getfd(init, fd 1)
+    else:
+        res("EPERM")
+''', lambda c: c.is_in(1, ("EPERM", "EACCES", "ENOSYS", "EBADF")))
+
+add("proc.oom_score_adj", "make itself unkillable: oom_score_adj -1000",
+    'res(attempt(lambda: open("/proc/self/oom_score_adj", "w").write("-1000")))',
+    lambda c: c.is_in(0, ("EACCES", "EPERM")))
+
+add("proc.kill_init", "kill(1, SIGKILL): init survives", '''
+    res(attempt(lambda: os.kill(1, 9)))
+    import time; time.sleep(0.2)
+    res("alive")
+''', lambda c: (c.is_in(0, ("EPERM", "OK")), c.eq(1, "alive"), c.status("ok")))
+
+add("proc.kill_everything", "kill(-1, SIGKILL) from the program: the box still reports", '''
+    res(attempt(lambda: os.kill(-1, 9)))
+    res("alive")
+''', lambda c: (c.is_in(0, ("OK", "EPERM", "ESRCH")), c.eq(1, "alive"), c.status("ok")))
+
+# ---------------------------------------------------------------- privileges
+
+add("priv.capabilities", "no capabilities, no_new_privs set", '''
+    st = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    res([st[k].strip() for k in ("CapEff", "CapPrm", "CapAmb", "NoNewPrivs")])
+    res(libc.prctl(39, 0, 0, 0, 0))                            # PR_GET_NO_NEW_PRIVS
+''', lambda c: (c.eq(0, "['0000000000000000', '0000000000000000', '0000000000000000', '1']"), c.eq(1, "1")))
+
+add("priv.prctl_tricks", "prctl: clear no_new_privs, raise ambient caps, PR_SET_MM", '''
+    res(c_result(libc.prctl(38, 0, 0, 0, 0)))                  # NO_NEW_PRIVS back to 0
+    res(c_result(libc.prctl(47, 2, 21, 0, 0)))                 # CAP_AMBIENT_RAISE SYS_ADMIN
+    res(c_result(libc.prctl(35, 8, 0, 0, 0)))                  # PR_SET_MM start_brk
+    res(libc.prctl(39, 0, 0, 0, 0))
+''', lambda c: (c.is_in(0, ("EINVAL", "EPERM")), c.all_in(("EINVAL", "EPERM", "1"), 4), c.eq(3, "1")))
+
+add("priv.file_caps", "give a /tmp file capabilities (security.capability xattr)", '''
+    open("/tmp/capbin", "wb").close()
+    v = bytes([0, 0, 0, 2, 0, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])  # cap_sys_admin+ep
+    res(attempt(lambda: os.setxattr("/tmp/capbin", "security.capability", v)))
+''', lambda c: c.is_in(0, ("EPERM", "EACCES", "EOPNOTSUPP")))
+
+add("priv.setuid_root", "setuid(0), setgid(0), chroot, sethostname, clock_settime", '''
+    res(attempt(lambda: os.setuid(0)))
+    res(attempt(lambda: os.setgid(0)))
+    res(attempt(lambda: os.chroot("/tmp")))
+    res(c_result(libc.sethostname(b"pwned", 5)))
+    ts = (ctypes.c_long * 2)(0, 0)
+    res(c_result(libc.clock_settime(0, ts)))
+''', lambda c: c.all_in(("EPERM",), 5))
+
+# ---------------------------------------------------------------- resources
+
+add("res.busy_loop", "busy loop: killed at the timeout", 'while True: pass',
+    lambda c: c.status("timeout"), alert=("timeout",), timeout_s=2)
+
+_ORPHAN = "lsb-adv-orphan"
+add("res.orphans_trap_term", "trap TERM + orphaned grandchildren: all gone at the timeout", f'''
+    import signal, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(1000 + 0.{os.getpid()})
+        os._exit(0)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    res("spawned")
+    time.sleep(1000)
+''', lambda c: (c.status("timeout"), _no_host_process(f"time.sleep(1000 + 0.{os.getpid()})")),
+    alert=("timeout",), timeout_s=2)
+
+
+def _no_host_process(marker):
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", marker.replace("(", "\\(").replace(")", "\\)").replace(".", "\\.")
+                           .replace("+", "\\+")], capture_output=True, text=True).stdout.strip()
+    assert left == "", f"processes survived the timeout: {left}"
+
+
+add("res.memory_hog", "memory hog: OOM kill, reported as oom", '''
+    chunks = []
+    while True: chunks.append(bytearray(16 << 20))
+''', lambda c: c.status("oom"), alert=("oom_kill",))
+
+add("res.fork_bomb", "fork bomb: contained at the pids limit, reported", '''
+    import time
+    n, end = 0, time.time() + 3
+    while time.time() < end:
+        try:
+            if os.fork() == 0:
+                time.sleep(5); os._exit(0)
+            n += 1
+        except OSError:
+            pass
+    res(n < 1000)
+''', lambda c: (c.status("ok", "timeout", "error"), c.eq(0, "True")), alert=("pids_limit",), timeout_s=8)
+
+add("res.output_flood", "100 MB of stdout: truncated at the cap, flagged", '''
+    chunk = "x" * 65536 + "\\n"
+    for _ in range(1600): sys.stdout.write(chunk)
+''', lambda c: (c.status("output_limit"), _assert(c.r.get("truncated") is True, "not flagged truncated"),
+                _assert(len(c.r["stdout"]) + len(c.r["stderr"]) <= (1 << 20) + 4096, "more than the cap came back")),
+    alert=("output_flood",))
+
+add("res.huge_argv_env", "execve with ~4 GB of argv and of env: E2BIG, nothing breaks", '''
+    s = ctypes.create_string_buffer(b"A" * (128 * 1024 - 1))
+    n = 30000
+    big = (ctypes.c_char_p * (n + 1))(*([ctypes.cast(s, ctypes.c_char_p)] * n + [None]))
+    small = (ctypes.c_char_p * 2)(b"x", None)
+    res(c_result(libc.execve(b"/usr/bin/python3", big, small)))
+    res(c_result(libc.execve(b"/usr/bin/python3", small, big)))
+    res("alive")
+''', lambda c: (c.all_in(("E2BIG", "alive"), 3), c.eq(2, "alive"), c.status("ok")))
+
+add("res.rlimit_raise", "raise RLIMIT_NOFILE / FSIZE above the hard limit", '''
+    import resource
+    for lim in (resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE):
+        soft, hard = resource.getrlimit(lim)
+        up = resource.RLIM_INFINITY if hard != resource.RLIM_INFINITY else hard
+        try:
+            resource.setrlimit(lim, (up, up)); res("OK")
+        except ValueError:
+            res("refused")
+        except OSError as e:
+            res(errname(e.errno))
+''', lambda c: c.all_in(("EPERM", "refused"), 3))
+
+
+def _assert(ok, message):
+    assert ok, message
+
+
+# ---------------------------------------------------------------- isolation between boxes
+
+def _status_of(json_text):
+    import json
+    try:
+        return json.loads(json_text).get("status")
+    except ValueError:
+        return None
+
+
+def _two_boxes(backend):
+    """Box A writes a secret file and listens on an abstract socket; box B looks for both."""
+    from suite import PRELUDE
+    tag = "lsb-adv-%d" % os.getpid()
+    a = backend.popen(PRELUDE + f'''
+import time
+open("/tmp/{tag}", "w").write("x")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\\0{tag}"); s.listen(1)
+print("ready", flush=True)
+time.sleep(6)
+''')
+    time.sleep(2.5)
+    try:
+        result, proc = backend.run(PRELUDE + f'''
+res(os.listdir("/tmp"))
+res(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()) == sorted({{1, os.getpid()}}))
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+res(attempt(lambda: c.connect("\\0{tag}")))
+''')
+    finally:
+        a.wait(timeout=120)
+        a_out = a.stdout.read()
+    if result is not None:
+        result["_box_a"] = a_out
+    return result, proc
+
+
+add("iso.box_to_box", "box B cannot see box A's files, processes or abstract socket", None,
+    lambda c: (_assert(_status_of(c.r["_box_a"]) == "ok", "box A did not run to the end: " + c.r["_box_a"][-300:]),
+               c.eq(0, "[]"), c.eq(1, "True"), c.is_in(2, ("ECONNREFUSED", "EPERM", "EACCES"))),
+    host=_two_boxes)

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Runs the adversarial suite on every backend present and prints / writes the matrix.
+
+  python3 tests/adversarial/run.py                      # every backend, writes docs/security-matrix.md
+  python3 tests/adversarial/run.py --backend native     # the native entry point
+  python3 tests/adversarial/run.py --case fs.shadow --case net.   # ids or id prefixes
+
+Exit status: 0 when no cell FAILED (n/a cells and absent backends are not failures), 1 otherwise.
+The matrix file is written only for a full run (every case) unless --out is given.
+"""
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from backends import SOURCE_DIR, all_backends  # noqa: E402
+from cases import CASES  # noqa: E402
+from suite import FAILED, NA, run_case  # noqa: E402
+
+DEFAULT_OUT = os.path.join(SOURCE_DIR, "docs", "security-matrix.md")
+
+
+def select_cases(patterns):
+    if not patterns:
+        return list(CASES)
+    chosen = [c for c in CASES if any(c.id == p or (p.endswith(".") and c.id.startswith(p)) for p in patterns)]
+    if not chosen:
+        raise SystemExit(f"no case matches {patterns}")
+    return chosen
+
+
+def markdown(cases, backends, cells, absent, elapsed):
+    kernel = platform.release()
+    lines = [
+        "# Security matrix",
+        "",
+        "Written by `tests/adversarial/run.py` (CTest `adversarial`); do not edit by hand.",
+        f"Run: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, kernel {kernel}, "
+        f"{len(cases)} cases, {elapsed:.0f} s.",
+        "",
+        "`held`: the safe outcome was observed. `held+alerted`: and the expected alert came with it. "
+        "`n/a`: the case does not apply to that backend, with the reason. `FAILED`: the box did not hold.",
+        "",
+    ]
+    for name, reason in absent.items():
+        lines.append(f"- backend **{name}** not present here: {reason}")
+    if absent:
+        lines.append("")
+    present = [b for b in backends if b.name not in absent]
+    lines.append("| case | threat | " + " | ".join(b.name for b in present) + " |")
+    lines.append("|---|---|" + "---|" * len(present))
+    for c in cases:
+        row = [f"`{c.id}`", c.title.replace("|", "\\|")]
+        for b in present:
+            row.append(cells[(c.id, b.name)].cell().replace("|", "\\|"))
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    totals = []
+    for b in present:
+        vs = [cells[(c.id, b.name)].verdict for c in cases]
+        totals.append(f"- {b.name}: " + ", ".join(f"{v} {vs.count(v)}" for v in
+                                                   ("held+alerted", "held", NA, FAILED) if vs.count(v)))
+    lines += ["Totals:", ""] + totals + [""]
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", action="append", help="native | docker/runc | docker/runsc (repeatable)")
+    ap.add_argument("--case", action="append", help="case id, or a prefix ending in '.' (repeatable)")
+    ap.add_argument("--out", help=f"matrix file (default for a full run: {DEFAULT_OUT})")
+    ap.add_argument("--require", action="append", default=[],
+                    help="fail when this backend is not present (repeatable)")
+    args = ap.parse_args()
+
+    backends = all_backends()
+    if args.backend:
+        backends = [b for b in backends if b.name in args.backend]
+        if not backends:
+            raise SystemExit(f"unknown backend {args.backend}")
+    cases = select_cases(args.case)
+    absent = {}
+    for b in backends:
+        reason = b.unavailable()
+        if reason:
+            absent[b.name] = reason
+            print(f"backend {b.name}: not present: {reason}", flush=True)
+    missing_required = [n for n in args.require if n in absent]
+
+    cells = {}
+    start = time.monotonic()
+    try:
+        for b in backends:
+            if b.name in absent:
+                continue
+            for c in cases:
+                o = run_case(c, b)
+                cells[(c.id, b.name)] = o
+                print(f"{b.name:13} {c.id:28} {o.cell()[:160]}  [{o.seconds:.1f}s]", flush=True)
+    finally:
+        for b in backends:
+            b.cleanup()
+    elapsed = time.monotonic() - start
+
+    failed = [(k, o) for k, o in cells.items() if o.verdict == FAILED]
+    text = markdown(cases, backends, cells, absent, elapsed)
+    out = args.out or (DEFAULT_OUT if not args.case and not args.backend else None)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+        print(f"matrix written to {out}")
+    print()
+    print(text)
+    if failed:
+        print(f"{len(failed)} cell(s) FAILED: " + ", ".join(f"{k[0]}@{k[1]}" for k, _ in failed))
+    if missing_required:
+        print(f"required backend(s) not present: {missing_required}")
+    return 1 if failed or missing_required else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
