@@ -78,6 +78,8 @@ def main():
     args = ap.parse_args()
 
     backends = all_backends()
+    if not args.backend and os.environ.get("LSB_ADV_BACKENDS"):  # e.g. the sanitizer build: native only
+        args.backend = os.environ["LSB_ADV_BACKENDS"].split(",")
     if args.backend:
         backends = [b for b in backends if b.name in args.backend]
         if not backends:

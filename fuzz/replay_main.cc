@@ -1,0 +1,33 @@
+// A main() for the fuzz targets in ordinary builds (gcc, ASan): runs LLVMFuzzerTestOneInput once
+// on every file named, or in every directory named, so the seed corpus and the kept crashing
+// inputs (fuzz/regressions/<target>/) are regression tests in CTest without libFuzzer.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+int main(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (int i = 1; i < argc; ++i) {
+    fs::path p(argv[i]);
+    if (fs::is_directory(p)) {
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().filename() != "README.md") files.push_back(e.path());
+    } else if (fs::exists(p)) {
+      files.push_back(p);
+    }
+  }
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  }
+  std::printf("replayed %zu inputs\n", files.size());
+  return 0;
+}
