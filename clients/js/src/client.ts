@@ -90,7 +90,7 @@ export class SandboxClient {
     let gotResult = false;
     try {
       for (;;) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
         try {
           chunk = await reader.read();
         } catch (err) {

@@ -85,7 +85,7 @@ export class Transport {
       Accept: req.accept ?? "application/json",
     };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
-    let body: BodyInit | undefined;
+    let body: string | Uint8Array<ArrayBuffer> | undefined;
     if (req.json !== undefined) {
       headers["Content-Type"] = "application/json";
       body = JSON.stringify(req.json);
