@@ -15,6 +15,7 @@ constexpr const char* kUsage =
     "  policy check FILE                                          validate a policy\n"
     "  policy explain FILE|NAME                                   how each control is enforced\n"
     "  serve [--listen HOST:PORT] [--policies DIR] ...             the HTTP daemon (docs/api.md)\n"
+    "  logs [--file FILE] [--policy P] [--rule R] [-f] ...         read/filter/follow the audit log\n"
     "  version                                                    print the version\n"
     "\n"
     "Run 'llm-sandbox <command> --help' for a command's options.\n";
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return lsb::cli::RunCommand(args);
   if (cmd == "policy") return lsb::cli::PolicyCommand(args);
   if (cmd == "serve") return lsb::cli::ServeCommand(args);
+  if (cmd == "logs") return lsb::cli::LogsCommand(args);
   if (cmd == "version" || cmd == "--version") {
     std::printf("llm-sandbox %s\n", LSB_VERSION);
     return 0;

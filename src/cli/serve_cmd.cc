@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "policy/units.h"
+#include "monitor/webhook.h"
 #include "server/daemon.h"
 
 namespace lsb::cli {
@@ -27,6 +28,16 @@ constexpr const char* kServeUsage =
     "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"
+    "\n"
+    "monitoring (docs/monitoring.md):\n"
+    "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
+    "  --audit-log FILE         the audit log (JSON lines, fdatasync per record; default: none)\n"
+    "  --audit-max-size BYTES   rotate the audit log past this size (default 64M)\n"
+    "  --audit-keep N           rotated audit files kept (default 5)\n"
+    "  --webhook URL            POST alerts to this http:// URL (repeatable)\n"
+    "  --webhook-secret-file F  HMAC-SHA256 key for X-LLM-Sandbox-Signature (or $LLM_SANDBOX_WEBHOOK_SECRET)\n"
+    "  --webhook-min-severity info|warning|critical   (default warning)\n"
+    "  --usage-interval MS      live CPU/RAM sample period of running boxes (default 1000)\n"
     "\n"
     "SIGHUP reloads the policies; SIGTERM stops (running boxes finish or are killed, all removed).\n";
 
@@ -62,6 +73,7 @@ int Bad(const std::string& msg) {
 int ServeCommand(const Args& args) {
   server::DaemonConfig c;
   std::string token_file;
+  std::string webhook_secret_file;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -120,6 +132,32 @@ int ServeCommand(const Args& args) {
       c.shutdown_grace_ms = static_cast<int>(s * 1000);
     } else if (value("--token-file")) {
       token_file = v;
+    } else if (value("--monitoring")) {
+      if (v != "on" && v != "off") return Bad("--monitoring wants on or off");
+      c.monitoring = v == "on";
+    } else if (value("--audit-log")) {
+      c.monitor.audit_path = v;
+    } else if (value("--audit-max-size")) {
+      auto n = units::ParseBytes(v);
+      if (!n.ok() || *n == 0) return Bad("--audit-max-size wants a size such as 64M");
+      c.monitor.audit_max_bytes = *n;
+    } else if (value("--audit-keep")) {
+      size_t k = 0;
+      if (v != "0" && !ParseCount(v, &k)) return Bad("--audit-keep wants a count");
+      c.monitor.audit_keep = static_cast<int>(k);
+    } else if (value("--webhook")) {
+      auto u = monitor::ParseWebhookUrl(v);
+      if (!u.ok()) return Bad(u.error().message);
+      c.monitor.webhooks.urls.push_back(*u);
+    } else if (value("--webhook-secret-file")) {
+      webhook_secret_file = v;
+    } else if (value("--webhook-min-severity")) {
+      if (v != "info" && v != "warning" && v != "critical") return Bad("--webhook-min-severity wants info, warning or critical");
+      c.monitor.webhooks.min_severity = v;
+    } else if (value("--usage-interval")) {
+      size_t ms = 0;
+      if (!ParseCount(v, &ms) || ms < 50) return Bad("--usage-interval wants milliseconds, at least 50");
+      c.monitor.usage_interval_ms = ms;
     } else {
       return Bad("unknown option '" + a + "'");
     }
@@ -132,6 +170,18 @@ int ServeCommand(const Args& args) {
     if (c.tokens.empty()) return Bad("--token-file " + token_file + " has no token");
   }
   if (const char* env = std::getenv("LLM_SANDBOX_TOKENS")) AddTokens(env, ',', c.tokens);
+  if (!webhook_secret_file.empty()) {
+    std::ifstream in(webhook_secret_file);
+    if (!in) return Bad("--webhook-secret-file " + webhook_secret_file + ": cannot read it");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.empty()) return Bad("--webhook-secret-file " + webhook_secret_file + " is empty");
+    c.monitor.webhooks.secret = text;
+  } else if (const char* env = std::getenv("LLM_SANDBOX_WEBHOOK_SECRET")) {
+    c.monitor.webhooks.secret = env;
+  }
+  if (!c.monitor.webhooks.urls.empty() && c.monitor.webhooks.secret.empty())
+    std::fprintf(stderr, "llm-sandbox serve: warning: webhooks are not signed (no --webhook-secret-file)\n");
   return server::RunDaemon(std::move(c));
 }
 

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "init/diag.h"
+#include "init/seccomp_filter.h"
 #include "init/sockaddr.h"
 
 namespace lsb::init {
@@ -96,6 +97,10 @@ const char* SyscallName(int nr) {
     case SYS_sendmsg: return "sendmsg";
     case SYS_sendmmsg: return "sendmmsg";
     case SYS_bind: return "bind";
+    case SYS_open: return "open";
+    case SYS_openat: return "openat";
+    case SYS_openat2: return "openat2";
+    case SYS_creat: return "creat";
     default: return "syscall";
   }
 }
@@ -143,13 +148,42 @@ Status NotifyWatch::HandleOne(const EventSink& emit) {
   ev.decision = "allowed";
   bool alert = false;
 
+  // A key escape syscall (seccomp_filter.h): always refused, never continued, and reported.
+  if (const char* escape = WatchedEscapeName(req->data.nr)) {
+    resp->flags = 0;
+    resp->error = -EPERM;
+    ev.kind = "syscall";
+    ev.decision = "denied";
+    ev.rule = "escape_syscall";
+    ev.severity = "critical";
+    ev.message = std::string(escape) + " refused: an escape syscall (EPERM)";
+    ev.argv = {escape};
+    if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno != ENOENT)
+      return Error::FromErrno("seccomp: send notification reply");
+    emit(std::move(ev));
+    return OkStatus();
+  }
+
   RemoteMem mem(pid);
   if (!mem.ok()) Diag("watch: cannot open /proc/" + std::to_string(pid) + "/mem: " + std::strerror(errno));
   // The pid may have been reused between RECV and open: only trust what we read if the
   // notification is still pending afterwards.
   auto still_valid = [&] { return ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == 0; };
 
-  if (ev.kind == "execve" || ev.kind == "execveat") {
+  if (ev.kind == "open" || ev.kind == "openat" || ev.kind == "openat2" || ev.kind == "creat") {
+    // Trace mode only: record the path, continue; Landlock and the mounts decide.
+    bool at = ev.kind == "openat" || ev.kind == "openat2";
+    auto path = mem.ok() ? mem.ReadString(at ? a[1] : a[0]) : std::nullopt;
+    std::string base;
+    if (path && !path->empty() && (*path)[0] != '/') {
+      int dirfd = static_cast<int>(a[0]);
+      base = (!at || dirfd == AT_FDCWD) ? ReadLink("/proc/" + std::to_string(pid) + "/cwd")
+                                        : ReadLink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(dirfd));
+    }
+    if (!still_valid()) return OkStatus();
+    ev.path = path ? JoinPath(base.empty() ? "/" : base, *path) : std::string();
+    ev.message = ev.kind + " " + ev.path;
+  } else if (ev.kind == "execve" || ev.kind == "execveat") {
     bool at = ev.kind == "execveat";
     uint64_t path_ptr = at ? a[1] : a[0];
     uint64_t argv_ptr = at ? a[2] : a[1];

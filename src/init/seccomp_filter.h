@@ -8,6 +8,14 @@
 //    filter refuses is never even shown to init.
 //
 // Both are compiled once at setup (libseccomp, exported as BPF) and loaded by each run's child.
+//
+// Alerts on escape syscalls: a few key ones (WatchedEscapeSyscalls: mount, unshare, setns, ptrace,
+// chroot, bpf, module loading, ...) would be refused silently by an ERRNO rule. When the watch is
+// loaded they go to init instead (USER_NOTIF), which always answers EPERM and raises
+// "escape_syscall" naming the call; the escape filter keeps them as SECCOMP_RET_TRACE, which ranks
+// below USER_NOTIF, so without a listener (init gone) or without the watch the kernel still
+// refuses them (ENOSYS: no tracer can exist, ptrace is refused). No path lets such a call run.
+// In trace mode the watch also gets open/openat/openat2, always continued (Landlock decides).
 #pragma once
 
 #include <linux/filter.h>
@@ -25,7 +33,14 @@ struct SeccompPrograms {
 
 // `handoff_fd` is the one descriptor the child may sendmsg() on without being watched (it carries
 // the listener to init). It is numbered at RLIMIT_NOFILE, so the program can never own that number.
-Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd);
+struct SeccompOptions {
+  bool trace_opens = false;  // monitoring.trace: report every file open
+  bool watched = true;       // the watch filter is loaded (false only in gVisor's weaker mode)
+};
+Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd, SeccompOptions opts = {});
+
+// The name of `nr` when it is one of the escape syscalls sent to init, else nullptr.
+const char* WatchedEscapeName(int nr);
 
 // Child side, async-signal-safe. Returns the listener fd for the watch program (flags:
 // SECCOMP_FILTER_FLAG_NEW_LISTENER) or -1 with errno.

@@ -155,7 +155,8 @@ Status Supervisor::WriteProgram(const RunSpec& spec, const std::string& code) {
 Result<const SeccompPrograms*> Supervisor::ProgramsFor(uint64_t nofile) {
   auto& slot = programs_[nofile];
   if (!slot) {
-    LSB_ASSIGN_OR_RETURN(SeccompPrograms p, BuildSeccompPrograms(static_cast<int>(nofile)));
+    // Trace mode adds file opens to the watch (docs/monitoring.md).
+    LSB_ASSIGN_OR_RETURN(SeccompPrograms p, BuildSeccompPrograms(static_cast<int>(nofile), SeccompOptions{setup_.trace}));
     slot = std::make_unique<SeccompPrograms>(std::move(p));
   }
   return slot.get();

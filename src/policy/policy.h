@@ -81,7 +81,10 @@ struct Policy {
   uint64_t file_size_bytes = 64ull << 20;
 
   // monitoring:
-  bool trace = false;
+  bool trace = false;  // every exec, connect/sendto/bind and file open is reported (trace events)
+  // monitoring.alerts: rule name -> "info" | "warning" | "critical" | "off"; rules left out keep
+  // their built-in severity (policy/alert_rules.h).
+  std::map<std::string, std::string> alert_severity;
 
   // Where each field was set, keyed by its dotted path ("resources.memory"), for explain.
   std::map<std::string, SourcePos> positions;

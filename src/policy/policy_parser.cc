@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "policy/alert_rules.h"
 #include "policy/languages.h"
 #include "policy/policy_checks.h"
 #include "policy/policy_loader.h"
@@ -25,7 +26,7 @@ const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_a
 const std::vector<std::string> kNetworkKeys = {"enabled"};
 const std::vector<std::string> kCommandsKeys = {"allow", "deny"};
 const std::vector<std::string> kResourcesKeys = {"cpu", "memory", "timeout", "pids", "output", "open_files", "file_size"};
-const std::vector<std::string> kMonitoringKeys = {"trace"};
+const std::vector<std::string> kMonitoringKeys = {"trace", "alerts"};
 const std::vector<std::string> kLanguageKeys = {"command", "file"};
 
 constexpr uint64_t kDefaultMemory = 512ull << 20;
@@ -113,9 +114,7 @@ class Parser {
       } else if (key == "resources") {
         r_.ForEachKnownKey(f, kResourcesKeys, [&](const Field& c) { Resources(c); });
       } else if (key == "monitoring") {
-        r_.ForEachKnownKey(f, kMonitoringKeys, [&](const Field& m) {
-          if (auto b = r_.Bool(m)) Set(m, p_.trace, *b);
-        });
+        r_.ForEachKnownKey(f, kMonitoringKeys, [&](const Field& m) { Monitoring(m); });
       }
     });
     if (!have_version) {
@@ -464,6 +463,23 @@ class Parser {
         Set(f, p_.open_files, v);
       }
     }
+  }
+
+  void Monitoring(const Field& f) {
+    if (f.key.Scalar() == "trace") {
+      if (auto b = r_.Bool(f)) Set(f, p_.trace, *b);
+      return;
+    }
+    // alerts: {RULE: info|warning|critical|off}; the rule names are fixed.
+    std::vector<std::string> rules;
+    for (const auto& r : BuiltinAlertRules()) rules.push_back(r.name);
+    p_.positions[f.path] = r_.Pos(f.mark());
+    r_.ForEachKnownKey(f, rules, [&](const Field& a) {
+      // YAML reads a bare off as a string here (yaml-cpp keeps scalars as text).
+      std::string level;
+      Choice(a, {"info", "warning", "critical", "off"}, level, "off stops reporting the rule; the sandbox still refuses");
+      if (!level.empty()) p_.alert_severity[a.key.Scalar()] = level;
+    });
   }
 
   void Bad(const Field& f, const std::string& message, const std::string& hint) {

@@ -26,6 +26,12 @@ struct BoxVerdict {
   uint64_t pids_limit_events = 0;
 };
 
+// A live sample of a running box's resources (monitoring: CPU/RAM while it runs).
+struct BoxUsage {
+  std::optional<uint64_t> cpu_ns;        // cumulative cpu of the whole box
+  std::optional<uint64_t> memory_bytes;  // memory in use now
+};
+
 // One live box. Destroying it kills every process in it and removes everything it created on the
 // host (cgroups, temp dirs, containers): no path may leave a box behind.
 class Box {
@@ -45,6 +51,9 @@ class Box {
   // Called by the runner before each run, so per-run figures restart where the backend can
   // (native, cgroup v1: the memory peak). Counters stay cumulative.
   virtual void BeginRun() {}
+  // A live sample for monitoring, cheap enough to take every second; nullopt when the backend
+  // cannot tell. Called on the thread that drives the box.
+  virtual std::optional<BoxUsage> Usage() { return std::nullopt; }
 };
 
 // How a backend enforces one policy control, for `policy explain` and fail-closed checks.

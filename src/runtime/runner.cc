@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "policy/alert_rules.h"
 #include "policy/languages.h"
 
 namespace lsb {
@@ -125,6 +126,14 @@ void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Polic
     r.cpu_ms = (*after.cpu_ns - *before.cpu_ns) / 1000000;
 }
 
+bool ApplyAlertRule(const Policy& policy, protocol::Event& alert) {
+  if (alert.rule.empty()) return true;
+  auto severity = EffectiveAlertSeverity(policy, alert.rule, alert.severity);
+  if (!severity) return false;
+  alert.severity = *severity;
+  return true;
+}
+
 Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
                                                      SessionOptions opts) {
   LSB_TRY(backend.Check(policy));
@@ -193,7 +202,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   LSB_ASSIGN_OR_RETURN(protocol::RunSpec spec, BuildRunSpec(policy_, req));
 
   ExecResult r;
-  r.execution_id = NewExecutionId();
+  r.execution_id = req.execution_id.empty() ? NewExecutionId() : req.execution_id;
   r.backend = backend_.name();
   box_->BeginRun();
   BoxVerdict before = box_->Verdict();
@@ -209,8 +218,16 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   OutputBudget budget(spec.output_limit_bytes);
   auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + opts_.grace_ms);
   bool exited = false;
+  auto next_sample = start + std::chrono::milliseconds(cb.usage_interval_ms);
   while (!exited) {
-    auto f = channel_->Next(deadline);
+    // With a usage callback, wake up every interval to sample the box (then wait again).
+    bool sampling = cb.on_usage && cb.usage_interval_ms > 0 && next_sample < deadline;
+    auto f = channel_->Next(sampling ? next_sample : deadline);
+    if (sampling && f.ok() && !*f) {
+      if (auto u = box_->Usage()) cb.on_usage(*u);
+      next_sample += std::chrono::milliseconds(cb.usage_interval_ms);
+      continue;
+    }
     if (!f.ok() && f.error().message == "cancelled") return Cancelled();
     if (!f.ok()) {
       BoxVerdict now = box_->Verdict();
@@ -245,6 +262,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
       }
       case FrameType::kEvent: {
         LSB_ASSIGN_OR_RETURN(protocol::Event ev, ParseJson<protocol::Event>(fr.payload, "event"));
+        if (!ApplyAlertRule(policy_, ev)) break;  // the policy turned this rule off
         if (cb.on_event) cb.on_event(ev);
         if (!ev.rule.empty()) r.alerts.push_back(std::move(ev));
         break;
@@ -277,6 +295,8 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
     r.alerts.push_back(HostAlert("output_limit", "output_flood", "warning",
                                  "killed at the output cap of " + MiB(spec.output_limit_bytes),
                                  r.duration_ms));
+  // The host's own alerts (timeout, OOM, pids, output) under the policy's monitoring.alerts too.
+  std::erase_if(r.alerts, [&](protocol::Event& a) { return !ApplyAlertRule(policy_, a); });
   return r;
 }
 

@@ -29,6 +29,7 @@ struct ExecRequest {
   std::optional<std::string> stdin_data;     // nullopt: the program's stdin is empty
   std::map<std::string, std::string> env;    // added to / overriding the policy's env
   std::optional<uint64_t> timeout_ms;        // may only lower the policy's timeout
+  std::string execution_id;                  // "" = a fresh one (the daemon names it in advance)
 };
 
 // Live output and events, called on the caller's thread as frames arrive.
@@ -36,6 +37,9 @@ struct RunCallbacks {
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
   std::function<void(const protocol::Event&)> on_event;
+  // Live CPU/RAM samples of the box every `usage_interval_ms` while the program runs (monitoring).
+  std::function<void(const BoxUsage&)> on_usage;
+  uint64_t usage_interval_ms = 1000;
 };
 
 struct SessionOptions {
@@ -55,6 +59,9 @@ Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& 
 void ApplyExitReport(const protocol::ExitReport& report, ExecResult& result);
 void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Policy& policy,
                   ExecResult& result);
+// Pure: the policy's monitoring.alerts applied to one alert (its severity); false when the policy
+// turned the rule off (the alert is then not reported; what the sandbox refused stays refused).
+bool ApplyAlertRule(const Policy& policy, protocol::Event& alert);
 
 // Appends to stdout/stderr while stdout+stderr stay within `cap` bytes; reports the part kept.
 class OutputBudget {

@@ -60,7 +60,7 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
     }
     slots.acquire();
     waiters.emplace_back([&, i] {
-      results[i].emplace(RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true));
+      results[i].emplace(RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true, "batch"));
       slots.release();
     });
   }

@@ -9,6 +9,8 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <set>
 #include <thread>
 
 #include "runtime/backend_select.h"
@@ -54,6 +56,22 @@ bool AcceptableType(const HttpRequest& req) {
   ct = ct.substr(0, ct.find(';'));
   return ct == "application/json" || ct.ends_with("+json") || ct == "text/plain" ||
          ct == "application/x-www-form-urlencoded";  // curl -d's default; the body is parsed as JSON
+}
+
+// Bounded label values for the HTTP metrics: ids become placeholders, unknown paths "other".
+std::string RouteLabel(const std::string& path) {
+  static const std::set<std::string> fixed = {"/", "/metrics", "/healthz", "/readyz", "/v1/execute", "/v1/batch",
+                                               "/v1/sessions", "/v1/policies", "/v1/events", "/v1/executions"};
+  if (fixed.count(path)) return path;
+  for (const char* prefix : {"/v1/sessions/", "/v1/policies/", "/v1/executions/"}) {
+    std::string p = prefix;
+    if (path.rfind(p, 0) != 0) continue;
+    std::string rest = path.substr(p.size());
+    size_t slash = rest.find('/');
+    std::string tail = slash == std::string::npos ? "" : rest.substr(slash);
+    if (tail.empty() || tail == "/execute" || tail == "/files") return p + "{id}" + tail;
+  }
+  return "other";
 }
 
 }  // namespace
@@ -116,6 +134,16 @@ int RunDaemon(DaemonConfig config) {
   sched::SessionManager sessions(config.max_sessions);
   sessions.StartReaper();
   ServerContext ctx{**backend, policies, executor, boxes, sessions, config.limits, config.tokens};
+  std::unique_ptr<monitor::Monitor> mon;
+  if (config.monitoring) {
+    auto m = monitor::Monitor::Create(config.monitor);
+    if (!m.ok()) {
+      std::fprintf(stderr, "llm-sandbox serve: monitoring: %s\n", m.error().message.c_str());
+      return 2;
+    }
+    mon = std::move(*m);
+    ctx.monitor = mon.get();
+  }
 
   Router router;
   AddExecuteRoutes(router, ctx);
@@ -123,11 +151,13 @@ int RunDaemon(DaemonConfig config) {
   AddBatchRoutes(router, ctx);
   AddPolicyRoutes(router, ctx);
   AddHealthRoutes(router, ctx);
+  AddMonitoringRoutes(router, ctx);
 
   HttpHandler handler = [&ctx, &router](HttpRequest& req, ResponseStream& out) -> Reply {
     auto start = Clock::now();
     Reply r;
-    bool open_route = req.path == "/healthz" || req.path == "/readyz";
+    // The dashboard page carries no data (it asks for a token when the daemon has them).
+    bool open_route = req.path == "/healthz" || req.path == "/readyz" || req.path == "/";
     if (!open_route && !Authorized(ctx, req)) {
       r = ErrorResponse({ApiCode::kUnauthorized, "a valid 'Authorization: Bearer <token>' header is required"});
     } else if (!open_route && ctx.shutting_down) {
@@ -139,6 +169,9 @@ int RunDaemon(DaemonConfig config) {
       r = router.Dispatch(req, out);
     }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (ctx.monitor)
+      ctx.monitor->HttpRequest(RouteLabel(req.path), r.streamed ? 200 : r.response.status,
+                               std::chrono::duration<double>(Clock::now() - start).count());
     std::fprintf(stderr, "serve: %s %s %d %lldms\n", req.method.c_str(), req.path.c_str(),
                  r.streamed ? 200 : r.response.status, static_cast<long long>(ms));
     return r;
@@ -156,7 +189,11 @@ int RunDaemon(DaemonConfig config) {
   Log("listening on http://" + config.host + ":" + std::to_string((*server)->port()) + " (backend " +
       (*backend)->name() + ", " + std::to_string(*loaded) + " policies from " + config.policies_dir + ", " +
       std::to_string(workers) + " workers, queue " + std::to_string(queue) +
-      (config.tokens.empty() ? ", no auth" : ", bearer tokens") + ")");
+      (config.tokens.empty() ? ", no auth" : ", bearer tokens") +
+      (!config.monitoring ? ", monitoring off"
+       : config.monitor.audit_path.empty() ? ", no audit log"
+                                           : ", audit log " + config.monitor.audit_path) +
+      ")");
   std::thread acceptor([&] { (*server)->Serve(); });
 
   for (;;) {
@@ -176,6 +213,7 @@ int RunDaemon(DaemonConfig config) {
 
   Log("shutting down: no new work; waiting up to " + std::to_string(config.shutdown_grace_ms) + " ms for running executions");
   ctx.shutting_down = true;
+  if (mon) mon->events().CloseAll();  // live event streams end now
   (*server)->StopAccepting();
   acceptor.join();
   executor.StopAccepting();
@@ -189,6 +227,7 @@ int RunDaemon(DaemonConfig config) {
   executor.Shutdown();
   sessions.Shutdown();
   (*server)->Stop(2000);
+  if (mon) mon->Stop();  // webhooks still queued are dropped (counted)
   Log("stopped; boxes left: " + std::to_string(boxes.size()));
   return 0;
 }

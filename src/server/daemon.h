@@ -26,6 +26,8 @@ struct DaemonConfig {
   int shutdown_grace_ms = 10000;
   std::set<std::string> tokens;
   ServerLimits limits;
+  bool monitoring = true;               // --monitoring off: no metrics, events, audit, webhooks
+  lsb::monitor::MonitorOptions monitor;  // audit log, webhooks (docs/monitoring.md)
 };
 
 // True when `host` is a loopback address (or "localhost").

@@ -60,10 +60,19 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const s
   return plan;
 }
 
-ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb, bool wait_for_room) {
+ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb, bool wait_for_room,
+                          const char* kind) {
   sched::Admission admission;
-  std::function<Result<ExecResult>()> fn = [&ctx, &plan, &cb]() -> Result<ExecResult> {
-    return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, plan.request, plan.files, cb);
+  std::function<Result<ExecResult>()> fn = [&ctx, &plan, &cb, kind]() -> Result<ExecResult> {
+    if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, plan.request, plan.files, cb);
+    // Observed: named in advance so its live events and its result share the id.
+    ExecRequest req = plan.request;
+    req.execution_id = NewExecutionId();
+    auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",
+                                  req.language.empty() ? plan.policy.default_language : req.language, req.code});
+    auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb));
+    ctx.monitor->Finish(ex, r.ok() ? &*r : nullptr, r.ok() ? "" : r.error().message, ctx.backend.name());
+    return r;
   };
   auto r = sched::RunOn<Result<ExecResult>>(ctx.executor, fn, &admission, wait_for_room);
   if (!r) return FromAdmission(admission);

@@ -27,7 +27,8 @@ ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std
                                                    const std::string& field);
 ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const std::string& where = "");
 // Runs a plan on the executor in a fresh box (blocking the caller until it is done).
+// With monitoring on, the execution is observed (metrics, events, audit log) under `kind`.
 ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb = {},
-                          bool wait_for_room = false);
+                          bool wait_for_room = false, const char* kind = "execute");
 
 }  // namespace lsb::server

@@ -47,6 +47,13 @@ Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out)
     begin();
     out.Write(SseEvent("alert", json(e)));
   };
+  cb.on_usage = [&](const BoxUsage& u) {  // live CPU/RAM of the box, every second
+    begin();
+    json j = json::object();
+    j["cpu_ms"] = u.cpu_ns ? json(*u.cpu_ns / 1000000) : json(nullptr);
+    j["memory_bytes"] = u.memory_bytes ? json(*u.memory_bytes) : json(nullptr);
+    out.Write(SseEvent("usage", j));
+  };
   auto r = RunPlan(ctx, plan, cb);
   if (!r.ok() && !begun) return ErrorResponse(r.error());  // nothing sent yet: a plain error answer
   begin();

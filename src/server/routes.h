@@ -11,5 +11,6 @@ void AddSessionRoutes(Router& r, ServerContext& ctx);   // sessions_resource.cc
 void AddBatchRoutes(Router& r, ServerContext& ctx);     // batch_resource.cc
 void AddPolicyRoutes(Router& r, ServerContext& ctx);    // policies_resource.cc
 void AddHealthRoutes(Router& r, ServerContext& ctx);    // health_resource.cc
+void AddMonitoringRoutes(Router& r, ServerContext& ctx);  // monitoring_resource.cc: /metrics, /v1/events, /v1/executions, /
 
 }  // namespace lsb::server

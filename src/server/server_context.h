@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "monitor/monitor.h"
 #include "runtime/backend.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/executor.h"
@@ -33,6 +34,7 @@ struct ServerContext {
   ServerLimits limits;
   std::set<std::string> tokens;           // empty: no auth (loopback only)
   std::atomic<bool> shutting_down{false};
+  lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
 };
 
 }  // namespace lsb::server

@@ -84,6 +84,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
   }
   HttpResponse res = JsonResponse(201, SessionJson(s->Info()));
   res.headers.emplace_back("Location", "/v1/sessions/" + id);
+  if (ctx.monitor) ctx.monitor->SessionEvent("session_created", SessionJson(s->Info()));
   return res;
 }
 
@@ -112,7 +113,15 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   if (!spec.ok()) return ErrorResponse(BadRequest(spec.error().message));
   if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
   auto r = OnSession<ExecResult>(ctx, session, [&]() -> ApiOr<ExecResult> {
+    std::shared_ptr<monitor::Execution> ex;
+    if (ctx.monitor) {
+      er.execution_id = NewExecutionId();
+      std::string lang = er.language.empty() ? session.Info().language : er.language;
+      ex = ctx.monitor->Begin({er.execution_id, session.policy().name, "session", session.id(), lang, er.code});
+    }
     auto x = session.Execute(er);
+    if (ex && x.ok()) x->execution_id = er.execution_id;  // the interpreter names its own
+    if (ex) ctx.monitor->Finish(ex, x.ok() ? &*x : nullptr, x.ok() ? "" : x.error().message, ctx.backend.name());
     if (!x.ok()) return SandboxError(x.error().message);
     return std::move(*x);
   });
@@ -186,6 +195,7 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
   router.Add("DELETE", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
     if (!ctx.sessions.Remove(req.params.at("id")))
       return ErrorResponse(NotFound("no session " + req.params.at("id")));
+    if (ctx.monitor) ctx.monitor->SessionEvent("session_closed", {{"session_id", req.params.at("id")}});
     HttpResponse res;
     res.status = 204;
     res.content_type = "application/json";

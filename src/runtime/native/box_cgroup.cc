@@ -242,7 +242,9 @@ CgroupStats BoxCgroups::Read() const {
     if (g->version == CgroupVersion::kV1) {
       s.oom_kills = ReadKeyed(g->dir + "/memory.oom_control", "oom_kill").value_or(0);
       s.memory_peak_bytes = ReadNumber(g->dir + "/memory.max_usage_in_bytes");
+      s.memory_current_bytes = ReadNumber(g->dir + "/memory.usage_in_bytes");
     } else {
+      s.memory_current_bytes = ReadNumber(g->dir + "/memory.current");
       s.oom_kills = ReadKeyed(g->dir + "/memory.events", "oom_kill").value_or(0);
       s.memory_peak_bytes = ReadNumber(g->dir + "/memory.peak");
     }

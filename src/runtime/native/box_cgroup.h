@@ -30,6 +30,7 @@ struct CgroupStats {
   uint64_t pids_max_events = 0;
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<uint64_t> cpu_ns;
+  std::optional<uint64_t> memory_current_bytes;  // in use now (monitoring samples)
 };
 
 // How (or why not) one limit can be enforced here; `control` is the policy key.

@@ -39,6 +39,12 @@ BoxVerdict NativeBox::Verdict() {
   return v;
 }
 
+std::optional<BoxUsage> NativeBox::Usage() {
+  if (!cgroups_) return std::nullopt;
+  CgroupStats s = cgroups_->Read();
+  return BoxUsage{s.cpu_ns, s.memory_current_bytes};
+}
+
 void NativeBox::DrainDiagnostics() {
   if (!diag_) return;
   char buf[4096];

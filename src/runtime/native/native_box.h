@@ -27,6 +27,8 @@ class NativeBox : public Box {
     if (cgroups_) cgroups_->ResetPeak();
   }
 
+  std::optional<BoxUsage> Usage() override;
+
   pid_t init_pid() const { return process_->pid(); }
 
  private:

@@ -1,0 +1,69 @@
+// Live events for GET /v1/events and the dashboard: publish/subscribe with a bounded queue per
+// subscriber. A slow subscriber never slows a publisher (an execution): past its bound the oldest
+// events are dropped and counted, and the subscriber is told how many it missed.
+//
+// Concurrency: `mu_` guards the subscriber list; each Subscription has its own mutex and condition
+// variable. Publish() copies the event into every queue and returns.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lsb::monitor {
+
+struct LiveEvent {
+  uint64_t seq = 0;
+  std::string type;   // "alert", "trace", "usage", "execution_started", "execution_finished", ...
+  nlohmann::json data;
+};
+
+class Subscription {
+ public:
+  Subscription(std::set<std::string> types, size_t limit) : types_(std::move(types)), limit_(limit) {}
+  // Waits up to `timeout` for the next event; nullopt on timeout or once closed.
+  std::optional<LiveEvent> Next(std::chrono::milliseconds timeout);
+  // Events dropped for this subscriber since the last call (it fell behind).
+  uint64_t TakeDropped();
+  void Close();
+  bool Wants(const std::string& type) const { return types_.empty() || types_.count(type) > 0; }
+  // Returns false when the event was dropped (queue full: the oldest went).
+  bool Push(const LiveEvent& e);
+
+ private:
+  const std::set<std::string> types_;  // empty = all
+  const size_t limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<LiveEvent> queue_;
+  uint64_t dropped_ = 0;
+  bool closed_ = false;
+};
+
+class EventBus {
+ public:
+  explicit EventBus(size_t per_subscriber_limit = 1024) : limit_(per_subscriber_limit) {}
+  std::shared_ptr<Subscription> Subscribe(std::set<std::string> types = {});
+  void Unsubscribe(const std::shared_ptr<Subscription>& s);
+  // Returns the number of subscribers that had to drop an event for it.
+  size_t Publish(const std::string& type, nlohmann::json data);
+  size_t subscribers() const;
+  void CloseAll();
+
+ private:
+  const size_t limit_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Subscription>> subs_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace lsb::monitor

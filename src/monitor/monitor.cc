@@ -1,0 +1,322 @@
+#include "monitor/monitor.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "monitor/sha256.h"
+
+namespace lsb::monitor {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<double> kLatencyBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+
+std::string Cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n); }
+
+json EventJson(const protocol::Event& e) {
+  json j = e;
+  return j;
+}
+
+}  // namespace
+
+std::string Rfc3339(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+Monitor::Monitor(MonitorOptions opts) : opts_(std::move(opts)) {
+  metrics_.Declare("lsb_executions_total", MetricType::kCounter, "Executions finished, by status and policy.");
+  metrics_.Declare("lsb_execution_errors_total", MetricType::kCounter,
+                   "Executions the sandbox could not run (sandbox_error), by policy.");
+  metrics_.Declare("lsb_execution_duration_seconds", MetricType::kHistogram,
+                   "Wall time of executions as the daemon saw them (box start to result), by policy.", kLatencyBuckets);
+  metrics_.Declare("lsb_execution_cpu_seconds_total", MetricType::kCounter, "CPU time used by programs, by policy.");
+  metrics_.Declare("lsb_alerts_total", MetricType::kCounter, "Alerts raised, by rule and severity.");
+  metrics_.Declare("lsb_trace_events_total", MetricType::kCounter, "Trace events (monitoring.trace), by kind.");
+  metrics_.Declare("lsb_executions_running", MetricType::kGauge, "Executions running now.");
+  metrics_.Declare("lsb_executor_workers", MetricType::kGauge, "Worker threads of the executor (the pool size).");
+  metrics_.Declare("lsb_executor_busy", MetricType::kGauge, "Workers running box work now.");
+  metrics_.Declare("lsb_queue_depth", MetricType::kGauge, "Requests waiting for a worker.");
+  metrics_.Declare("lsb_queue_limit", MetricType::kGauge, "Requests that may wait before 429.");
+  metrics_.Declare("lsb_boxes_live", MetricType::kGauge, "Boxes alive now (executions and sessions).");
+  metrics_.Declare("lsb_sessions_active", MetricType::kGauge, "Sessions open now.");
+  metrics_.Declare("lsb_sessions_limit", MetricType::kGauge, "Sessions that may be open at once.");
+  metrics_.Declare("lsb_sessions_created_total", MetricType::kCounter, "Sessions created.");
+  metrics_.Declare("lsb_http_requests_total", MetricType::kCounter, "HTTP requests answered, by route and status.");
+  metrics_.Declare("lsb_http_request_duration_seconds", MetricType::kHistogram, "HTTP request latency, by route.",
+                   kLatencyBuckets);
+  metrics_.Declare("lsb_events_subscribers", MetricType::kGauge, "Clients on GET /v1/events.");
+  metrics_.Declare("lsb_events_dropped_total", MetricType::kCounter,
+                   "Live events dropped for subscribers that fell behind.");
+  metrics_.Declare("lsb_audit_records_total", MetricType::kCounter, "Audit log records made durable.");
+  metrics_.Declare("lsb_audit_errors_total", MetricType::kCounter, "Audit log writes that failed.");
+  metrics_.Declare("lsb_webhook_deliveries_total", MetricType::kCounter, "Webhook deliveries, by outcome.");
+  metrics_.Declare("lsb_webhook_retries_total", MetricType::kCounter, "Webhook attempts retried.");
+  metrics_.Declare("lsb_webhook_dropped_total", MetricType::kCounter,
+                   "Webhook deliveries dropped (queue full or shutdown).");
+  metrics_.Declare("lsb_alerts_suppressed_total", MetricType::kCounter,
+                   "Alerts past the per-execution bound: counted, not recorded or posted one by one.");
+}
+
+Monitor::~Monitor() { Stop(); }
+
+Result<std::unique_ptr<Monitor>> Monitor::Create(MonitorOptions opts) {
+  std::unique_ptr<Monitor> m(new Monitor(std::move(opts)));
+  if (!m->opts_.audit_path.empty()) {
+    AuditLogOptions a;
+    a.path = m->opts_.audit_path;
+    a.max_bytes = m->opts_.audit_max_bytes;
+    a.keep = m->opts_.audit_keep;
+    LSB_ASSIGN_OR_RETURN(m->audit_, AuditLog::Open(a));
+  }
+  if (!m->opts_.webhooks.urls.empty()) m->webhooks_ = std::make_unique<WebhookSender>(m->opts_.webhooks, m->metrics_);
+  return m;
+}
+
+void Monitor::Stop() {
+  events_.CloseAll();
+  if (webhooks_) webhooks_->Stop();
+}
+
+std::shared_ptr<Execution> Monitor::Begin(ExecutionInfo info) {
+  auto ex = std::make_shared<Execution>();
+  ex->code_sha256_ = Hex(Sha256(info.code));
+  ex->code_bytes_ = info.code.size();
+  info.code.clear();
+  ex->info_ = std::move(info);
+  ex->started_ = std::chrono::system_clock::now();
+  ex->started_mono_ = std::chrono::steady_clock::now();
+  json started;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_[ex->info_.id] = ex;
+    started = RunningJson(*ex);
+  }
+  events_.Publish("execution_started", std::move(started));
+  return ex;
+}
+
+json Monitor::RunningJson(const Execution& ex) const {
+  json j = {{"execution_id", ex.info_.id},
+            {"policy", ex.info_.policy},
+            {"kind", ex.info_.kind},
+            {"language", ex.info_.language},
+            {"started_at", Rfc3339(ex.started_)},
+            {"code_sha256", ex.code_sha256_},
+            {"code_bytes", ex.code_bytes_},
+            {"state", "running"}};
+  if (!ex.info_.session_id.empty()) j["session_id"] = ex.info_.session_id;
+  if (ex.last_usage_) {
+    j["cpu_ms"] = ex.last_usage_->cpu_ns ? json(*ex.last_usage_->cpu_ns / 1000000) : json(nullptr);
+    j["memory_bytes"] = ex.last_usage_->memory_bytes ? json(*ex.last_usage_->memory_bytes) : json(nullptr);
+  }
+  return j;
+}
+
+void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
+  metrics_.Inc("lsb_alerts_total", {{"rule", e.rule}, {"severity", e.severity}});
+  if (ex.alerts_recorded_ >= opts_.alert_record_limit) {
+    metrics_.Inc("lsb_alerts_suppressed_total");
+    return;
+  }
+  ++ex.alerts_recorded_;
+  json a = EventJson(e);
+  a["execution_id"] = ex.info_.id;
+  a["policy"] = ex.info_.policy;
+  a["time"] = Rfc3339(std::chrono::system_clock::now());
+  if (!ex.info_.session_id.empty()) a["session_id"] = ex.info_.session_id;
+  if (webhooks_) {
+    json body = {{"event", "alert"}, {"alert", a}};
+    webhooks_->Send("alert", e.severity, body.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  if (size_t d = events_.Publish("alert", a)) metrics_.Inc("lsb_events_dropped_total", {}, static_cast<double>(d));
+  if (audit_) {
+    a["type"] = "alert";
+    ex.alert_records_.push_back(std::move(a));
+  }
+}
+
+void Monitor::OnUsage(Execution& ex, const BoxUsage& u) {
+  auto now = std::chrono::steady_clock::now();
+  json j = {{"execution_id", ex.info_.id}, {"policy", ex.info_.policy}};
+  j["memory_bytes"] = u.memory_bytes ? json(*u.memory_bytes) : json(nullptr);
+  j["cpu_ms"] = u.cpu_ns ? json(*u.cpu_ns / 1000000) : json(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ex.last_usage_ && ex.last_usage_->cpu_ns && u.cpu_ns && *u.cpu_ns >= *ex.last_usage_->cpu_ns) {
+      double wall_ns = std::chrono::duration<double, std::nano>(now - ex.last_usage_at_).count();
+      if (wall_ns > 0) j["cpu_percent"] = 100.0 * static_cast<double>(*u.cpu_ns - *ex.last_usage_->cpu_ns) / wall_ns;
+    }
+    ex.last_usage_ = u;
+    ex.last_usage_at_ = now;
+  }
+  j["elapsed_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(now - ex.started_mono_).count();
+  events_.Publish("usage", std::move(j));
+}
+
+RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks inner) {
+  RunCallbacks cb = inner;
+  Execution* e = ex.get();  // the caller keeps `ex` alive for the run
+  cb.on_event = [this, e, fn = inner.on_event](const protocol::Event& ev) {
+    if (ev.rule.empty()) {
+      metrics_.Inc("lsb_trace_events_total", {{"kind", ev.kind}});
+      json t = EventJson(ev);
+      if (e->trace_.size() < opts_.trace_limit) {
+        e->trace_.push_back(t);
+      } else {
+        ++e->trace_dropped_;
+      }
+      t["execution_id"] = e->info_.id;
+      events_.Publish("trace", std::move(t));
+    } else {
+      ++e->alerts_seen_;
+      OnAlert(*e, ev);
+    }
+    if (fn) fn(ev);
+  };
+  cb.usage_interval_ms = opts_.usage_interval_ms;
+  cb.on_usage = [this, e, fn = inner.on_usage](const BoxUsage& u) {
+    OnUsage(*e, u);
+    if (fn) fn(u);
+  };
+  return cb;
+}
+
+void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, const std::string& error,
+                     const std::string& backend) {
+  const std::string& policy = ex->info_.policy;
+  // Alerts the callbacks did not see: the host's own (timeout, OOM, pids, output) and those of
+  // runs without callbacks (session interpreters).
+  if (r) {
+    size_t with_rule = 0;
+    for (const auto& a : r->alerts) {
+      if (a.rule.empty()) continue;
+      if (++with_rule > ex->alerts_seen_) OnAlert(*ex, a);
+    }
+  }
+  auto now = std::chrono::system_clock::now();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ex->started_mono_).count();
+  json rec = {{"type", "execution"},
+              {"time", Rfc3339(now)},
+              {"started_at", Rfc3339(ex->started_)},
+              {"execution_id", ex->info_.id},
+              {"policy", policy},
+              {"kind", ex->info_.kind},
+              {"language", ex->info_.language},
+              {"backend", backend},
+              {"code_sha256", ex->code_sha256_},
+              {"code_bytes", ex->code_bytes_}};
+  if (!ex->info_.session_id.empty()) rec["session_id"] = ex->info_.session_id;
+  std::string status;
+  if (r) {
+    status = ExecStatusName(r->status);
+    rec["status"] = status;
+    rec["exit_code"] = r->exit_code;
+    rec["signal"] = r->signal;
+    rec["truncated"] = r->truncated;
+    rec["usage"] = {{"duration_ms", r->duration_ms},
+                    {"cpu_ms", r->cpu_ms},
+                    {"memory_peak_bytes", r->memory_peak_bytes ? json(*r->memory_peak_bytes) : json(nullptr)},
+                    {"stdout_bytes", r->stdout_data.size()},
+                    {"stderr_bytes", r->stderr_data.size()}};
+    rec["alerts"] = json::array();
+    for (const auto& a : r->alerts) rec["alerts"].push_back(a);
+    metrics_.Inc("lsb_executions_total", {{"status", status}, {"policy", policy}});
+    metrics_.Inc("lsb_execution_cpu_seconds_total", {{"policy", policy}}, static_cast<double>(r->cpu_ms) / 1000.0);
+  } else {
+    status = "sandbox_error";
+    rec["status"] = status;
+    rec["error"] = error;
+    metrics_.Inc("lsb_execution_errors_total", {{"policy", policy}});
+  }
+  metrics_.Observe("lsb_execution_duration_seconds", {{"policy", policy}}, seconds);
+  if (!ex->trace_.empty() || ex->trace_dropped_) {
+    rec["trace"] = ex->trace_;
+    if (ex->trace_dropped_) rec["trace_dropped"] = ex->trace_dropped_;
+  }
+
+  // The dashboard's view keeps the output (bounded); the audit log keeps sizes and hashes only.
+  json view = rec;
+  view.erase("type");
+  if (r) {
+    view["stdout"] = Cut(r->stdout_data, opts_.output_keep_bytes);
+    view["stderr"] = Cut(r->stderr_data, opts_.output_keep_bytes);
+    view["duration_ms"] = r->duration_ms;
+    view["cpu_ms"] = r->cpu_ms;
+    view["memory_peak_bytes"] = r->memory_peak_bytes ? json(*r->memory_peak_bytes) : json(nullptr);
+  }
+  view["state"] = "finished";
+
+  if (audit_) {
+    std::vector<json> records = std::move(ex->alert_records_);
+    records.insert(records.begin(), rec);
+    auto st = audit_->AppendAll(records);
+    if (st.ok()) {
+      metrics_.Inc("lsb_audit_records_total", {}, static_cast<double>(records.size()));
+    } else {
+      metrics_.Inc("lsb_audit_errors_total");
+    }
+  }
+  json summary = view;
+  summary.erase("stdout");
+  summary.erase("stderr");
+  summary.erase("trace");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(ex->info_.id);
+    recent_.push_front(std::move(view));
+    while (recent_.size() > opts_.recent_limit) recent_.pop_back();
+  }
+  events_.Publish("execution_finished", std::move(summary));
+}
+
+void Monitor::SessionEvent(const std::string& type, json data) {
+  if (type == "session_created") metrics_.Inc("lsb_sessions_created_total");
+  data["time"] = Rfc3339(std::chrono::system_clock::now());
+  events_.Publish(type, std::move(data));
+}
+
+void Monitor::HttpRequest(const std::string& route, int status, double seconds) {
+  metrics_.Inc("lsb_http_requests_total", {{"route", route}, {"status", std::to_string(status)}});
+  metrics_.Observe("lsb_http_request_duration_seconds", {{"route", route}}, seconds);
+}
+
+json Monitor::Running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  json list = json::array();
+  for (const auto& [_, ex] : running_) list.push_back(RunningJson(*ex));
+  return list;
+}
+
+json Monitor::Recent(size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  json list = json::array();
+  for (const auto& v : recent_) {
+    if (list.size() >= limit) break;
+    json s = v;
+    s.erase("stdout");
+    s.erase("stderr");
+    s.erase("trace");
+    list.push_back(std::move(s));
+  }
+  return list;
+}
+
+std::optional<json> Monitor::FindExecution(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& v : recent_)
+    if (v.value("execution_id", "") == id) return v;
+  auto it = running_.find(id);
+  if (it != running_.end()) return RunningJson(*it->second);
+  return std::nullopt;
+}
+
+}  // namespace lsb::monitor
