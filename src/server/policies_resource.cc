@@ -1,6 +1,7 @@
 // GET /v1/policies and GET /v1/policies/{name}: the daemon's policies and, per control, how each
 // backend enforces it (the `policy explain` view).
 #include "policy/explain.h"
+#include "policy/languages.h"
 #include "server/json_codec.h"
 #include "server/routes.h"
 
@@ -18,7 +19,9 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
     json list = json::array();
     for (const auto& [name, p] : *ctx.policies.Snapshot()) {
       json langs = json::array();
-      for (const auto& [l, _] : p.languages) langs.push_back(l);
+      // Only the languages this policy can actually run (interpreter allowed, not denied).
+      for (const auto& [l, lang] : p.languages)
+        if (CheckLanguageRunnable(p, lang).ok()) langs.push_back(l);
       list.push_back({{"name", name}, {"description", p.description}, {"backend", p.backend},
                       {"network", p.network_enabled}, {"languages", langs},
                       {"default", name == ctx.limits.default_policy}});
