@@ -6,7 +6,6 @@ const { chromium } = require("playwright-core");
 const { spawn } = require("child_process");
 const fs = require("fs");
 const net = require("net");
-const os = require("os");
 const path = require("path");
 const http = require("http");
 
@@ -49,7 +48,6 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
     "--images", path.join(SRC, "config", "images.yaml"), "--usage-interval", "250"], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   daemon.stderr.on("data", (d) => (log += d));
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "lsb-chromium-"));
   let browser;
   let failed = false;
   try {
@@ -57,7 +55,9 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
     browser = await chromium.launch({
       executablePath: "/usr/bin/chromium",
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", `--user-data-dir=${profile}`],
+        "--disable-component-update", "--disable-sync"],
+      // A fresh, empty profile: playwright makes its own temporary user data dir (it refuses
+      // --user-data-dir in launch()).
     });
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors = [];
@@ -95,7 +95,6 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
   } finally {
     if (browser) await browser.close();
     daemon.kill("SIGTERM");
-    fs.rmSync(profile, { recursive: true, force: true });
   }
   console.log(failed ? "0 passed, 1 failed" : "1 passed, 0 failed");
   process.exit(failed ? 1 : 0);
