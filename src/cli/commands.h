@@ -13,5 +13,6 @@ int RunCommand(const Args& args);     // run_cmd.cc: llm-sandbox run
 int PolicyCommand(const Args& args);  // policy_cmd.cc: llm-sandbox policy check|explain
 int ServeCommand(const Args& args);   // serve_cmd.cc: llm-sandbox serve (the HTTP daemon)
 int LogsCommand(const Args& args);    // logs_cmd.cc: llm-sandbox logs (the audit log)
+int McpCommand(const Args& args);     // mcp_cmd.cc: llm-sandbox mcp (MCP server on stdio)
 
 }  // namespace lsb::cli

@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "  policy explain FILE|NAME                                   how each control is enforced\n"
     "  serve [--listen HOST:PORT] [--policies DIR] ...             the HTTP daemon (docs/api.md)\n"
     "  logs [--file FILE] [--policy P] [--rule R] [-f] ...         read/filter/follow the audit log\n"
+    "  mcp [--policies DIR] [--images FILE] ...                   MCP server on stdin/stdout\n"
     "  version                                                    print the version\n"
     "\n"
     "Run 'llm-sandbox <command> --help' for a command's options.\n";
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   if (cmd == "policy") return lsb::cli::PolicyCommand(args);
   if (cmd == "serve") return lsb::cli::ServeCommand(args);
   if (cmd == "logs") return lsb::cli::LogsCommand(args);
+  if (cmd == "mcp") return lsb::cli::McpCommand(args);
   if (cmd == "version" || cmd == "--version") {
     std::printf("llm-sandbox %s\n", LSB_VERSION);
     return 0;

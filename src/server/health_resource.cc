@@ -20,6 +20,8 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
                               {"queued", ctx.executor.queued()},
                               {"workers", ctx.executor.workers()}});
   });
+  // /mcp is registered with the health routes for now; its own call belongs in daemon.cc's list.
+  AddMcpRoutes(router, ctx);
 }
 
 }  // namespace lsb::server

@@ -12,5 +12,6 @@ void AddBatchRoutes(Router& r, ServerContext& ctx);     // batch_resource.cc
 void AddPolicyRoutes(Router& r, ServerContext& ctx);    // policies_resource.cc
 void AddHealthRoutes(Router& r, ServerContext& ctx);    // health_resource.cc
 void AddMonitoringRoutes(Router& r, ServerContext& ctx);  // monitoring_resource.cc: /metrics, /v1/events, /v1/executions, /
+void AddMcpRoutes(Router& r, ServerContext& ctx);       // mcp_resource.cc: /mcp (MCP, Streamable HTTP)
 
 }  // namespace lsb::server

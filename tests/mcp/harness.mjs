@@ -1,0 +1,62 @@
+// Starts the REAL daemon for the /mcp tests (`$LSB_BUILD_DIR/llm-sandbox serve` on a free port with
+// the repository's policies and image map), waits for /healthz, stops it with SIGTERM; and the
+// arguments that start `llm-sandbox mcp` the same way for the stdio tests.
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { createWriteStream, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const SOURCE_DIR = process.env.LSB_SOURCE_DIR ?? resolve(here, "..", "..");
+export const BUILD_DIR = process.env.LSB_BUILD_DIR ?? join(SOURCE_DIR, "build");
+export const BINARY = join(BUILD_DIR, "llm-sandbox");
+export const POLICY_ARGS = ["--policies", join(SOURCE_DIR, "policies"), "--images", join(SOURCE_DIR, "config", "images.yaml")];
+
+async function freePort() {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => res(port));
+    });
+  });
+}
+
+export async function startDaemon() {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is not built (set LSB_BUILD_DIR)`);
+  const port = await freePort();
+  const logPath = join(mkdtempSync(join(tmpdir(), "lsb-mcp-")), "serve.log");
+  const log = createWriteStream(logPath);
+  const env = { ...process.env };
+  delete env.LLM_SANDBOX_TOKENS;
+  const proc = spawn(BINARY, ["serve", "--listen", `127.0.0.1:${port}`, ...POLICY_ARGS],
+    { cwd: SOURCE_DIR, env, stdio: ["ignore", "pipe", "pipe"] });
+  proc.stdout.pipe(log);
+  proc.stderr.pipe(log);
+  const url = `http://127.0.0.1:${port}`;
+  const readLog = () => (existsSync(logPath) ? readFileSync(logPath, "utf8") : "");
+  const stop = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`llm-sandbox serve exited ${proc.exitCode}:\n${readLog()}`);
+    try {
+      const r = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
+      if (r.status === 200) return { url, stop, log: readLog };
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`no /healthz answer within 60s:\n${readLog()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
