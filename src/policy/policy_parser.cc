@@ -5,6 +5,9 @@
 #include <set>
 #include <tuple>
 
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "policy/alert_rules.h"
@@ -491,6 +494,49 @@ class Parser {
   std::vector<std::string> explicit_languages_;
 };
 
+// Counts the documents of a YAML stream, at most `cap`, without building nodes. YAML::LoadAll is
+// not used: yaml-cpp 0.7 never returns from it on a stray ',' at document level (each round yields
+// an empty document without consuming the token, and memory grows without bound; found by
+// fuzz/policy_parser, input kept in fuzz/regressions/policy_parser/).
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second;  // the first node of the second document (its "---" line if it has none)
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (++documents == 2) second = m;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { Node(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& m) {
+    if (documents == 2 && !second_node_) {
+      second = m;
+      second_node_ = true;
+    }
+  }
+  bool second_node_ = false;
+};
+
+DocumentCounter CountDocuments(const std::string& text, int cap) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  for (int n = 0; n < cap && parser.HandleNextDocument(counter); ++n) {
+  }
+  return counter;
+}
+
 }  // namespace
 
 PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& file_name) {
@@ -498,11 +544,13 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
   YamlReader reader(file_name, yaml_text);
   YAML::Node root;
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-    if (!documents.empty()) root = documents[0];
-    if (documents.size() > 1) {
-      // YAML::Load would silently drop everything after the first "---".
-      reader.Report(documents[1].Mark(), "the file holds " + std::to_string(documents.size()) + " YAML documents",
+    const std::string text(yaml_text);
+    root = YAML::Load(text);
+    // YAML::Load alone would silently drop everything after the first "---".
+    DocumentCounter docs = CountDocuments(text, 3);
+    if (docs.documents > 1) {
+      reader.Report(docs.second, "the file holds " + std::string(docs.documents > 2 ? "3 or more" : "2") +
+                                     " YAML documents (or a stray ',' outside [ ] or { })",
                     "keep one policy per file (remove the second '---' and what follows)");
       out.diagnostics = reader.diagnostics();
       return out;
