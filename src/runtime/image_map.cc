@@ -102,7 +102,7 @@ Result<std::string> ImageMap::Resolve(const std::string& image) const {
   if (image == "host") return std::string("host");
   auto it = images_.find(image);
   if (it == images_.end()) {
-    return Error{"container.image '" + image + "' has no rootfs mapping for the native backend; searched: " +
+    return Error{"image '" + image + "' has no rootfs mapping for the native backend; searched: " +
                  (searched_.empty() ? source_ : searched_) +
                  ". Add a line under 'images:' in one of these files, e.g.\n  images:\n    \"" + image +
                  "\": host            # run on the host's system directories, read-only\n" +

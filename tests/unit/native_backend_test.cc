@@ -64,7 +64,7 @@ TEST(NativeBackend, CheckNamesUnmappedImageAndRuntime) {
   p.runtime = "runsc";
   auto st = b.Check(p);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("container.image: container.image 'ruby:3'"), std::string::npos)
+  EXPECT_NE(st.error().message.find("container.image: image 'ruby:3'"), std::string::npos)
       << st.error().message;
   EXPECT_NE(st.error().message.find("container.runtime"), std::string::npos);
 }
@@ -86,14 +86,17 @@ TEST(NativeBackend, SetupForUsesTheImageMap) {
   EXPECT_EQ(s->allow, p.allow);
 }
 
-TEST(NativeBackend, NetworkEnabledIsDescribedAsHostNetwork) {
+TEST(NativeBackend, NetworkEnabledIsRefusedNotSharedWithTheHost) {
   NativeBackend b;
   Policy p = HostPolicy();
   p.network_enabled = true;
-  bool found = false;
+  bool refused = false;
   for (const auto& c : b.Explain(p))
-    if (c.control == "network.enabled") found = c.how.find("HOST'S NETWORK") != std::string::npos;
-  EXPECT_TRUE(found);
+    if (c.control == "network.enabled") refused = !c.enforced && c.how.find("Docker backend") != std::string::npos;
+  EXPECT_TRUE(refused);
+  auto st = b.Check(p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("network.enabled"), std::string::npos) << st.error().message;
 }
 
 // A box whose "init" is /bin/cat: it echoes the stream, so the outer box can be inspected live.
