@@ -105,10 +105,16 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
             ":" + std::to_string(policy.gid) + " inside");
   add("container.user_namespace", true, "always: every native box has its own user namespace");
 
-  add("network.enabled", true,
-      policy.network_enabled
-          ? "network enabled by policy: the box SHARES THE HOST'S NETWORK namespace (no isolation)"
-          : "a new, empty network namespace (loopback only, down) + init's seccomp/connect watch");
+  // Sharing the host's network namespace would expose the host's loopback services (Redis on
+  // 127.0.0.1:6379...) to the box, so network "on" is refused here, as the policy loader refuses
+  // it for backend: native; a policy with network needs the Docker backend.
+  if (policy.network_enabled)
+    add("network.enabled", false,
+        "network.enabled: true needs the Docker backend: the native backend only offers an empty "
+        "network namespace (sharing the host's would expose its loopback services)");
+  else
+    add("network.enabled", true,
+        "a new, empty network namespace (loopback only, down) + init's seccomp/connect watch");
 
   CgroupLimits limits = LimitsFor(policy, opts_);
   for (const auto& c : ProbeCgroups(Layout(), opts_.cgroup_parent, limits)) {
