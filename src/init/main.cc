@@ -6,10 +6,13 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "base/io.h"
 #include "base/unique_fd.h"
@@ -34,7 +37,28 @@ struct Setup {
   ExecPolicy exec;
   UniqueFd ruleset;
   int landlock_abi = 0;
+  // Only with BoxSetup.gvisor_accept_weaker: what the kernel could not give, said in kReady.
+  bool watch = true;
+  bool escape = true;
+  std::vector<std::string> controls_off;
 };
+
+// Whether the escape filter loads here (gVisor implements seccomp-bpf, but say so if it does not):
+// a throwaway child tries it, so init itself stays unfiltered.
+bool EscapeFilterLoads(bool watched) {
+  auto progs = BuildSeccompPrograms(256, SeccompOptions{false, watched});
+  if (!progs.ok()) return false;
+  pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(1);
+    ::_exit(LoadSeccompProgram(progs->escape, false) < 0 ? 1 : 0);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 // CAP_SYS_ADMIN (bit 21) in the effective set, from /proc/self/status (no libcap in a static init).
 bool HasCapSysAdmin() {
@@ -59,10 +83,26 @@ Status Prepare(Setup& s) {
   if (box.mode != "build_root" && box.mode != "in_place")
     return Error{"mode must be \"build_root\" or \"in_place\": \"" + box.mode + "\""};
   // 2. Kernel features, before touching anything: fail closed if a control is unenforceable.
+  //    The one exception: a policy that accepted gVisor's weaker mode runs without what the
+  //    kernel lacks, and kReady names each control that is off.
+  const bool weaker = box.gvisor_accept_weaker;
+  if (weaker && box.mode != "in_place") return Error{"gvisor_accept_weaker is only for the in_place mode (Docker with runsc)"};
   s.landlock_abi = LandlockAbi();
-  if (s.landlock_abi < 1)
+  if (s.landlock_abi < 1 && !weaker)
     return Error{"commands: Landlock is unavailable (kernel without CONFIG_SECURITY_LANDLOCK or lsm= without landlock); cannot restrict executables"};
-  LSB_TRY(NotifyWatch::Probe());
+  if (s.landlock_abi < 1)
+    s.controls_off.push_back("commands (Landlock): unavailable in this kernel; commands.allow/deny are not enforced");
+  auto probe = NotifyWatch::Probe();
+  if (!probe.ok() && !weaker) return probe.error();
+  if (!probe.ok()) {
+    s.watch = false;
+    s.controls_off.push_back("alerts (seccomp user notification): " + probe.error().message +
+                             "; exec and network attempts are not reported");
+  }
+  if (weaker && !EscapeFilterLoads(s.watch)) {
+    s.escape = false;
+    s.controls_off.push_back("seccomp escape filter: does not load in this kernel");
+  }
   // 3. The filesystem view.
   if (box.mode == "build_root" && (::geteuid() != 0 || !HasCapSysAdmin()))
     return Error{"filesystem (build_root): init has no capabilities in its user namespace (euid " +
@@ -80,11 +120,13 @@ Status Prepare(Setup& s) {
   auto exec = ExecPolicy::Resolve(box.allow, box.deny, [](const std::string& w) { Diag(w); });
   if (!exec.ok()) return exec.error();
   s.exec = std::move(*exec);
-  auto rs = CreateRuleset(s.landlock_abi, PlanRules(box, s.exec), box.network_enabled);
-  if (!rs.ok()) return rs.error();
-  s.ruleset = std::move(*rs);
+  if (s.landlock_abi >= 1) {
+    auto rs = CreateRuleset(s.landlock_abi, PlanRules(box, s.exec), box.network_enabled);
+    if (!rs.ok()) return rs.error();
+    s.ruleset = std::move(*rs);
+  }
   // 5. The seccomp programs compile (checked once here; the child loads them per run).
-  auto progs = BuildSeccompPrograms(256);
+  auto progs = BuildSeccompPrograms(256, SeccompOptions{box.trace, s.watch});
   if (!progs.ok()) return progs.error().Wrap("seccomp");
   return OkStatus();
 }
@@ -92,6 +134,13 @@ Status Prepare(Setup& s) {
 int Main() {
   // fd 2 must exist (diagnostics); fds 0 and 1 are the stream.
   if (::fcntl(2, F_GETFD) < 0) ::open("/dev/null", O_WRONLY);
+  // Non-dumpable: /proc/1/mem, /proc/1/environ, pidfd_getfd and ptrace of init need
+  // CAP_SYS_PTRACE even for a program with init's uid (Docker runs both as the policy's uid, and
+  // under gVisor no Landlock scoping stands in the way). Each run's child turns it back on.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    Diag("PR_SET_DUMPABLE failed");
+    return 70;
+  }
   ::signal(SIGPIPE, SIG_IGN);
   sigset_t chld;
   sigemptyset(&chld);
@@ -126,10 +175,13 @@ int Main() {
     (void)stream.SendJson(FrameType::kError, protocol::InitError{"setup", st.error().message, st.error().sys_errno});
     return 1;
   }
-  if (!stream.SendJson(FrameType::kReady, protocol::InitReady{protocol::kProtocolVersion, s.landlock_abi, s.box.mode}).ok())
+  for (const auto& off : s.controls_off) Diag("weaker mode accepted by the policy: " + off);
+  if (!stream.SendJson(FrameType::kReady, protocol::InitReady{protocol::kProtocolVersion, s.landlock_abi,
+                                                                s.box.mode, s.controls_off}).ok())
     return 0;
 
   Supervisor sup(stream, sigfd.get(), s.box, s.exec, s.ruleset.get());
+  sup.SetControls(s.watch, s.escape);
   auto served = sup.Serve();
   // Leaving PID 1 kills whatever is left in the namespace; do it explicitly anyway.
   ::kill(-1, SIGKILL);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/io.h"
 #include "base/unique_fd.h"
 #include "init/exec_policy.h"
 
@@ -256,9 +257,46 @@ Status BuildRoot(const BoxSetup& setup) {
   return Restrict("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false);
 }
 
+// gVisor reports mount flags in /proc/self/mountinfo but not in statvfs's f_flag (measured: its
+// read-only root has f_flag 32). The per-mount options of the last mount at exactly `path`.
+bool MountinfoHasOption(const std::string& path, const std::string& option) {
+  auto info = ReadFile("/proc/self/mountinfo");
+  if (!info.ok()) return false;
+  bool has = false;
+  size_t at = 0;
+  while (at < info->size()) {
+    size_t end = info->find('\n', at);
+    if (end == std::string::npos) end = info->size();
+    std::vector<std::string> f;
+    size_t i = at;
+    while (i < end && f.size() < 6) {
+      size_t sp = info->find(' ', i);
+      if (sp == std::string::npos || sp > end) sp = end;
+      f.push_back(info->substr(i, sp - i));
+      i = sp + 1;
+    }
+    if (f.size() == 6 && f[4] == path) {
+      has = false;
+      size_t o = 0;
+      const std::string& opts = f[5];
+      while (o <= opts.size()) {
+        size_t comma = opts.find(',', o);
+        if (comma == std::string::npos) comma = opts.size();
+        if (opts.compare(o, comma - o, option) == 0 && comma - o == option.size()) has = true;
+        o = comma + 1;
+      }
+    }
+    at = end + 1;
+  }
+  return has;
+}
+
 Status CheckInPlace(const BoxSetup& setup) {
   struct statvfs vfs;
-  if (setup.read_only && (::statvfs("/", &vfs) != 0 || !(vfs.f_flag & ST_RDONLY)))
+  // Only in the accepted gVisor mode is mountinfo consulted when statvfs says nothing.
+  const bool gv = setup.gvisor_accept_weaker;
+  if (setup.read_only && (::statvfs("/", &vfs) != 0 || !(vfs.f_flag & ST_RDONLY)) &&
+      !(gv && MountinfoHasOption("/", "ro")))
     return Error{"filesystem.read_only: the outer box left / writable (in_place mode relies on it)"};
   // The watch reads /proc/<pid>/mem of the box's pids: /proc must belong to our pid namespace.
   char self[32] = {};
@@ -269,7 +307,8 @@ Status CheckInPlace(const BoxSetup& setup) {
     struct statfs fs;
     if (::statfs(t.path.c_str(), &fs) != 0 || fs.f_type != TMPFS_MAGIC)
       return Error{"filesystem.tmpfs: " + t.path + " is not a tmpfs in the outer box"};
-    if (t.noexec && (::statvfs(t.path.c_str(), &vfs) != 0 || !(vfs.f_flag & ST_NOEXEC)))
+    if (t.noexec && (::statvfs(t.path.c_str(), &vfs) != 0 || !(vfs.f_flag & ST_NOEXEC)) &&
+        !(gv && MountinfoHasOption(t.path, "noexec")))
       return Error{"filesystem.tmpfs: " + t.path + " is not mounted noexec by the outer box"};
   }
   LSB_TRY(ValidateMountPath("job_dir", setup.job_dir));

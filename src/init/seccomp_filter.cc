@@ -138,7 +138,11 @@ Result<std::vector<sock_filter>> BuildWatch(int handoff_fd, const SeccompOptions
 Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd, SeccompOptions opts) {
   SeccompPrograms p;
   LSB_ASSIGN_OR_RETURN(p.escape, BuildEscape(opts.watched));
-  LSB_ASSIGN_OR_RETURN(p.watch, BuildWatch(handoff_fd, opts));
+  // Without the watch (gVisor's weaker mode) its program is not even built: libseccomp refuses
+  // SCMP_ACT_NOTIFY rules where the kernel has no user notification.
+  if (opts.watched) {
+    LSB_ASSIGN_OR_RETURN(p.watch, BuildWatch(handoff_fd, opts));
+  }
   return p;
 }
 

@@ -36,6 +36,7 @@ struct ChildMsg {
   ::_exit(127);
 }
 
+// fd < 0: the 'L' message without a descriptor (no watch in the accepted weaker mode).
 bool SendFd(int sock, int fd) {
   char tag = 'L';
   iovec iov{&tag, 1};
@@ -43,14 +44,25 @@ bool SendFd(int sock, int fd) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof ctrl;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (fd >= 0) {
+    msg.msg_control = ctrl;
+    msg.msg_controllen = sizeof ctrl;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
   return ::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+}
+
+// close_range, or (gVisor answers EINVAL) close() of each number up to 1 << 16: init never holds
+// more descriptors than that.
+int CloseRange(unsigned lo, unsigned hi) {
+  if (::syscall(SYS_close_range, lo, hi, 0) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  for (unsigned fd = lo; fd <= hi && fd < (1u << 16); ++fd) ::close(static_cast<int>(fd));
+  return 0;
 }
 
 // Everything below runs in the forked child of a single-threaded init; it only uses memory
@@ -58,6 +70,9 @@ bool SendFd(int sock, int fd) {
 [[noreturn]] void Child(const SpawnParams& p, char* const argv[], char* const envp[], int sock,
                         int stdin_r, int stdout_w, int stderr_w) {
   const int handoff = static_cast<int>(p.nofile);
+  // init is non-dumpable; the child must not be, or its own /proc/self files (oom_score_adj
+  // below) belong to root. execve resets it anyway; init only reads the program's memory after.
+  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) ChildFail(sock, 'E', "PR_SET_DUMPABLE", errno);
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
@@ -89,20 +104,24 @@ bool SendFd(int sock, int fd) {
   }
   if (::getuid() == 0 || ::geteuid() == 0) ChildFail(sock, 'E', "refusing to run the program as uid 0", EPERM);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildFail(sock, 'E', "PR_SET_NO_NEW_PRIVS", errno);
-  if (RestrictSelf(p.ruleset_fd) != 0) ChildFail(sock, 'E', "landlock_restrict_self", errno);
+  // ruleset_fd < 0 only in the accepted weaker mode (no Landlock in the kernel).
+  if (p.ruleset_fd >= 0 && RestrictSelf(p.ruleset_fd) != 0) ChildFail(sock, 'E', "landlock_restrict_self", errno);
 
   // /proc/self/fd shows only 0-2 after execve (the hand-off socket is close-on-exec).
-  if (::syscall(SYS_close_range, 3, handoff - 1, 0) != 0 ||
-      ::syscall(SYS_close_range, handoff + 1, ~0U, 0) != 0)
+  if (CloseRange(3, handoff - 1) != 0 || CloseRange(handoff + 1, ~0U) != 0)
     ChildFail(sock, 'E', "close_range", errno);
   if (::fcntl(sock, F_SETFD, FD_CLOEXEC) != 0) ChildFail(sock, 'E', "fcntl hand-off", errno);
 
   // The watch first: the escape filter refuses any later NEW_LISTENER, ours included.
-  int listener = LoadSeccompProgram(p.seccomp->watch, true);
-  if (listener < 0) ChildFail(sock, 'E', "seccomp: load the watch filter (user notification)", errno);
-  if (LoadSeccompProgram(p.seccomp->escape, false) < 0) ChildFail(sock, 'E', "seccomp: load the escape filter", errno);
+  int listener = -1;
+  if (p.watch) {
+    listener = LoadSeccompProgram(p.seccomp->watch, true);
+    if (listener < 0) ChildFail(sock, 'E', "seccomp: load the watch filter (user notification)", errno);
+  }
+  if (p.escape && LoadSeccompProgram(p.seccomp->escape, false) < 0)
+    ChildFail(sock, 'E', "seccomp: load the escape filter", errno);
   if (!SendFd(sock, listener)) ChildFail(sock, 'E', "hand the listener to init", errno);
-  ::close(listener);
+  if (listener >= 0) ::close(listener);
 
   ::execve(p.path.c_str(), argv, envp);
   ChildFail(sock, 'X', "execve", errno);
@@ -194,6 +213,7 @@ Result<Spawned> Spawn(const SpawnParams& p) {
     s.listener.reset(fd);
     return s;
   }
+  if (n > 0 && m.tag == 'L' && !c && !p.watch) return s;  // weaker mode: no listener expected
   int status;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

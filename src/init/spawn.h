@@ -26,11 +26,15 @@ struct SpawnParams {
   bool stdin_pipe = false;         // else /dev/null
   int ruleset_fd = -1;             // Landlock
   const SeccompPrograms* seccomp = nullptr;  // built for handoff fd == nofile
+  // Only in a weaker mode the policy accepted (BoxSetup.gvisor_accept_weaker): no user-notification
+  // watch (then no listener is handed over), no escape filter.
+  bool watch = true;
+  bool escape = true;
 };
 
 struct Spawned {
   pid_t pid = -1;
-  UniqueFd listener;   // seccomp user-notification fd
+  UniqueFd listener;   // seccomp user-notification fd (invalid only when SpawnParams.watch is false)
   UniqueFd control;    // SOCK_SEQPACKET: "X<errno>" if execve failed; EOF once it succeeded
   UniqueFd stdin_w;    // invalid unless stdin_pipe
   UniqueFd stdout_r;

@@ -155,8 +155,8 @@ Status Supervisor::WriteProgram(const RunSpec& spec, const std::string& code) {
 Result<const SeccompPrograms*> Supervisor::ProgramsFor(uint64_t nofile) {
   auto& slot = programs_[nofile];
   if (!slot) {
-    // Trace mode adds file opens to the watch (docs/monitoring.md).
-    LSB_ASSIGN_OR_RETURN(SeccompPrograms p, BuildSeccompPrograms(static_cast<int>(nofile), SeccompOptions{setup_.trace}));
+    // Trace mode adds file opens to the watch; without the watch, escape calls stay plain EPERM.
+    LSB_ASSIGN_OR_RETURN(SeccompPrograms p, BuildSeccompPrograms(static_cast<int>(nofile), SeccompOptions{setup_.trace, watch_}));
     slot = std::make_unique<SeccompPrograms>(std::move(p));
   }
   return slot.get();
@@ -184,6 +184,8 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   p.stdin_pipe = spec.stdin_follows;
   p.ruleset_fd = ruleset_fd_;
   p.seccomp = progs;
+  p.watch = watch_;
+  p.escape = escape_;
 
   rusage before{};
   ::getrusage(RUSAGE_CHILDREN, &before);

@@ -25,6 +25,13 @@ class Supervisor {
   // Serves runs until kShutdown or the end of the stream (then everything is killed).
   Status Serve();
 
+  // Only in the weaker mode a policy accepted (BoxSetup.gvisor_accept_weaker): runs go without
+  // the user-notification watch and/or the escape filter because the kernel cannot load them.
+  void SetControls(bool watch, bool escape) {
+    watch_ = watch;
+    escape_ = escape;
+  }
+
  private:
   // Returns an error for kError{stage:"run"}; Error{"eof"} when the host went away mid-run.
   Status Run(const protocol::RunSpec& spec, const std::string& code, bool* shutdown);
@@ -36,6 +43,8 @@ class Supervisor {
   const protocol::BoxSetup& setup_;
   const ExecPolicy& exec_;
   int ruleset_fd_;
+  bool watch_ = true;
+  bool escape_ = true;
   std::map<uint64_t, std::unique_ptr<SeccompPrograms>> programs_;  // by hand-off fd number
 };
 

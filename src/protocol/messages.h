@@ -42,10 +42,14 @@ struct BoxSetup {
   uint32_t uid = 1000;             // the program's uid/gid inside the box (never 0)
   uint32_t gid = 1000;
   bool trace = false;              // report every exec/connect as a trace event, not only alerts
+  // The policy accepted gVisor's weaker mode (container.gvisor_accept_weaker): when the kernel
+  // (gVisor's Sentry) has no Landlock or no seccomp user notification, init runs without them and
+  // names them in InitReady.controls_off instead of refusing. Never set by the native backend.
+  bool gvisor_accept_weaker = false;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs,
                                                 job_dir, hostname, network_enabled, allow, deny,
-                                                uid, gid, trace)
+                                                uid, gid, trace, gvisor_accept_weaker)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {
@@ -67,8 +71,10 @@ struct InitReady {
   int protocol = kProtocolVersion;
   int landlock_abi = 0;
   std::string mode;
+  // Controls init runs without, each "<control>: <why>"; empty unless BoxSetup.gvisor_accept_weaker.
+  std::vector<std::string> controls_off;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitReady, protocol, landlock_abi, mode)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitReady, protocol, landlock_abi, mode, controls_off)
 
 // kEvent: something the program did that the host should know about.
 struct Event {

@@ -241,9 +241,8 @@ class Gvisor(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("gvisor_accept_weaker", proc.stderr)
 
-    # init does not yet learn from BoxSetup that the weaker mode was accepted, so it refuses to
-    # start without Landlock (fail closed). Expected to pass once init honours the acceptance.
-    @unittest.expectedFailure
+    # The backend passes the acceptance to init (BoxSetup.gvisor_accept_weaker), which then runs
+    # without Landlock and the watch instead of refusing.
     def test_runsc_with_acceptance_runs(self):
         path = policy_variant([], ["runtime: runsc", "gvisor_accept_weaker: true"])
         try:

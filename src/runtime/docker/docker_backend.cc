@@ -171,6 +171,9 @@ Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
   s.uid = policy.uid;  // the container's User: init needs no setuid (it has no capabilities)
   s.gid = policy.gid;
   s.trace = policy.trace;
+  // Only under runsc, and only when the policy said so: init then runs without Landlock and the
+  // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.
+  s.gvisor_accept_weaker = policy.runtime == "runsc" && policy.gvisor_accept_weaker;
   return s;
 }
 
