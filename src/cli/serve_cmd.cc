@@ -19,7 +19,9 @@ constexpr const char* kServeUsage =
     "  --policies DIR           policy directory (default: ./policies or /etc/llm-sandbox/policies)\n"
     "  --default-policy NAME    policy of requests that name none (default code-sandbox)\n"
     "  --images FILE            native backend image map (config/images.yaml)\n"
-    "  --backend auto|native|docker\n"
+    "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
+    "  --pool-size N            docker: warm containers kept per policy (default 2; 0 = none)\n"
+    "  --native-pool N          native: boxes kept started per policy for one-shot executions (default 2; 0 = none)\n"
     "  --max-concurrency N      executions at once (default: the number of cores)\n"
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
     "  --max-body BYTES         largest request body, e.g. 10M (default 10 MiB; larger: 413)\n"
@@ -28,6 +30,7 @@ constexpr const char* kServeUsage =
     "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"
+    "  --generate-token         no token given: make a random one and print it once (the orchestrator image)\n"
     "\n"
     "monitoring (docs/monitoring.md):\n"
     "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
@@ -63,6 +66,20 @@ void AddTokens(const std::string& text, char sep, std::set<std::string>& out) {
   }
 }
 
+// 32 random bytes from the kernel, hex: a bearer token nobody can guess.
+Result<std::string> RandomToken() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char b[32];
+  if (!in.read(reinterpret_cast<char*>(b), sizeof(b))) return Error{"cannot read /dev/urandom"};
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (unsigned char x : b) {
+    t += hex[x >> 4];
+    t += hex[x & 15];
+  }
+  return t;
+}
+
 int Bad(const std::string& msg) {
   std::fprintf(stderr, "llm-sandbox serve: %s\n\n%s", msg.c_str(), kServeUsage);
   return 2;
@@ -73,6 +90,7 @@ int Bad(const std::string& msg) {
 int ServeCommand(const Args& args) {
   server::DaemonConfig c;
   std::string token_file;
+  bool generate_token = false;
   std::string webhook_secret_file;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -112,6 +130,12 @@ int ServeCommand(const Args& args) {
       c.backend = v;
     } else if (value("--init")) {
       c.init_path = v;
+    } else if (value("--pool-size")) {
+      if (v != "0" && !ParseCount(v, &c.pool_size)) return Bad("--pool-size wants a count");
+      if (v == "0") c.pool_size = 0;
+    } else if (value("--native-pool")) {
+      c.native_pool = 0;
+      if (v != "0" && !ParseCount(v, &c.native_pool)) return Bad("--native-pool wants a count");
     } else if (value("--max-concurrency")) {
       if (!ParseCount(v, &c.max_concurrency)) return Bad("--max-concurrency wants a positive integer");
     } else if (value("--queue")) {
@@ -130,6 +154,8 @@ int ServeCommand(const Args& args) {
       size_t s = 0;
       if (v != "0" && !ParseCount(v, &s)) return Bad("--shutdown-grace wants seconds");
       c.shutdown_grace_ms = static_cast<int>(s * 1000);
+    } else if (a == "--generate-token") {
+      generate_token = true;
     } else if (value("--token-file")) {
       token_file = v;
     } else if (value("--monitoring")) {
@@ -170,6 +196,16 @@ int ServeCommand(const Args& args) {
     if (c.tokens.empty()) return Bad("--token-file " + token_file + " has no token");
   }
   if (const char* env = std::getenv("LLM_SANDBOX_TOKENS")) AddTokens(env, ',', c.tokens);
+  if (generate_token && c.tokens.empty()) {
+    auto tok = RandomToken();
+    if (!tok.ok()) return Bad("--generate-token: " + tok.error().message);
+    c.tokens.insert(*tok);
+    std::fprintf(stderr,
+                 "llm-sandbox serve: no token was given, so one was generated; every request needs\n"
+                 "  Authorization: Bearer %s\n"
+                 "(set LLM_SANDBOX_TOKENS or --token-file to choose your own)\n",
+                 tok->c_str());
+  }
   if (!webhook_secret_file.empty()) {
     std::ifstream in(webhook_secret_file);
     if (!in) return Bad("--webhook-secret-file " + webhook_secret_file + ": cannot read it");

@@ -4,22 +4,70 @@
 #include "runtime/native/native_backend.h"
 
 namespace lsb {
+namespace {
+
+std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
+  native::NativeOptions n;
+  n.images_file = opts.images_file;
+  n.init_path = opts.init_path;
+  return std::unique_ptr<Backend>(new native::NativeBackend(n));
+}
+
+Result<std::unique_ptr<docker::DockerBackend>> MakeDocker(const BackendOptions& opts, bool probing) {
+  docker::DockerBackendOptions d;  // endpoint: $DOCKER_HOST or the local socket
+  d.images_file = opts.images_file;
+  d.init_path = opts.init_path;
+  d.init_volume = opts.init_volume;
+  d.pool_size = opts.pool_size;
+  if (probing) d.client.connect_timeout = std::chrono::milliseconds(1000);
+  return docker::DockerBackend::Create(d);
+}
+
+// Every reason the Docker backend cannot serve `policies` ("" when it can serve them all).
+std::string DockerCannotServe(docker::DockerBackend& b, const std::vector<Policy>& policies) {
+  std::string out;
+  for (const auto& p : policies) {
+    auto st = b.Check(p);
+    if (!st.ok()) {
+      out += "\n  " + st.error().message;
+      continue;
+    }
+    auto img = b.ImagePresent(p);
+    if (!img.ok()) out += "\n  policy '" + p.name + "': " + img.error().message;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> BackendNames() { return {"auto", "native", "docker"}; }
 
-Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const BackendOptions& opts) {
-  if (name == "auto" || name == "native" || name.empty()) {
-    native::NativeOptions n;
-    n.images_file = opts.images_file;
-    n.init_path = opts.init_path;
-    return std::unique_ptr<Backend>(new native::NativeBackend(n));
+Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const BackendOptions& opts, std::string* why) {
+  auto say = [&](std::string s) {
+    if (why) *why = std::move(s);
+  };
+  if (name == "native" || ((name == "auto" || name.empty()) && !opts.auto_docker)) return MakeNative(opts);
+  if (name == "auto" || name.empty()) {
+    auto b = MakeDocker(opts, /*probing=*/true);
+    if (!b.ok()) {
+      say("auto: native (no usable Docker engine: " + b.error().message + ")");
+      return MakeNative(opts);
+    }
+    std::string problems = DockerCannotServe(**b, opts.policies);
+    if (!problems.empty()) {
+      say("auto: native, because the Docker engine at " + (*b)->engine().endpoint().ToString() +
+          " cannot serve every policy (choose --backend docker to use it anyway):" + problems);
+      return MakeNative(opts);
+    }
+    say("auto: docker (the engine at " + (*b)->engine().endpoint().ToString() + " answers and serves all " +
+        std::to_string(opts.policies.size()) + " policies)");
+    return std::unique_ptr<Backend>(std::move(*b));
   }
   if (name == "docker") {
-    docker::DockerBackendOptions d;  // endpoint: $DOCKER_HOST or the local socket
-    d.images_file = opts.images_file;
-    d.init_path = opts.init_path;
-    auto b = docker::DockerBackend::Create(d);
+    auto b = MakeDocker(opts, /*probing=*/false);
     if (!b.ok()) return b.error();
+    std::string problems = DockerCannotServe(**b, opts.policies);
+    if (!problems.empty()) say("docker: executions under these policies will be refused:" + problems);
     return std::unique_ptr<Backend>(std::move(*b));
   }
   std::string known;

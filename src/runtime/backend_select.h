@@ -1,5 +1,9 @@
-// Choosing a backend by name: the one place that knows which backends exist. "auto" picks the
-// best one available (native for now; the Docker backend registers here when it lands).
+// Choosing a backend by name: the one place that knows which backends exist.
+// "auto": native, unless the caller opts into the Docker preference (the daemon does, DESIGN §2):
+// then Docker when an engine answers AND it can serve every policy given (each passes the Docker
+// backend's Check and its image is in the engine), else native; the reason is returned in
+// `AutoChoice` so the caller can log it. A backend is never picked that it is known cannot enforce a
+// policy it was asked to serve: Check errors name the control.
 #pragma once
 
 #include <memory>
@@ -7,20 +11,29 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/policy.h"
 #include "runtime/backend.h"
 
 namespace lsb {
 
 // Options any backend may use; each takes what it needs.
 struct BackendOptions {
-  std::string images_file;  // native: the image map (--images)
-  std::string init_path;    // native: llm-sandbox-init ("" = search)
+  std::string images_file;  // the image map (--images): native rootfs and the docker: section
+  std::string init_path;    // llm-sandbox-init ("" = search)
+  size_t pool_size = 0;     // docker: warm containers kept per policy (0 = start each box on demand)
+  // docker: a named volume holding llm-sandbox-init ("" = $LLM_SANDBOX_INIT_VOLUME, else detected
+  // when the caller itself runs in a container of the same engine; see docs/docker.md).
+  std::string init_volume;
+  bool auto_docker = false;       // "auto" prefers Docker when an engine answers (the daemon)
+  std::vector<Policy> policies;   // "auto" with auto_docker: the policies Docker must be able to serve
 };
 
 // Names accepted by MakeBackend, "auto" first.
 std::vector<std::string> BackendNames();
 
-// `name`: "auto" | "native" | ... An unknown name is an error listing the known ones.
-Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const BackendOptions& opts = {});
+// `name`: "auto" | "native" | "docker". An unknown name is an error listing the known ones.
+// `why` (optional) receives one line on how "auto" decided.
+Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const BackendOptions& opts = {},
+                                             std::string* why = nullptr);
 
 }  // namespace lsb

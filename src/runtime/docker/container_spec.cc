@@ -29,8 +29,20 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
   json security_opt = json::array({"no-new-privileges"});
   if (!in.seccomp_profile_json.empty()) security_opt.push_back("seccomp=" + in.seccomp_profile_json);
 
+  std::string init_dir = kInitInContainer;
+  init_dir = init_dir.substr(0, init_dir.rfind('/'));
+  std::string entrypoint = in.init_volume.empty() ? kInitInContainer : init_dir + "/" + in.init_volume_file;
+  json binds = json::array();
+  json mounts = json::array();
+  if (in.init_volume.empty()) {
+    binds.push_back(in.init_host_path + ":" + kInitInContainer + ":ro");
+  } else {
+    mounts.push_back(json{{"Type", "volume"}, {"Source", in.init_volume}, {"Target", init_dir}, {"ReadOnly", true},
+                          {"VolumeOptions", json{{"NoCopy", true}}}});
+  }
   json host = {
-      {"Binds", json::array({in.init_host_path + ":" + kInitInContainer + ":ro"})},
+      {"Binds", binds},
+      {"Mounts", mounts},
       {"ReadonlyRootfs", policy.read_only},
       {"Tmpfs", tmpfs},
       {"NetworkMode", policy.network_enabled ? "bridge" : "none"},
@@ -56,7 +68,7 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
 
   return json{
       {"Image", in.image},
-      {"Entrypoint", json::array({kInitInContainer})},
+      {"Entrypoint", json::array({entrypoint})},
       {"Cmd", json::array()},
       {"User", std::to_string(policy.uid) + ":" + std::to_string(policy.gid)},
       {"WorkingDir", "/"},

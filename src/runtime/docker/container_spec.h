@@ -26,6 +26,10 @@ inline constexpr const char* kLabelPool = "io.llm-sandbox.pool";      // "1" for
 struct SpecInputs {
   std::string image;         // the engine image (after the image map)
   std::string init_host_path;  // absolute path of the static llm-sandbox-init on the engine's host
+  // Instead of init_host_path: a named volume holding init (file init_volume_file at its root),
+  // mounted read-only at the directory of kInitInContainer (init_source.h says when).
+  std::string init_volume;
+  std::string init_volume_file;
   std::string owner;         // kLabelOwner value
   bool pooled = false;
   std::string seccomp_profile_json;  // empty: the engine's default profile

@@ -20,6 +20,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
   }
   LSB_ASSIGN_OR_RETURN(auto client, EngineClient::Open(ep, opts.client));
   b->engine_ = std::make_shared<const EngineClient>(std::move(client));
+  b->reaper_ = std::make_shared<ContainerReaper>(b->engine_);
   LSB_ASSIGN_OR_RETURN(Json info, b->engine_->Info());
   if (info.contains("Runtimes") && info["Runtimes"].is_object())
     for (auto it = info["Runtimes"].begin(); it != info["Runtimes"].end(); ++it) b->runtimes_.push_back(it.key());
@@ -33,6 +34,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
   }
   LSB_ASSIGN_OR_RETURN(b->images_, ImageResolver::Load(opts.images_file));
   LSB_ASSIGN_OR_RETURN(b->init_path_, FindStaticInit(opts.init_path));
+  LSB_ASSIGN_OR_RETURN(b->init_source_, ResolveInitSource(*b->engine_, b->init_path_, opts.init_volume));
   b->owner_ = OwnerLabel();
   if (opts.reap_orphans) {
     auto reaped = ReapOrphans(*b->engine_);
@@ -45,6 +47,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
 DockerBackend::~DockerBackend() {
   std::lock_guard<std::mutex> lock(pools_mu_);
   pools_.clear();  // each pool removes its waiting containers
+  reaper_.reset();  // the last owner's destructor removes what is still queued
 }
 
 Status DockerBackend::Check(const Policy& policy) const {
@@ -110,7 +113,9 @@ std::vector<ControlSupport> DockerBackend::Explain(const Policy& policy) const {
 Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled) const {
   SpecInputs in;
   in.image = images_.Map(policy.image);
-  in.init_host_path = init_path_;
+  in.init_host_path = init_source_.host_path;
+  in.init_volume = init_source_.volume;
+  in.init_volume_file = init_source_.file;
   in.owner = owner_;
   in.pooled = pooled;
   return BuildContainerSpec(policy, in);
@@ -122,10 +127,13 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
   if (!spec.ok()) return nullptr;
   std::string key = spec->dump();
   std::lock_guard<std::mutex> lock(pools_mu_);
+  auto it = pools_.find(key);
+  if (it == pools_.end() && pools_.size() >= opts_.max_pools) return nullptr;  // bounded: start on demand
   auto& pool = pools_[key];
   if (!pool) {
     auto engine = engine_;
-    pool = std::make_unique<WarmPool>([engine, s = *spec] { return DockerBox::Launch(engine, s); },
+    auto reaper = reaper_;
+    pool = std::make_unique<WarmPool>([engine, reaper, s = *spec] { return DockerBox::Launch(engine, s, reaper); },
                                       opts_.pool_size, opts_.pool_refillers);
   }
   return pool.get();
@@ -134,18 +142,38 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
 Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy) {
   LSB_TRY(Check(policy));
   // The image must be in the engine before a create can work (a pull where a registry answers).
-  auto image = images_.Ensure(*engine_, policy.image, [](const std::string& line) {
-    std::fprintf(stderr, "llm-sandbox: %s\n", line.c_str());
-  });
-  if (!image.ok()) return image.error().Wrap("docker");
+  // Once seen, an image is not asked about again (a later removal fails the create, clearly).
+  std::string mapped = images_.Map(policy.image);
+  bool seen;
+  {
+    std::lock_guard<std::mutex> lock(images_mu_);
+    seen = images_seen_.count(mapped) > 0;
+  }
+  if (!seen) {
+    auto image = images_.Ensure(*engine_, policy.image, [](const std::string& line) {
+      std::fprintf(stderr, "llm-sandbox: %s\n", line.c_str());
+    });
+    if (!image.ok()) return image.error().Wrap("docker");
+    std::lock_guard<std::mutex> lock(images_mu_);
+    images_seen_.insert(mapped);
+  }
   if (WarmPool* pool = PoolFor(policy)) {
     LSB_ASSIGN_OR_RETURN(auto box, pool->Take());
     return std::unique_ptr<Box>(std::move(box));
   }
   LSB_ASSIGN_OR_RETURN(auto spec, SpecFor(policy, false));
-  auto box = DockerBox::Launch(engine_, spec);
+  auto box = DockerBox::Launch(engine_, spec, reaper_);
   if (!box.ok()) return box.error().Wrap("docker: start box");
   return std::unique_ptr<Box>(std::move(*box));
+}
+
+Status DockerBackend::ImagePresent(const Policy& policy) const {
+  std::string mapped = images_.Map(policy.image);
+  LSB_ASSIGN_OR_RETURN(bool have, engine_->ImageExists(mapped));
+  if (have) return OkStatus();
+  return Error{"image '" + mapped + "'" + (mapped != policy.image ? " (container.image '" + policy.image + "')" : "") +
+               " is not in the engine; build or load it (scripts/build-test-image.sh), or map container.image to "
+               "a local image under 'docker:' in the image map (docs/docker.md)"};
 }
 
 Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {

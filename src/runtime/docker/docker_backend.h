@@ -8,11 +8,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "runtime/backend.h"
+#include "runtime/docker/container_reaper.h"
 #include "runtime/docker/engine_client.h"
 #include "runtime/docker/image_resolver.h"
+#include "runtime/docker/init_source.h"
 #include "runtime/docker/warm_pool.h"
 
 namespace lsb::docker {
@@ -21,8 +24,10 @@ struct DockerBackendOptions {
   std::string endpoint;      // "" = $DOCKER_HOST or unix:///var/run/docker.sock
   std::string images_file;   // image map with a `docker:` section ("" = $LLM_SANDBOX_IMAGES, /etc)
   std::string init_path;     // "" = search (init_path.h)
+  std::string init_volume;   // a named volume holding init ("" = init_source.h decides)
   size_t pool_size = 0;      // warm containers kept per policy; 0 = start each box on demand
   size_t pool_refillers = 2;
+  size_t max_pools = 8;      // distinct warm pools (one per container spec); beyond: boxes on demand
   bool reap_orphans = true;  // remove containers of dead owners when the backend is created
   ClientOptions client;
 };
@@ -43,6 +48,11 @@ class DockerBackend : public Backend {
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.
   WarmPool* PoolFor(const Policy& policy);
   int orphans_removed() const { return orphans_removed_; }
+  // Waits until every used box's container is removed (benchmarks, tests).
+  void DrainRemovals() { reaper_->Drain(); }
+  // OK when the policy's (mapped) image is in the engine; else an error naming it and how to provide it.
+  Status ImagePresent(const Policy& policy) const;
+  const InitSource& init_source() const { return init_source_; }
 
  private:
   explicit DockerBackend(DockerBackendOptions opts) : opts_(std::move(opts)) {}
@@ -50,8 +60,10 @@ class DockerBackend : public Backend {
 
   DockerBackendOptions opts_;
   std::shared_ptr<const EngineClient> engine_;
+  std::shared_ptr<ContainerReaper> reaper_;  // used boxes are removed in the background
   ImageResolver images_;
   std::string init_path_;
+  InitSource init_source_;
   std::string owner_;
   std::vector<std::string> runtimes_;  // registered with the engine
   bool engine_seccomp_ = false;
@@ -60,6 +72,8 @@ class DockerBackend : public Backend {
   int orphans_removed_ = 0;
   std::mutex pools_mu_;
   std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by the container spec
+  mutable std::mutex images_mu_;
+  mutable std::set<std::string> images_seen_;  // mapped images known to be in the engine
 };
 
 }  // namespace lsb::docker

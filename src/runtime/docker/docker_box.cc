@@ -85,10 +85,12 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
 }
 
 Result<std::unique_ptr<DockerBox>> DockerBox::Launch(std::shared_ptr<const EngineClient> engine,
-                                                     const nlohmann::json& spec) {
+                                                     const nlohmann::json& spec,
+                                                     std::shared_ptr<ContainerReaper> reaper) {
   LSB_ASSIGN_OR_RETURN(std::string cid, engine->CreateContainer(spec));
   // From here the object owns the container: an early return removes it.
   std::unique_ptr<DockerBox> box(new DockerBox(engine, cid));
+  box->reaper_ = std::move(reaper);
   auto hj = engine->Hijack("/containers/" + cid + "/attach?stream=1&stdin=1&stdout=1&stderr=1");
   if (!hj.ok()) return hj.error().Wrap("attach to container " + cid.substr(0, 12));
   LSB_ASSIGN_OR_RETURN(box->pump_, StreamPump::Start(std::move(hj->fd), std::move(hj->initial), box->id()));
@@ -98,7 +100,13 @@ Result<std::unique_ptr<DockerBox>> DockerBox::Launch(std::shared_ptr<const Engin
 }
 
 DockerBox::~DockerBox() {
-  // Remove with force kills init and everything in the box; the pump then sees EOF.
+  // Remove with force kills init and everything in the box; the pump then sees EOF. With a reaper
+  // the removal happens in the background: closing our end of the stream first ends the pump now.
+  if (reaper_) {
+    pump_.reset();
+    reaper_->Remove(container_id_);
+    return;
+  }
   auto st = engine_->RemoveContainer(container_id_, /*force=*/true);
   if (!st.ok()) std::fprintf(stderr, "llm-sandbox: %s (it will be removed as an orphan later)\n", st.error().message.c_str());
   pump_.reset();

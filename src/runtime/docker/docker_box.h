@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/backend.h"
+#include "runtime/docker/container_reaper.h"
 #include "runtime/docker/engine_client.h"
 #include "runtime/docker/stream_pump.h"
 
@@ -18,8 +19,11 @@ class DockerBox : public Box {
  public:
   // create -> attach -> start (attach before start, so not one byte of init's output is lost).
   // On any failure the container is removed before returning the error.
+  // `reaper` (optional): where the destructor hands the container for removal in the background;
+  // without one the destructor removes it itself.
   static Result<std::unique_ptr<DockerBox>> Launch(std::shared_ptr<const EngineClient> engine,
-                                                   const nlohmann::json& spec);
+                                                   const nlohmann::json& spec,
+                                                   std::shared_ptr<ContainerReaper> reaper = nullptr);
   ~DockerBox() override;
 
   int stream_fd() const override { return pump_->fd(); }
@@ -37,6 +41,7 @@ class DockerBox : public Box {
       : engine_(std::move(engine)), container_id_(std::move(id)) {}
 
   std::shared_ptr<const EngineClient> engine_;
+  std::shared_ptr<ContainerReaper> reaper_;
   std::string container_id_;
   std::unique_ptr<StreamPump> pump_;
   std::string death_note_;  // how the container ended, once known

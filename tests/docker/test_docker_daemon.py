@@ -1,0 +1,143 @@
+"""`llm-sandbox serve --backend docker` on a real engine: executions through POST /v1/execute
+(seed policy print("hi"), a denied /bin/sh and its alert, a session), the warm pool (never a
+used container), and SIGKILL of the daemon mid-run followed by a restart that removes its
+containers."""
+import os
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from daemon_util import (BINARY, SOURCE_DIR, free_port, owned_by_pid, prepare_engine_or_skip, request,
+                         wait_healthy)
+
+IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+POLICIES = os.path.join(SOURCE_DIR, "policies")
+
+
+def setUpModule():
+    prepare_engine_or_skip()
+
+
+class Daemon:
+    def __init__(self, pool_size=2):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"lsb-docker-serve-{self.port}.log"), "w+")
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--backend", "docker", "--listen", f"127.0.0.1:{self.port}", "--policies", POLICIES,
+             "--images", IMAGES, "--pool-size", str(pool_size), "--max-concurrency", "4", "--shutdown-grace", "2"],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=SOURCE_DIR)
+        if not wait_healthy(self.base, self.proc):
+            self.stop()
+            raise AssertionError("daemon did not come up:\n" + self.output())
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class DockerDaemon(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+
+    @classmethod
+    def tearDownClass(cls):
+        pid = cls.d.proc.pid
+        cls.d.stop()
+        left = owned_by_pid(pid)
+        assert not left, f"containers left after SIGTERM: {left}"
+
+    def execute(self, code, **extra):
+        status, r = request(self.d.base, "POST", "/v1/execute", dict(code=code, **extra))
+        self.assertEqual(status, 200, f"{r}\n{self.d.output()[-3000:]}")
+        return r
+
+    def test_backend_is_docker(self):
+        self.assertIn("backend docker", self.d.output())
+
+    def test_seed_policy_prints_hi(self):
+        r = self.execute('print("hi")', policy="code-sandbox")
+        self.assertEqual((r["status"], r["stdout"], r["exit_code"]), ("ok", "hi\n", 0), r)
+
+    def test_denied_shell_with_alert(self):
+        r = self.execute("import os\nprint('rc', os.system('/bin/sh -c \"echo pwned\"'))\n")
+        self.assertNotIn("pwned", r["stdout"])
+        self.assertTrue(any(a.get("rule") == "denied_exec" for a in r["alerts"]), r["alerts"])
+
+    def test_pool_never_hands_out_a_used_container(self):
+        # Each execution marks its box; a reused box would see the mark of an earlier one.
+        code = ("import os, socket\n"
+                "seen = os.path.exists('/tmp/used')\nopen('/tmp/used', 'w').write('x')\n"
+                "print('seen' if seen else 'fresh')\n")
+        for _ in range(4):
+            r = self.execute(code)
+            self.assertEqual(r["stdout"], "fresh\n", r)
+        # The pool refills in the background: warm containers of this daemon exist again.
+        deadline = time.time() + 20
+        while time.time() < deadline and len(owned_by_pid(self.d.proc.pid)) < 1:
+            time.sleep(0.2)
+        self.assertGreaterEqual(len(owned_by_pid(self.d.proc.pid)), 1)
+
+    def test_session_keeps_state(self):
+        status, s = request(self.d.base, "POST", "/v1/sessions", {"policy": "code-sandbox"})
+        self.assertEqual(status, 201, s)
+        sid = s["session_id"]
+        try:
+            status, r = request(self.d.base, "POST", f"/v1/sessions/{sid}/execute", {"code": "x = 41"})
+            self.assertEqual(status, 200, r)
+            status, r = request(self.d.base, "POST", f"/v1/sessions/{sid}/execute", {"code": "print(x + 1)"})
+            self.assertEqual((status, r["stdout"]), (200, "42\n"), r)
+        finally:
+            status, _ = request(self.d.base, "DELETE", f"/v1/sessions/{sid}")
+            self.assertEqual(status, 204)
+
+
+class KilledDaemon(unittest.TestCase):
+    def test_sigkill_mid_run_then_restart_removes_containers(self):
+        d = Daemon(pool_size=1)
+        results = []
+        def client():
+            try:
+                results.append(request(d.base, "POST", "/v1/execute", {"code": "import time\ntime.sleep(30)"},
+                                       timeout=60))
+            except OSError as e:  # the daemon died under it: an error, not a hang
+                results.append(e)
+        t = threading.Thread(target=client)
+        t.start()
+        deadline = time.time() + 20
+        while time.time() < deadline and len(owned_by_pid(d.proc.pid)) < 2:  # the running box + the pool's
+            time.sleep(0.1)
+        time.sleep(0.5)
+        pid = d.proc.pid
+        left = owned_by_pid(pid)
+        self.assertGreaterEqual(len(left), 2, d.output())
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        t.join(timeout=60)
+        self.assertFalse(t.is_alive(), "the client hung after the daemon died")
+        self.assertEqual(sorted(owned_by_pid(pid)), sorted(left), "containers vanished without a restart?")
+        d2 = Daemon(pool_size=0)
+        try:
+            self.assertEqual(owned_by_pid(pid), [], d2.output())
+            status, r = request(d2.base, "POST", "/v1/execute", {"code": "print(1)"})
+            self.assertEqual((status, r["stdout"]), (200, "1\n"), r)
+        finally:
+            d2.stop()
+        self.assertEqual(owned_by_pid(d2.proc.pid), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
