@@ -8,5 +8,13 @@ build=${LSB_BUILD_DIR:-$root/build}
 if [[ -x $root/scripts/ensure-docker.sh ]]; then
   "$root/scripts/ensure-docker.sh"
 fi
-cd "$build"
-ctest --output-on-failure --timeout 1800 "$@"
+(cd "$build" && ctest --output-on-failure --timeout 1800 "$@")
+# Fuzzing, bounded (LSB_FUZZ_SECONDS per target, default 60; LSB_SKIP_FUZZ=1 skips): the kept
+# crashing inputs first, then each target from its seed corpus (docs/security.md).
+if [[ ${LSB_SKIP_FUZZ:-0} != 1 && $# -eq 0 ]]; then
+  "$root/scripts/fuzz.sh"
+fi
+# ASan+UBSan build and tests (scripts/sanitize.sh): opt-in until its run time on CI is measured.
+if [[ ${LSB_CI_SANITIZE:-0} == 1 && $# -eq 0 ]]; then
+  "$root/scripts/sanitize.sh"
+fi

@@ -31,6 +31,9 @@ PRELUDE = textwrap.dedent('''
 WATCH_RULES = {"denied_exec", "network_attempt"}
 
 HELD, HELD_ALERTED, NA, FAILED = "held", "held+alerted", "n/a", "FAILED"
+# A failure this backend is known to have, documented in docs/security.md: shown, not hidden as
+# n/a, and not failing the run (a case that starts holding there shows as held).
+GAP = "GAP"
 
 
 class Ctx:
@@ -70,7 +73,7 @@ class Ctx:
 
 class Case:
     def __init__(self, cid, title, code, check, alert=None, timeout_s=None, na=None, host=None,
-                 section=""):
+                 section="", gap=None):
         self.id = cid
         self.title = title
         self.code = code
@@ -80,6 +83,7 @@ class Case:
         self.na = na or (lambda b: None)
         self.host = host              # host-side driver: host(backend) -> (result, proc), replaces code
         self.section = section
+        self.gap = gap or (lambda b: None)  # gap(backend) -> the known gap's reason, or None
 
     def program(self):
         return PRELUDE + textwrap.dedent(self.code)
@@ -100,9 +104,10 @@ class Outcome:
         self.seconds = seconds
 
     def cell(self):
+        detail = " ".join(self.detail.split())  # one line: it goes into a table cell
         if self.verdict in (HELD, HELD_ALERTED):
-            return self.verdict + (f" ({self.detail})" if self.detail else "")
-        return f"{self.verdict}: {self.detail}"
+            return self.verdict + (f" ({detail})" if detail else "")
+        return f"{self.verdict}: {detail}"
 
 
 def check_alert(result, alert):
@@ -127,6 +132,9 @@ def run_case(case, backend):
         else:
             result, proc = backend.run(case.program(), timeout_s=case.timeout_s)
         if result is None:
+            if case.gap(backend):
+                return Outcome(GAP, f"{case.gap(backend)} (observed: no result, {proc.stderr.strip()[-160:]})",
+                               time.monotonic() - start)
             return Outcome(FAILED, f"no JSON result (exit {proc.returncode}): {proc.stderr.strip()[-400:]}",
                            time.monotonic() - start)
         case.check(Ctx(result, backend))
@@ -139,6 +147,9 @@ def run_case(case, backend):
             detail = "alert n/a: " + why_not
         return Outcome(HELD, detail, time.monotonic() - start)
     except AssertionError as e:
+        gap = case.gap(backend)
+        if gap:
+            return Outcome(GAP, f"{gap} (observed: {str(e)[:200]})", time.monotonic() - start)
         return Outcome(FAILED, str(e).replace("\n", " ")[:600], time.monotonic() - start)
     except Exception:  # a broken driver is a failure too, with its trace
         return Outcome(FAILED, traceback.format_exc().replace("\n", " | ")[-600:], time.monotonic() - start)
