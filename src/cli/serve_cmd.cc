@@ -21,6 +21,7 @@ constexpr const char* kServeUsage =
     "  --images FILE            native backend image map (config/images.yaml)\n"
     "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
     "  --pool-size N            docker: warm containers kept per policy (default 2; 0 = none)\n"
+    "  --native-pool N          native: boxes kept started per policy for one-shot executions (default 2; 0 = none)\n"
     "  --max-concurrency N      executions at once (default: the number of cores)\n"
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
     "  --max-body BYTES         largest request body, e.g. 10M (default 10 MiB; larger: 413)\n"
@@ -132,6 +133,9 @@ int ServeCommand(const Args& args) {
     } else if (value("--pool-size")) {
       if (v != "0" && !ParseCount(v, &c.pool_size)) return Bad("--pool-size wants a count");
       if (v == "0") c.pool_size = 0;
+    } else if (value("--native-pool")) {
+      c.native_pool = 0;
+      if (v != "0" && !ParseCount(v, &c.native_pool)) return Bad("--native-pool wants a count");
     } else if (value("--max-concurrency")) {
       if (!ParseCount(v, &c.max_concurrency)) return Bad("--max-concurrency wants a positive integer");
     } else if (value("--queue")) {

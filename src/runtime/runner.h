@@ -101,6 +101,9 @@ class BoxSession {
   const Policy& policy() const { return policy_; }
   Backend& backend() { return backend_; }
   void MarkUnusable() { usable_ = false; }
+  // A pooled box (scheduler/native_pool.h) serving a request that lowered the timeout: the runs
+  // of this session use `ms` from now on. Never raises it.
+  void LowerRunTimeout(uint64_t ms) { if (ms < policy_.timeout_ms) policy_.timeout_ms = ms; }
 
  private:
   BoxSession(Backend& backend, const Policy& policy, SessionOptions opts)

@@ -1,5 +1,6 @@
 #include "scheduler/one_shot.h"
 
+#include "scheduler/native_pool.h"
 #include "scheduler/python_driver.h"
 
 namespace lsb::sched {
@@ -7,7 +8,8 @@ namespace lsb::sched {
 Result<ExecResult> RunOneShot(Backend& backend, BoxRegistry& registry, const Policy& policy,
                               const ExecRequest& req, const std::vector<InputFile>& files,
                               const RunCallbacks& cb) {
-  LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(backend, policy));
+  // A warm box when the daemon keeps a pool (used boxes are torn down behind, by its reaper).
+  LSB_ASSIGN_OR_RETURN(auto session, AcquireOneShotBox(registry, backend, policy));
   BoxRegistry::Lease lease(registry, session.get());
   if (!files.empty()) {
     LSB_ASSIGN_OR_RETURN(auto driver, PythonDriver::Start(*session, 60000));

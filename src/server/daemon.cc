@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/backend_select.h"
+#include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/routes.h"
@@ -138,6 +139,15 @@ int RunDaemon(DaemonConfig config) {
   sched::BoxRegistry boxes;
   sched::SessionManager sessions(config.max_sessions);
   sessions.StartReaper();
+  // Native one-shots: boxes started ahead and torn down behind (scheduler/native_pool.h).
+  std::unique_ptr<sched::NativePool> pool;
+  if ((*backend)->name() == "native" && config.native_pool > 0) {
+    pool = std::make_unique<sched::NativePool>(**backend, policies, config.native_pool);
+    std::vector<std::string> warm;
+    if (policies.Find(config.limits.default_policy)) warm.push_back(config.limits.default_policy);
+    pool->Start(warm);
+    boxes.set_pool(pool.get());
+  }
   ServerContext ctx{**backend, policies, executor, boxes, sessions, config.limits, config.tokens};
   std::unique_ptr<monitor::Monitor> mon;
   if (config.monitoring) {
@@ -208,6 +218,7 @@ int RunDaemon(DaemonConfig config) {
       auto n = policies.Reload();
       if (n.ok()) {
         Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + config.policies_dir);
+        if (pool) pool->Drain();  // warm boxes of the previous policies go; the pool refills
       } else {
         Log("SIGHUP: policy reload failed; keeping the previous policies:\n" + n.error().message);
       }
@@ -230,6 +241,10 @@ int RunDaemon(DaemonConfig config) {
     boxes.KillAll();
   }
   executor.Shutdown();
+  if (pool) {
+    boxes.set_pool(nullptr);
+    pool->Shutdown();  // warm boxes and used ones still waiting for the reaper
+  }
   sessions.Shutdown();
   (*server)->Stop(2000);
   if (mon) mon->Stop();  // webhooks still queued are dropped (counted)

@@ -20,6 +20,7 @@ struct DaemonConfig {
   std::string backend = "auto";
   std::string init_path;
   size_t pool_size = 2;            // docker: warm containers kept per policy (--pool-size; 0 = none)
+  size_t native_pool = 2;          // native: warm boxes kept per policy for one-shots (--native-pool; 0 = none)
   size_t max_concurrency = 0;      // 0 = the number of cores
   size_t queue = 0;                // 0 = 4 x max_concurrency
   uint64_t max_body = 10u << 20;

@@ -1,5 +1,6 @@
 // /healthz: the process answers. /readyz: it takes work (503 while shutting down), with the
 // backend's name and what it holds now.
+#include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 
@@ -11,6 +12,8 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
   });
   router.Add("GET", "/readyz", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
     if (ctx.shutting_down) return ErrorResponse(FromAdmission(sched::Admission::kShuttingDown));
+    sched::NativePoolStats pool;
+    if (auto* p = ctx.boxes.pool()) pool = p->stats();
     return JsonResponse(200, {{"status", "ready"},
                               {"backend", ctx.backend.name()},
                               {"policies", ctx.policies.Snapshot()->size()},
@@ -18,7 +21,13 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
                               {"sessions", ctx.sessions.count()},
                               {"running", ctx.executor.running()},
                               {"queued", ctx.executor.queued()},
-                              {"workers", ctx.executor.workers()}});
+                              {"workers", ctx.executor.workers()},
+                              // the native pool (scheduler/native_pool.h): boxes waiting, used ones
+                              // waiting for the reaper, one-shots served warm / started cold
+                              {"warm_boxes", pool.ready},
+                              {"reaping", pool.reaping},
+                              {"pool_hits", pool.hits},
+                              {"pool_misses", pool.misses}});
   });
   // /mcp is registered with the health routes for now; its own call belongs in daemon.cc's list.
   AddMcpRoutes(router, ctx);

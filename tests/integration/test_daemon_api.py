@@ -417,6 +417,56 @@ class DaemonLimitsTest(unittest.TestCase):
         finally:
             shutil.rmtree(pdir)
 
+    def test_native_pool_hands_out_fresh_boxes_and_drains_on_sighup(self):
+        d = Daemon()
+        try:
+            def warm(n):
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    r = request(d.base, "GET", "/readyz").json()
+                    if r.get("warm_boxes", 0) >= n and r.get("reaping", 0) == 0:
+                        return r
+                    time.sleep(0.1)
+                self.fail(f"the pool did not fill: {r}")
+
+            def run(body):
+                r = request(d.base, "POST", "/v1/execute", body, timeout=60)
+                self.assertEqual(r.status, 200, r.body[:300])
+                return r.json()
+
+            warm(2)
+            # A box is never reused: what one execution left in /tmp is not in the next one's.
+            self.assertEqual(run({"code": "open('/tmp/mark', 'w').write('x'); print('w')"})["stdout"], "w\n")
+            for _ in range(3):
+                res = run({"code": "import os; print(os.path.exists('/tmp/mark'))"})
+                self.assertEqual(res["stdout"], "False\n", res)
+            # A lower timeout applies to a pooled box; a lower memory limit gets a box of its own.
+            warm(2)
+            res = run({"code": "import time; time.sleep(20)", "timeout": 1})
+            self.assertEqual(res["status"], "timeout", res)
+            self.assertLess(res["duration_ms"], 8000, res)
+            res = run({"code": "x = bytearray(200 << 20); print(len(x))", "memory": "64M"})
+            self.assertEqual(res["status"], "oom", res)
+            stats = request(d.base, "GET", "/readyz").json()
+            self.assertGreaterEqual(stats["pool_hits"], 4, stats)
+            self.assertGreaterEqual(stats["pool_misses"], 1, stats)
+            # SIGHUP: the warm boxes of the previous policies are destroyed and replaced.
+            warm(2)
+            before = set(d.descendants())
+            d.proc.send_signal(signal.SIGHUP)
+            deadline = time.time() + 30
+            while time.time() < deadline and (before & set(d.descendants())):
+                time.sleep(0.1)
+            self.assertEqual(before & set(d.descendants()), set(), "warm boxes survived SIGHUP")
+            warm(2)
+            self.assertEqual(run({"code": "print(1)"})["stdout"], "1\n")
+            boxes = d.descendants()
+            self.assertEqual(d.stop(signal.SIGTERM, timeout=30), 0, d.log())
+            self.assertEqual([p for p in boxes if os.path.exists(f"/proc/{p}")], [], d.log())
+            self.assertIn("boxes left: 0", d.log())
+        finally:
+            d.close()
+
     def test_sigterm_finishes_or_kills_and_leaves_no_box(self):
         d = Daemon("--shutdown-grace", "1")
         try:

@@ -1,0 +1,124 @@
+// The daemon's warm pool for one-shot executions (DESIGN §5, §8): per policy, up to N boxes already
+// started and set up (BoxSession opened, kReady received), each handed out once and never reused;
+// a background thread refills the pools and another destroys used boxes, so neither the box start
+// nor its teardown (namespace teardown after init's SIGKILL) is on the request's path.
+//
+// Correctness: a pooled box is only handed to a request whose policy is the one the box was made
+// for, field by field; the only difference allowed is a lower timeout (it is per run: the session's
+// run timeout is lowered before the run). Any other tightening (memory, cpu, network...) gets a
+// fresh box. Drain() (SIGHUP: the policies may have changed) and Shutdown() (SIGTERM) destroy every
+// pooled box; a box made from a policy that was replaced meanwhile fails the comparison anyway.
+//
+// Policies are pooled on demand: the ones named in Start() and each one a one-shot asks for.
+//
+// Concurrency: `mu_` guards the pools, the wanted set, the reap queue and the flags; boxes are
+// opened and destroyed outside the lock, on the refill and reaper threads.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/policy.h"
+#include "runtime/backend.h"
+#include "runtime/runner.h"
+
+namespace lsb::sched {
+
+class PolicyStore;
+class BoxRegistry;
+class NativePool;
+
+// True when a box made for `box` may run a request whose (tightened) policy is `req`: every field
+// that shapes the box or the run is equal, except timeout_ms, which may be lower in `req`.
+bool PooledBoxFits(const Policy& box, const Policy& req);
+
+// A box for one one-shot execution; when it goes, the box goes to the pool's reaper (or is
+// destroyed in place when there is no pool).
+class OneShotBox {
+ public:
+  OneShotBox() = default;
+  OneShotBox(std::unique_ptr<BoxSession> s, NativePool* pool) : s_(std::move(s)), pool_(pool) {}
+  OneShotBox(OneShotBox&& o) noexcept = default;
+  OneShotBox& operator=(OneShotBox&& o) noexcept;
+  ~OneShotBox();
+  BoxSession* get() const { return s_.get(); }
+  BoxSession* operator->() const { return s_.get(); }
+  BoxSession& operator*() const { return *s_; }
+
+ private:
+  void Release();
+  std::unique_ptr<BoxSession> s_;
+  NativePool* pool_ = nullptr;
+};
+
+struct NativePoolStats {
+  uint64_t hits = 0;     // one-shots served from the pool
+  uint64_t misses = 0;   // one-shots that had to start a box
+  size_t ready = 0;      // boxes waiting now
+  size_t reaping = 0;    // used boxes waiting for the reaper
+};
+
+class NativePool {
+ public:
+  // `per_policy` boxes kept ready for each pooled policy of `store`, started on `backend`.
+  NativePool(Backend& backend, const PolicyStore& store, size_t per_policy);
+  ~NativePool();  // Shutdown()
+  NativePool(const NativePool&) = delete;
+  NativePool& operator=(const NativePool&) = delete;
+
+  // Starts the refill and reaper threads; `policies` are pooled from now on.
+  void Start(const std::vector<std::string>& policies);
+  // A box for one execution of `policy` on `backend`: a pooled one when one fits, else one
+  // started now. The policy is registered for pooling.
+  Result<OneShotBox> Acquire(Backend& backend, const Policy& policy);
+  // Hands a used box to the reaper thread (destroys it in place when the reaper is behind or gone).
+  void Retire(std::unique_ptr<BoxSession> s);
+  // Destroys every pooled box (they refill from the store's current policies).
+  void Drain();
+  // Stops both threads and destroys every pooled and retired box. Idempotent.
+  void Shutdown();
+  NativePoolStats stats() const;
+  // Blocks until every wanted policy has its boxes or `timeout` passes (tests, benchmarks).
+  bool WaitFull(std::chrono::milliseconds timeout) const;
+
+ private:
+  struct Pool {
+    std::deque<std::unique_ptr<BoxSession>> ready;
+    bool failed = false;  // the last refill failed: not retried before retry_at or a Drain()
+    std::chrono::steady_clock::time_point retry_at;
+  };
+  void RefillLoop();
+  void ReapLoop();
+  bool FullLocked() const;
+
+  Backend& backend_;
+  const PolicyStore& store_;
+  size_t per_policy_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable refill_cv_;  // refill thread: a box was taken, a drain, stop
+  mutable std::condition_variable reap_cv_;    // reaper thread: a box to destroy, stop
+  mutable std::condition_variable full_cv_;    // WaitFull
+  std::map<std::string, Pool> pools_;          // wanted policies by name
+  std::deque<std::unique_ptr<BoxSession>> reap_;
+  uint64_t gen_ = 0;  // bumped by Drain(): boxes being made for an older one are discarded
+  bool stop_ = false;
+  bool started_ = false;
+  uint64_t hits_ = 0, misses_ = 0;
+  std::thread refiller_, reaper_;
+};
+
+// The hook of RunOneShot: the registry's pool when the daemon set one, else a fresh box.
+Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy);
+
+}  // namespace lsb::sched
