@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-minimal python3 python3-setuptools python3-wheel python3-venv python3-pip
   util-linux procps
+  python3-matplotlib
   clang-14 libclang-rt-14-dev
 )
 
