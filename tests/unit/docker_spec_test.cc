@@ -28,7 +28,8 @@ Policy SeedLike() {
 }
 
 TEST(DockerSpec, MapsEveryOuterControl) {
-  SpecInputs in{"llm-sandbox/python:3.11-test", "/opt/lsb/llm-sandbox-init", "host/42/777", false, ""};
+  SpecInputs in{.image = "llm-sandbox/python:3.11-test", .init_host_path = "/opt/lsb/llm-sandbox-init",
+                .owner = "host/42/777", .pooled = false, .seccomp_profile_json = ""};
   auto s = BuildContainerSpec(SeedLike(), in);
   EXPECT_EQ(s["Image"], "llm-sandbox/python:3.11-test");
   EXPECT_EQ(s["Entrypoint"][0], kInitInContainer);
@@ -58,7 +59,8 @@ TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
   p.runtime = "runsc";
   p.memory_bytes = 0;
   p.cpu = 0;
-  SpecInputs in{"img", "/init", "o", true, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}"};
+  SpecInputs in{.image = "img", .init_host_path = "/init", .owner = "o", .pooled = true,
+                .seccomp_profile_json = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}"};
   auto s = BuildContainerSpec(p, in);
   const auto& h = s["HostConfig"];
   EXPECT_EQ(h["NetworkMode"], "bridge");
