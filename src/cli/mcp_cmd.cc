@@ -58,6 +58,8 @@ bool ParseCount(const std::string& v, size_t* out) {
 
 int McpCommand(const Args& args) {
   std::string policies_dir, images_file, backend_name = "auto";
+  // As for serve: the environment gives the default backend; --backend overrides it.
+  if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') backend_name = env;
   server::ServerLimits limits;
   size_t workers = 2, max_sessions = 16;
   for (size_t i = 0; i < args.size(); ++i) {

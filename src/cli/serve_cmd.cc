@@ -20,6 +20,7 @@ constexpr const char* kServeUsage =
     "  --default-policy NAME    policy of requests that name none (default code-sandbox)\n"
     "  --images FILE            native backend image map (config/images.yaml)\n"
     "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
+    "                           (default: $LLM_SANDBOX_BACKEND, else auto)\n"
     "  --pool-size N            docker: warm containers kept per policy (default 2; 0 = none)\n"
     "  --native-pool N          native: boxes kept started per policy for one-shot executions (default 2; 0 = none)\n"
     "  --max-concurrency N      executions at once (default: the number of cores)\n"
@@ -92,6 +93,8 @@ int ServeCommand(const Args& args) {
   std::string token_file;
   bool generate_token = false;
   std::string webhook_secret_file;
+  // The environment gives the default backend (tests pin one this way); --backend overrides it.
+  if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') c.backend = env;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
