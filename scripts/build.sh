@@ -8,4 +8,6 @@ build=${LSB_BUILD_DIR:-$root/build}
 if [[ ! -f $build/CMakeCache.txt || $# -gt 0 ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)"
+# LSB_TARGETS limits the build (the quick start needs only the two binaries); default: everything.
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$(nproc)" ${LSB_TARGETS:+--target $LSB_TARGETS}

@@ -4,7 +4,7 @@
 # Python program, then an attack the policy refuses.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/build.sh"
+LSB_TARGETS="llm-sandbox llm-sandbox-init" "$root/scripts/build.sh"
 cd "$root"
 bin=${LSB_BUILD_DIR:-$root/build}/llm-sandbox
 echo "== llm-sandbox policy check policies/code-sandbox.yaml"
