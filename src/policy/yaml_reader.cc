@@ -171,7 +171,8 @@ SourcePos YamlReader::PosInScalar(const YAML::Node& scalar, size_t offset, std::
   size_t col = static_cast<size_t>(scalar.Mark().column);
   if (col < line.size() && (line[col] == '"' || line[col] == '\'')) ++col;  // a quoted scalar
   col += offset;
-  if (line.compare(col, expect.size(), expect) != 0) return base;
+  // A multi-line scalar's offset can run past its first line: then the start position is all we know.
+  if (col > line.size() || line.compare(col, expect.size(), expect) != 0) return base;
   base.column = static_cast<int>(col) + 1;
   return base;
 }
