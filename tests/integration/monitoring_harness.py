@@ -136,7 +136,9 @@ class EventReader:
                 if not chunk:
                     break
                 buf += chunk
-                if not self.ready.is_set() and b"\r\n\r\n" in buf:
+                if not self.ready.is_set():
+                    if b"\r\n\r\n" not in buf:
+                        continue  # the status line and headers may arrive in several reads
                     head, buf = buf.split(b"\r\n\r\n", 1)
                     assert b" 200 " in head.split(b"\r\n")[0], head
                     self.ready.set()
