@@ -7,10 +7,11 @@ sent, so a model cannot talk its way into a looser policy.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..client import DEFAULT_URL, SandboxClient
 from ..errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, NotFound,
@@ -79,6 +80,19 @@ class SandboxToolConfig:
         except SandboxError as exc:
             return error_for_model(exc)
         return format_result(result, self.max_output_chars)
+
+    def tool_functions(self) -> Tuple[Callable[..., str], Callable[..., Awaitable[str]]]:
+        """The sync and async callables every framework adapter registers as the tool."""
+
+        def run_python_code(code: str, policy: Optional[str] = None) -> str:
+            """Execute Python code in a secure sandbox."""
+            return self.run(code, policy)
+
+        async def arun_python_code(code: str, policy: Optional[str] = None) -> str:
+            # The client is synchronous and thread-safe; keep the event loop free while it waits.
+            return await asyncio.to_thread(self.run, code, policy)
+
+        return run_python_code, arun_python_code
 
 
 CODE_HELP = "The complete program to run. Its output must be printed to be seen."

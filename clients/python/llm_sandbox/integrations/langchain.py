@@ -18,7 +18,6 @@ Written against langchain-core's documented ``StructuredTool.from_function`` (la
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Optional
 
 from ..client import SandboxClient
@@ -35,14 +34,7 @@ def tool_from_config(config: SandboxToolConfig) -> Any:
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
 
-    def run_python_code(code: str, policy: Optional[str] = None) -> str:
-        """Execute Python code in a secure sandbox."""
-        return config.run(code, policy)
-
-    async def arun_python_code(code: str, policy: Optional[str] = None) -> str:
-        # The client is synchronous and thread-safe; keep the event loop free while it waits.
-        return await asyncio.to_thread(config.run, code, policy)
-
+    run_python_code, arun_python_code = config.tool_functions()
     return StructuredTool.from_function(
         func=run_python_code, coroutine=arun_python_code, name=config.name,
         description=config.description, args_schema=input_model(config))

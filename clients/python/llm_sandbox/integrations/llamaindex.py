@@ -13,7 +13,6 @@ async_fn)``; llama-index-core is imported only when a tool is built.
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Optional
 
 from ..client import SandboxClient
@@ -30,13 +29,7 @@ def tool_from_config(config: SandboxToolConfig) -> Any:
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
 
-    def run_python_code(code: str, policy: Optional[str] = None) -> str:
-        """Execute Python code in a secure sandbox."""
-        return config.run(code, policy)
-
-    async def arun_python_code(code: str, policy: Optional[str] = None) -> str:
-        return await asyncio.to_thread(config.run, code, policy)
-
+    run_python_code, arun_python_code = config.tool_functions()
     return FunctionTool.from_defaults(
         fn=run_python_code, async_fn=arun_python_code, name=config.name,
         description=config.description, fn_schema=input_model(config))
