@@ -70,7 +70,7 @@ std::optional<std::string> ParseSince(const std::string& v) {
   double secs = unit == "s" || unit.empty() ? n : unit == "m" ? n * 60 : unit == "h" ? n * 3600 : unit == "d" ? n * 86400 : -1;
   if (secs < 0) return std::nullopt;
   auto t = std::chrono::system_clock::now() - std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
-  return monitor::Rfc3339(std::chrono::time_point_cast<std::chrono::system_clock::duration>(t));
+  return Rfc3339(std::chrono::time_point_cast<std::chrono::system_clock::duration>(t));
 }
 
 void Print(const json& r, bool raw, const std::string& line) {

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/time_format.h"
 #include "base/result.h"
 #include "monitor/audit_log.h"
 #include "monitor/event_bus.h"
@@ -116,7 +117,5 @@ class Monitor {
   std::map<std::string, std::shared_ptr<Execution>> running_;
   std::deque<nlohmann::json> recent_;  // newest first
 };
-
-std::string Rfc3339(std::chrono::system_clock::time_point t);
 
 }  // namespace lsb::monitor

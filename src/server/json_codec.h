@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/time_format.h"
 #include "policy/policy.h"
 #include "runtime/exec_result.h"
 #include "scheduler/session.h"
@@ -53,7 +54,6 @@ ApiOr<SessionBody> ParseSessionBody(const nlohmann::json& j);
 nlohmann::json ExecResultJson(const ExecResult& r, const std::string& policy);
 nlohmann::json SessionJson(const sched::SessionInfo& s);
 nlohmann::json PolicyJson(const Policy& p);
-std::string Rfc3339(std::chrono::system_clock::time_point t);
 std::string Base64Decode(const std::string& in, bool* ok);
 
 }  // namespace lsb::server
