@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config git ca-certificates ccache
   libyaml-cpp-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
   libboost1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
