@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "protocol/escape_syscalls.h"
 
 namespace lsb::init {
 namespace {
@@ -64,38 +65,15 @@ Result<Ctx> NewCtx(uint32_t def) {
   return ctx;
 }
 
-// Sent to init when watched (see the header): the calls an escape attempt is made of.
-constexpr const char* kWatchedEscape[] = {
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace", "bpf", "init_module",
-    "finit_module", "delete_module", "kexec_load", "kexec_file_load", "open_by_handle_at",
-    "process_vm_readv", "process_vm_writev", "keyctl", "add_key", "request_key"};
-
-bool IsWatchedEscape(const char* name) {
-  for (const char* w : kWatchedEscape)
-    if (std::strcmp(w, name) == 0) return true;
-  return false;
-}
-
 Result<std::vector<sock_filter>> BuildEscape(bool watched) {
   LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   // TRACE ranks below the watch's USER_NOTIF: init answers (EPERM + alert); with no listener the
   // kernel refuses (ENOSYS). Without the watch these stay plain EPERM.
   const uint32_t escape = watched ? SCMP_ACT_TRACE(EPERM) : eperm;
-  for (const char* name : kWatchedEscape) LSB_TRY(Rule(ctx, escape, name));
-  for (const char* name :
-       {"mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace",
-        "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd", "bpf",
-        "keyctl", "add_key", "request_key", "perf_event_open", "userfaultfd", "io_uring_setup",
-        "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at",
-        "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-        "memfd_create", "memfd_secret", "swapon", "swapoff", "reboot", "acct", "syslog",
-        "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-        "quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "iopl", "ioperm", "fanotify_init",
-        "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-        "uselib", "nfsservctl", "_sysctl", "vm86", "vm86old", "create_module", "get_kernel_syms",
-        "query_module", "ustat", "sysfs"})
-    if (!IsWatchedEscape(name)) LSB_TRY(Rule(ctx, eperm, name));
+  for (const char* name : protocol::kWatchedEscapeSyscalls) LSB_TRY(Rule(ctx, escape, name));
+  for (const char* name : protocol::kRefusedSyscalls)
+    if (!protocol::IsWatchedEscapeSyscall(name)) LSB_TRY(Rule(ctx, eperm, name));
   // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
   LSB_TRY(Rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
   for (uint64_t f : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
@@ -125,7 +103,7 @@ Result<std::vector<sock_filter>> BuildWatch(int handoff_fd, const SeccompOptions
   LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
   for (const char* name : {"execve", "execveat", "connect", "sendto", "sendmmsg", "bind"})
     LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
-  for (const char* name : kWatchedEscape) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
+  for (const char* name : protocol::kWatchedEscapeSyscalls) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
   if (opts.trace_opens)
     for (const char* name : {"open", "openat", "openat2", "creat"}) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
   LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, "sendmsg",
@@ -149,11 +127,11 @@ Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd, SeccompOptions opts
 const char* WatchedEscapeName(int nr) {
   // Resolved once: init asks on every notification. Init's supervisor is single-threaded.
   static std::vector<int> numbers;
-  constexpr size_t n = sizeof kWatchedEscape / sizeof kWatchedEscape[0];
+  const auto& names = protocol::kWatchedEscapeSyscalls;
   if (numbers.empty())
-    for (const char* name : kWatchedEscape) numbers.push_back(seccomp_syscall_resolve_name(name));
-  for (size_t i = 0; i < n; ++i)
-    if (numbers[i] == nr) return kWatchedEscape[i];
+    for (const char* name : names) numbers.push_back(seccomp_syscall_resolve_name(name));
+  for (size_t i = 0; i < numbers.size(); ++i)
+    if (numbers[i] == nr) return names[i];
   return nullptr;
 }
 

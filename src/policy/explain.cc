@@ -143,10 +143,12 @@ class Explainer {
         "perf_event_open, userfaultfd, io_uring, open_by_handle_at, kexec and module loading, memfd_create, "
         "execveat(AT_EMPTY_PATH), the TIOCSTI ioctl, and raw, packet, vsock and alg sockets";
     Enforcement docker = gvisor_
-        ? Yes("HostConfig.SecurityOpt seccomp profile; inside, llm-sandbox-init's filter (" + refused +
-              ") is applied by gVisor's own seccomp implementation")
-        : Yes("HostConfig.SecurityOpt seccomp profile (Docker's default plus only what llm-sandbox-init needs to "
-              "build its view); inside, llm-sandbox-init's filter " + refused);
+        ? Yes("gVisor filters system calls in its own kernel (no engine profile); inside, llm-sandbox-init's "
+              "filter (" + refused + ") is applied by gVisor's own seccomp implementation")
+        : Yes("HostConfig.SecurityOpt seccomp profile: an allowlist of every system call known at build time "
+              "except those llm-sandbox-init refuses silently, with the escape calls init watches let through "
+              "so that its filter refuses them with an escape_syscall alert; inside, llm-sandbox-init's filter " +
+              refused);
     Add("container.seccomp", p_.seccomp, "container.seccomp",
         Yes("llm-sandbox-init installs the filter before exec; it " + refused), docker);
   }

@@ -167,6 +167,7 @@ int RunDaemon(DaemonConfig config) {
   AddPolicyRoutes(router, ctx);
   AddHealthRoutes(router, ctx);
   AddMonitoringRoutes(router, ctx);
+  AddMcpRoutes(router, ctx);
 
   HttpHandler handler = [&ctx, &router](HttpRequest& req, ResponseStream& out) -> Reply {
     auto start = Clock::now();

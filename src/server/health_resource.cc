@@ -29,8 +29,6 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
                               {"pool_hits", pool.hits},
                               {"pool_misses", pool.misses}});
   });
-  // /mcp is registered with the health routes for now; its own call belongs in daemon.cc's list.
-  AddMcpRoutes(router, ctx);
 }
 
 }  // namespace lsb::server

@@ -7,7 +7,9 @@ import http.server
 import json
 import os
 import queue
+import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -45,11 +47,38 @@ TRACE_POLICY = POLICY.replace("name: mon", "name: mon-trace").replace(
     "monitoring:\n", "monitoring:\n  trace: true\n")
 
 
+# The daemon's backend for these suites: the CTest entries set it (integration_monitoring: native,
+# integration_monitoring_docker: docker); `llm-sandbox serve` reads the same variable.
+BACKEND = os.environ.get("LLM_SANDBOX_BACKEND", "native")
+_backend_ready = False
+
+
+def _prepare_docker():
+    """The engine and the test image (scripts/ensure-docker.sh installs and starts dockerd when root)."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    engine = subprocess.run(["docker", "version"], capture_output=True, timeout=30).returncode == 0 \
+        if shutil.which("docker") else False
+    if os.geteuid() != 0 and not engine:
+        raise unittest.SkipTest("no Docker engine answers and we are not root (run: sudo scripts/ensure-docker.sh)")
+    subprocess.run([os.path.join(root, "scripts", "ensure-docker.sh")], check=True, timeout=600)
+    subprocess.run([os.path.join(root, "scripts", "build-test-image.sh")], check=True, timeout=900)
+
+
 def skip_unless_monitoring_suite():
+    global _backend_ready
     if os.environ.get("LSB_MONITORING_SUITE") != "1":
-        raise unittest.SkipTest("run by the integration_monitoring CTest entry (LSB_MONITORING_SUITE=1)")
+        raise unittest.SkipTest("run by the integration_monitoring CTest entries (LSB_MONITORING_SUITE=1)")
     if not os.access(BINARY, os.X_OK):
         raise unittest.SkipTest(f"{BINARY} not built")
+    if BACKEND == "docker" and not _backend_ready:
+        _prepare_docker()
+        _backend_ready = True
+
+
+def skip_unless_native(why):
+    """For daemon-level behaviour that does not depend on the backend: tested once, on native."""
+    if BACKEND != "native":
+        raise unittest.SkipTest(f"backend-independent ({why}); run by integration_monitoring on native")
 
 
 def policy_dir():

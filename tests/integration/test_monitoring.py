@@ -1,7 +1,9 @@
-"""Monitoring on the real daemon and native backend (docs/monitoring.md): each built-in alert rule
-triggered by a real program in a real box, seen in the result, the audit log, the live event
-stream and a signed webhook; live usage samples; trace mode; `llm-sandbox logs`; the audit log's
-durability when the daemon is SIGKILLed; rotation."""
+"""Monitoring on the real daemon (docs/monitoring.md), on the backend in $LLM_SANDBOX_BACKEND
+(CTest: integration_monitoring on native, integration_monitoring_docker on Docker): each built-in
+alert rule triggered by a real program in a real box, seen in the result, the audit log, the live
+event stream and a signed webhook; live usage samples; trace mode; `llm-sandbox logs`. Backend-
+independent daemon behaviour (webhook retries, the audit log's durability when the daemon is
+SIGKILLed, rotation) runs on native only."""
 import json
 import os
 import signal
@@ -12,8 +14,8 @@ import time
 import unittest
 
 from harness import BINARY
-from monitoring_harness import (SECRET, Daemon, EventReader, WebhookReceiver, policy_dir, read_audit, request,
-                                skip_unless_monitoring_suite)
+from monitoring_harness import (BACKEND, SECRET, Daemon, EventReader, WebhookReceiver, policy_dir, read_audit,
+                                request, skip_unless_monitoring_suite, skip_unless_native)
 
 # rule -> (program, expected status, fields the alert must carry)
 RULES = {
@@ -59,7 +61,9 @@ class MonitoringAlerts(unittest.TestCase):
     def execute(self, code, policy="mon", **extra):
         r = request(self.daemon.base, "POST", "/v1/execute", {"code": code, "policy": policy, **extra})
         self.assertEqual(r.status, 200, r.body)
-        return r.json()
+        res = r.json()
+        self.assertEqual(res["backend"], BACKEND, "the daemon did not run the backend under test")
+        return res
 
     def check_rule(self, rule):
         code, status, fields = RULES[rule]
@@ -218,6 +222,7 @@ class MonitoringAlerts(unittest.TestCase):
 class WebhookRetry(unittest.TestCase):
     def setUp(self):
         skip_unless_monitoring_suite()
+        skip_unless_native("webhook delivery")
 
     def test_retried_with_backoff_and_never_blocking(self):
         hook = WebhookReceiver(fail_first=2)  # two 503s, then accepted
@@ -242,6 +247,7 @@ class WebhookRetry(unittest.TestCase):
 class AuditDurability(unittest.TestCase):
     def setUp(self):
         skip_unless_monitoring_suite()
+        skip_unless_native("the audit log's writer")
 
     def test_every_acknowledged_execution_survives_sigkill(self):
         tmp = tempfile.mkdtemp(prefix="lsb-audit-")

@@ -1,9 +1,13 @@
 // Policy -> container create body, endpoint parsing and the image map's docker section.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/endpoint.h"
 #include "runtime/docker/image_resolver.h"
+#include "runtime/docker/seccomp_profile.h"
 
 namespace lsb::docker {
 namespace {
@@ -29,7 +33,7 @@ Policy SeedLike() {
 
 TEST(DockerSpec, MapsEveryOuterControl) {
   SpecInputs in{.image = "llm-sandbox/python:3.11-test", .init_host_path = "/opt/lsb/llm-sandbox-init",
-                .owner = "host/42/777", .pooled = false, .seccomp_profile_json = ""};
+                .owner = "host/42/777", .pooled = false, .seccomp_opt = ""};
   auto s = BuildContainerSpec(SeedLike(), in);
   EXPECT_EQ(s["Image"], "llm-sandbox/python:3.11-test");
   EXPECT_EQ(s["Entrypoint"][0], kInitInContainer);
@@ -60,7 +64,7 @@ TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
   p.memory_bytes = 0;
   p.cpu = 0;
   SpecInputs in{.image = "img", .init_host_path = "/init", .owner = "o", .pooled = true,
-                .seccomp_profile_json = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}"};
+                .seccomp_opt = "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"};
   auto s = BuildContainerSpec(p, in);
   const auto& h = s["HostConfig"];
   EXPECT_EQ(h["NetworkMode"], "bridge");
@@ -108,6 +112,25 @@ TEST(DockerImages, DockerSectionAndEnv) {
   r.Set("x", "y");
   EXPECT_EQ(r.Map("x"), "y");
   EXPECT_EQ(r.Map("z"), "z");
+}
+
+TEST(DockerSeccompProfile, AllowlistLetsWatchedEscapesReachInit) {
+  auto text = EngineSeccompProfile();
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  auto p = nlohmann::json::parse(*text);
+  EXPECT_EQ(p["defaultAction"], "SCMP_ACT_ERRNO");
+  EXPECT_EQ(p["defaultErrnoRet"], 1);
+  ASSERT_EQ(p["syscalls"].size(), 1u);
+  EXPECT_EQ(p["syscalls"][0]["action"], "SCMP_ACT_ALLOW");
+  std::set<std::string> names = p["syscalls"][0]["names"].get<std::set<std::string>>();
+  for (const char* must : {"read", "execve", "clone", "landlock_create_ruleset", "seccomp", "prctl"})
+    EXPECT_TRUE(names.count(must)) << must;
+  // Watched by init (EPERM + escape_syscall alert): the engine must not answer first.
+  for (const char* watched : {"mount", "unshare", "chroot", "setns", "bpf", "keyctl"})
+    EXPECT_TRUE(names.count(watched)) << watched;
+  // Refused silently by init: refused by the engine as well.
+  for (const char* refused : {"userfaultfd", "io_uring_setup", "perf_event_open", "memfd_create", "iopl"})
+    EXPECT_FALSE(names.count(refused)) << refused;
 }
 
 }  // namespace

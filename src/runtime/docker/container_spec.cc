@@ -27,7 +27,7 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
   if (!tmpfs.contains(kJobDir)) tmpfs[kJobDir] = TmpfsOptions(kJobDirBytes, 01777, true, true, true);
 
   json security_opt = json::array({"no-new-privileges"});
-  if (!in.seccomp_profile_json.empty()) security_opt.push_back("seccomp=" + in.seccomp_profile_json);
+  if (!in.seccomp_opt.empty()) security_opt.push_back(in.seccomp_opt);
 
   std::string init_dir = kInitInContainer;
   init_dir = init_dir.substr(0, init_dir.rfind('/'));

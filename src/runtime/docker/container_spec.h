@@ -32,7 +32,7 @@ struct SpecInputs {
   std::string init_volume_file;
   std::string owner;         // kLabelOwner value
   bool pooled = false;
-  std::string seccomp_profile_json;  // empty: the engine's default profile
+  std::string seccomp_opt;  // "seccomp=<json|path>" (seccomp_profile.h); empty: the engine's default
 };
 
 // The tmpfs options string Docker expects ("rw,size=67108864,mode=1777,noexec,nosuid,nodev").

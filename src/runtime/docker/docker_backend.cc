@@ -7,8 +7,44 @@
 #include "runtime/docker/docker_box.h"
 #include "runtime/docker/init_path.h"
 #include "runtime/docker/ownership.h"
+#include "runtime/docker/seccomp_profile.h"
 
 namespace lsb::docker {
+namespace {
+
+bool IsPodman(const EngineClient& engine) {
+  const Json& v = engine.version_info();
+  if (v.contains("Components") && v["Components"].is_array())
+    for (const auto& c : v["Components"])
+      if (c.is_object() && c.value("Name", "").find("Podman") != std::string::npos) return true;
+  return false;
+}
+
+// Docker takes the profile inline in SecurityOpt; Podman's compat API reads the value as a path on
+// its own host, so a local Podman gets a file (content-addressed, written once); a remote Podman
+// keeps its default profile (the watched escape calls it refuses are then not alerted).
+Status ChooseSeccomp(const EngineClient& engine, std::string& opt, std::string& how) {
+  LSB_ASSIGN_OR_RETURN(std::string profile, EngineSeccompProfile());
+  const std::string what = "an allowlist of every system call libseccomp knows here except those "
+                           "llm-sandbox-init refuses silently; the escape calls init watches pass to its filter, "
+                           "which refuses them (EPERM) with an escape_syscall alert";
+  if (!IsPodman(engine)) {
+    opt = "seccomp=" + profile;
+    how = "engine profile: " + what;
+    return OkStatus();
+  }
+  if (engine.endpoint().kind != Endpoint::Kind::kUnix) {
+    how = "Podman's default profile (a remote Podman reads profiles from its own disk; escape calls it refuses "
+          "are not alerted) plus llm-sandbox-init's filters inside";
+    return OkStatus();
+  }
+  LSB_ASSIGN_OR_RETURN(std::string path, WriteProfileFile(profile));
+  opt = "seccomp=" + path;
+  how = "engine profile " + path + ": " + what;
+  return OkStatus();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackendOptions& opts) {
   std::unique_ptr<DockerBackend> b(new DockerBackend(opts));
@@ -32,6 +68,8 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
       if (s.rfind("name=rootless", 0) == 0) b->engine_rootless_ = true;
     }
   }
+  if (auto st = ChooseSeccomp(*b->engine_, b->seccomp_opt_, b->seccomp_how_); !st.ok())
+    return st.error().Wrap("docker: seccomp profile");
   LSB_ASSIGN_OR_RETURN(b->images_, ImageResolver::Load(opts.images_file));
   LSB_ASSIGN_OR_RETURN(b->init_path_, FindStaticInit(opts.init_path));
   LSB_ASSIGN_OR_RETURN(b->init_source_, ResolveInitSource(*b->engine_, b->init_path_, opts.init_volume));
@@ -94,8 +132,8 @@ std::vector<ControlSupport> DockerBackend::Explain(const Policy& policy) const {
                      : "no kernel user namespace (the engine has no userns-remap); the box runs as the unprivileged "
                        "uid " + std::to_string(policy.uid) + " with CapDrop ALL and no-new-privileges");
   add("container.seccomp", engine_seccomp_ || gv,
-      "the engine's default seccomp profile (it already allows what llm-sandbox-init needs in in_place mode: "
-      "landlock_*, seccomp, prctl) plus llm-sandbox-init's own filters inside");
+      gv ? "gVisor's own system call filtering plus llm-sandbox-init's escape filter inside"
+         : seccomp_how_ + "; plus llm-sandbox-init's own filters inside");
   add("container.user", true, "Config.User " + std::to_string(policy.uid) + ":" + std::to_string(policy.gid) +
                                   ", HostConfig.CapDrop ALL, SecurityOpt no-new-privileges");
   add("network.enabled", true, policy.network_enabled ? "HostConfig.NetworkMode bridge" : "HostConfig.NetworkMode none");
@@ -118,6 +156,7 @@ Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled)
   in.init_volume_file = init_source_.file;
   in.owner = owner_;
   in.pooled = pooled;
+  if (policy.runtime != "runsc") in.seccomp_opt = seccomp_opt_;
   return BuildContainerSpec(policy, in);
 }
 

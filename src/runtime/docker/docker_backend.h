@@ -69,6 +69,9 @@ class DockerBackend : public Backend {
   bool engine_seccomp_ = false;
   bool engine_userns_ = false;
   bool engine_rootless_ = false;
+  // "seccomp=<inline JSON or path>" for runc boxes (seccomp_profile.h); empty: the engine's default.
+  std::string seccomp_opt_;
+  std::string seccomp_how_;  // for policy explain
   int orphans_removed_ = 0;
   std::mutex pools_mu_;
   std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by the container spec

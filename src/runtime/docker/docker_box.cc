@@ -43,7 +43,42 @@ std::optional<uint64_t> Number(const std::optional<std::string>& text) {
   return v;
 }
 
+// Cumulative cpu of the container's cgroup: cpuacct.usage (v1, ns) or cpu.stat usage_usec (v2).
+std::optional<uint64_t> CgroupCpuNs(const std::string& cid) {
+  if (auto ns = Number(ReadCgroupFile("cpuacct", cid, "cpuacct.usage"))) return ns;
+  if (auto st = ReadCgroupFile("", cid, "cpu.stat"))
+    if (auto us = KeyedValue(*st, "usage_usec")) return *us * 1000;
+  return std::nullopt;
+}
+
+// The engine's stats, for engines whose cgroups we cannot read (remote, rootless, other drivers).
+void FillFromStats(const EngineClient& engine, const std::string& cid, std::optional<uint64_t>& cpu_ns,
+                   std::optional<uint64_t>* memory_peak, std::optional<uint64_t>* memory_now) {
+  auto stats = engine.ContainerStats(cid);
+  if (!stats.ok() || !stats->is_object()) return;
+  const auto& mem = stats->value("memory_stats", Json::object());
+  if (memory_peak && mem.contains("max_usage") && mem["max_usage"].is_number_unsigned())
+    *memory_peak = mem["max_usage"].get<uint64_t>();
+  if (memory_now && mem.contains("usage") && mem["usage"].is_number_unsigned())
+    *memory_now = mem["usage"].get<uint64_t>();
+  const auto& cpu = stats->value("cpu_stats", Json::object());
+  if (!cpu_ns && cpu.contains("cpu_usage") && cpu["cpu_usage"].contains("total_usage") &&
+      cpu["cpu_usage"]["total_usage"].is_number_unsigned())
+    cpu_ns = cpu["cpu_usage"]["total_usage"].get<uint64_t>();
+}
+
 }  // namespace
+
+BoxUsage ReadUsage(const EngineClient& engine, const std::string& cid) {
+  BoxUsage u;
+  if (engine.endpoint().kind == Endpoint::Kind::kUnix) {
+    u.cpu_ns = CgroupCpuNs(cid);
+    u.memory_bytes = Number(ReadCgroupFile("memory", cid, "memory.usage_in_bytes"));  // v1
+    if (!u.memory_bytes) u.memory_bytes = Number(ReadCgroupFile("", cid, "memory.current"));  // v2
+  }
+  if (!u.cpu_ns || !u.memory_bytes) FillFromStats(engine, cid, u.cpu_ns, nullptr, &u.memory_bytes);
+  return u;
+}
 
 BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
   BoxVerdict v;
@@ -60,7 +95,7 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
     if (auto pe = ReadCgroupFile("pids", cid, "pids.events")) {
       if (auto n = KeyedValue(*pe, "max")) v.pids_limit_events = *n;
     }
-    if (auto cpu = Number(ReadCgroupFile("cpuacct", cid, "cpuacct.usage"))) v.cpu_ns = cpu;
+    v.cpu_ns = CgroupCpuNs(cid);
   }
   // The engine's view: OOMKilled survives the container's death; stats only while it runs.
   auto insp = engine.InspectContainer(cid);
@@ -68,17 +103,7 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
     const auto& st = (*insp)["State"];
     if (st.value("OOMKilled", false) && v.oom_kill_count == 0) v.oom_kill_count = 1;
   }
-  if (!local || !v.memory_peak_bytes) {
-    auto stats = engine.ContainerStats(cid);
-    if (stats.ok() && stats->is_object()) {
-      const auto& mem = stats->value("memory_stats", Json::object());
-      if (mem.contains("max_usage") && mem["max_usage"].is_number_unsigned())
-        v.memory_peak_bytes = mem["max_usage"].get<uint64_t>();
-      const auto& cpu = stats->value("cpu_stats", Json::object());
-      if (!v.cpu_ns && cpu.contains("cpu_usage") && cpu["cpu_usage"].contains("total_usage"))
-        v.cpu_ns = cpu["cpu_usage"]["total_usage"].get<uint64_t>();
-    }
-  }
+  if (!local || !v.memory_peak_bytes) FillFromStats(engine, cid, v.cpu_ns, &v.memory_peak_bytes, nullptr);
   v.oom_killed = v.oom_kill_count > 0;
   v.pids_limit_hit = v.pids_limit_events > 0;
   return v;
@@ -113,6 +138,12 @@ DockerBox::~DockerBox() {
 }
 
 BoxVerdict DockerBox::Verdict() { return ReadVerdict(*engine_, container_id_); }
+
+std::optional<BoxUsage> DockerBox::Usage() {
+  BoxUsage u = ReadUsage(*engine_, container_id_);
+  if (!u.cpu_ns && !u.memory_bytes) return std::nullopt;
+  return u;
+}
 
 void DockerBox::Kill() {
   auto st = engine_->KillContainer(container_id_);

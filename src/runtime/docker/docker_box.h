@@ -28,6 +28,8 @@ class DockerBox : public Box {
 
   int stream_fd() const override { return pump_->fd(); }
   BoxVerdict Verdict() override;
+  // Live CPU/RAM from the container's cgroup files (local engine) or the engine's stats.
+  std::optional<BoxUsage> Usage() override;
   void Kill() override;
   std::string id() const override { return "docker-" + container_id_.substr(0, 12); }
   std::string Diagnostics() override;
@@ -50,5 +52,8 @@ class DockerBox : public Box {
 // The box's cgroup counters read straight from the host's cgroup files when the engine is local
 // (exact: OOM kill count, pids.max hits, memory peak), else from the engine's stats.
 BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& container_id);
+
+// A live sample of the running container, from the same sources as ReadVerdict.
+BoxUsage ReadUsage(const EngineClient& engine, const std::string& container_id);
 
 }  // namespace lsb::docker
