@@ -316,20 +316,23 @@ add("net.abstract_unix_host", "connect to an abstract unix socket of the host", 
 add("kernel.unshare_userns", "unshare(CLONE_NEWUSER) and clone(CLONE_NEWUSER): user namespace nesting", '''
     res(sys_call(272, 0x10000000))
     res(sys_call(56, 0x10000000 | 17, 0, 0, 0, 0))
-''', lambda c: c.all_in(("EPERM",), 2))
+''', lambda c: c.all_in(("EPERM",), 2),
+    alert=("escape_syscall", "message", "unshare"))
 
 add("kernel.unshare_mount_setns", "unshare(CLONE_NEWNS), setns, mount tmpfs", '''
     res(sys_call(272, 0x00020000))
     res(sys_call(308, 0, 0))
     res(c_result(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)))
-''', lambda c: c.all_in(("EPERM", "EBADF"), 3))
+''', lambda c: c.all_in(("EPERM", "EBADF"), 3),
+    alert=("escape_syscall", "message", "unshare"))
 
 add("kernel.cgroup_release_agent", "mount cgroup v1 with release_agent; write release_agent files", '''
     import glob
     res(c_result(libc.mount(b"cgroup", b"/tmp", b"cgroup", 0, b"rdma,release_agent=/tmp/x")))
     res([p for p in glob.glob("/sys/fs/cgroup/**/release_agent", recursive=True)
          if attempt(lambda: open(p, "w").write("/tmp/x")) == "OK"])
-''', lambda c: (c.eq(0, "EPERM"), c.eq(1, "[]")))
+''', lambda c: (c.eq(0, "EPERM"), c.eq(1, "[]")),
+    alert=("escape_syscall", "message", "mount"))
 
 add("kernel.ptrace", "ptrace: attach init, attach a sibling, TRACEME", '''
     import time
@@ -340,7 +343,8 @@ add("kernel.ptrace", "ptrace: attach init, attach a sibling, TRACEME", '''
     res(sys_call(101, 16, child, 0, 0))   # PTRACE_ATTACH sibling
     res(sys_call(101, 0, 0, 0, 0))        # PTRACE_TRACEME
     os.kill(child, 9)
-''', lambda c: c.all_in(("EPERM",), 3))
+''', lambda c: c.all_in(("EPERM",), 3),
+    alert=("escape_syscall", "message", "ptrace"))
 
 add("kernel.process_vm", "process_vm_readv/writev on init", '''
     buf = ctypes.create_string_buffer(16)
@@ -348,16 +352,19 @@ add("kernel.process_vm", "process_vm_readv/writev on init", '''
     iov = Iov(ctypes.addressof(buf), 16)
     res(sys_call(310, 1, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0))
     res(sys_call(311, 1, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0))
-''', lambda c: c.all_in(("EPERM", "ESRCH"), 2))
+''', lambda c: c.all_in(("EPERM", "ESRCH"), 2),
+    alert=("escape_syscall", "message", "process_vm_readv"))
 
 add("kernel.bpf", "bpf(BPF_PROG_LOAD)", 'res(sys_call(321, 5, 0, 0))',
-    lambda c: c.is_in(0, ("EPERM", "ENOSYS")))
+    lambda c: c.is_in(0, ("EPERM", "ENOSYS")),
+    alert=("escape_syscall", "message", "bpf"))
 
 add("kernel.keyring", "kernel keyring: keyctl, add_key, request_key", '''
     res(sys_call(250, 0, -3, 0, 0, 0))                                     # keyctl(GET_KEYRING_ID)
     res(c_result(libc.syscall(248, b"user", b"lsb", b"x", 1, ctypes.c_long(-3))))  # add_key
     res(c_result(libc.syscall(249, b"user", b"lsb", None, ctypes.c_long(0))))      # request_key
-''', lambda c: c.all_in(("EPERM", "ENOSYS"), 3))
+''', lambda c: c.all_in(("EPERM", "ENOSYS"), 3),
+    alert=("escape_syscall", "message", "keyctl"))
 
 add("kernel.perf_event_open", "perf_event_open", 'res(sys_call(298, 0, 0, -1, -1, 0))',
     lambda c: c.is_in(0, ("EPERM", "ENOSYS", "EACCES")))
@@ -371,14 +378,16 @@ add("kernel.io_uring", "io_uring_setup", 'res(sys_call(425, 8, 0))',
 add("kernel.open_by_handle", "open_by_handle_at and name_to_handle_at (shocker)", '''
     res(sys_call(304, 3, 0, 0))
     res(sys_call(303, -100, ctypes.addressof(ctypes.create_string_buffer(b"/etc")), 0, 0, 0))
-''', lambda c: (c.is_in(0, ("EPERM", "ENOSYS")), c.is_in(1, ("EPERM", "ENOSYS", "EFAULT", "EOPNOTSUPP"))))
+''', lambda c: (c.is_in(0, ("EPERM", "ENOSYS")), c.is_in(1, ("EPERM", "ENOSYS", "EFAULT", "EOPNOTSUPP"))),
+    alert=("escape_syscall", "message", "open_by_handle_at"))
 
 add("kernel.modules_kexec", "kexec_load, init_module, finit_module, delete_module", '''
     res(sys_call(246, 0, 0, 0, 0))
     res(sys_call(175, 0, 0, 0))
     res(sys_call(313, 0, 0, 0))
     res(sys_call(176, ctypes.addressof(ctypes.create_string_buffer(b"ext4")), 0))
-''', lambda c: c.all_in(("EPERM", "ENOSYS"), 4))
+''', lambda c: c.all_in(("EPERM", "ENOSYS"), 4),
+    alert=("escape_syscall", "message", "kexec_load"))
 
 add("kernel.tiocsti", "TIOCSTI on stdin", '''
     import fcntl, termios
@@ -490,7 +499,8 @@ add("priv.setuid_root", "setuid(0), setgid(0), chroot, sethostname, clock_settim
     res(c_result(libc.sethostname(b"pwned", 5)))
     ts = (ctypes.c_long * 2)(0, 0)
     res(c_result(libc.clock_settime(0, ts)))
-''', lambda c: c.all_in(("EPERM",), 5))
+''', lambda c: c.all_in(("EPERM",), 5),
+    alert=("escape_syscall", "message", "chroot"))
 
 # ---------------------------------------------------------------- resources
 

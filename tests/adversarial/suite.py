@@ -28,7 +28,7 @@ PRELUDE = textwrap.dedent('''
 
 # Alerts that init's seccomp watch raises; the others (oom, pids, timeout, output) come from the
 # outer box or init's own timer and are due on every backend.
-WATCH_RULES = {"denied_exec", "network_attempt"}
+WATCH_RULES = {"denied_exec", "network_attempt", "escape_syscall"}
 
 HELD, HELD_ALERTED, NA, FAILED = "held", "held+alerted", "n/a", "FAILED"
 # A failure this backend is known to have, documented in docs/security.md: shown, not hidden as
