@@ -1,7 +1,10 @@
-"""Helpers shared by the Docker daemon suites (stdlib only): engine/image setup, a free port, a
-small HTTP client, waiting for a daemon to answer, and listing this project's containers."""
+"""Helpers shared by the Docker suites (stdlib only): engine/image setup, a free port, a small HTTP
+client, a daemon under test, waiting for it to answer, and what this project left behind
+(containers, volumes, temp files)."""
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import time
@@ -14,6 +17,11 @@ SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
 BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
 OWNER_LABEL = "io.llm-sandbox.owner"
+IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+POLICIES = os.path.join(SOURCE_DIR, "policies")
+# What the CLI, the daemon or the engine on their behalf could leave in the shared temp dirs.
+TMP_DIRS = ("/tmp", "/dev/shm")
+TMP_NAME = re.compile(r"llm|lsb|sandbox|docker", re.I)
 
 
 def prepare_engine_or_skip():
@@ -67,19 +75,120 @@ def wait_healthy(base, proc=None, seconds=30):
     return False
 
 
-def containers(label=OWNER_LABEL):
+def containers(label=OWNER_LABEL, env=None):
     """{id: owner label} of every container carrying `label` (running or not)."""
     out = subprocess.run(["docker", "ps", "-aq", "--no-trunc", "--filter", f"label={label}"],
-                         capture_output=True, text=True, timeout=30).stdout.split()
+                         capture_output=True, text=True, timeout=30, env=env).stdout.split()
     if not out:
         return {}
-    insp = subprocess.run(["docker", "inspect", *out], capture_output=True, text=True, timeout=30).stdout
+    insp = subprocess.run(["docker", "inspect", *out], capture_output=True, text=True, timeout=30, env=env).stdout
     res = {}
     for c in json.loads(insp or "[]"):
         res[c["Id"]] = (c["Config"].get("Labels") or {}).get(OWNER_LABEL, "")
     return res
 
 
-def owned_by_pid(pid):
-    """Containers whose owner label names this host's process `pid`."""
-    return [cid for cid, owner in containers().items() if owner.split("/")[1:2] == [str(pid)]]
+def owned_by_pid(pid, env=None):
+    """Containers whose owner label names this host's process `pid` (or one of the pids in a set)."""
+    pids = {str(p) for p in pid} if isinstance(pid, (set, list, tuple)) else {str(pid)}
+    return [cid for cid, owner in containers(env=env).items() if (owner.split("/") + ["", ""])[1] in pids]
+
+
+def volumes(env=None):
+    """{name: labels} of every volume of the engine."""
+    out = subprocess.run(["docker", "volume", "ls", "-q"], capture_output=True, text=True, timeout=30,
+                         env=env).stdout.split()
+    if not out:
+        return {}
+    insp = subprocess.run(["docker", "volume", "inspect", *out], capture_output=True, text=True, timeout=30,
+                          env=env).stdout
+    return {v["Name"]: v.get("Labels") or {} for v in json.loads(insp or "[]")}
+
+
+def tmp_entries():
+    """Entries of the shared temp dirs whose names look like ours (llm-sandbox, lsb, docker...)."""
+    found = set()
+    for d in TMP_DIRS:
+        try:
+            found |= {os.path.join(d, n) for n in os.listdir(d) if TMP_NAME.search(n)}
+        except OSError:
+            pass
+    return found
+
+
+class Leftovers:
+    """What exists before a test, so that what it leaves behind can be named afterwards: containers
+    owned by the given processes, volumes carrying an llm-sandbox label or new since the snapshot
+    (no volume is ever ours: the init is bind-mounted; LLM_SANDBOX_INIT_VOLUME names a shared,
+    pre-existing one), new temp entries with our names, and anything in the private TMPDIR the
+    processes under test were given."""
+
+    def __init__(self, env=None, private_tmp=None):
+        self.env = env
+        self.private_tmp = private_tmp
+        self.volumes = set(volumes(env))
+        self.tmp = tmp_entries()
+
+    def report(self, pids=()):
+        """{kind: [names]} of what is left (empty when clean)."""
+        left = {}
+        if pids:
+            c = owned_by_pid(set(pids), env=self.env)
+            if c:
+                left["containers"] = c
+        v = [n for n, labels in volumes(self.env).items()
+             if n not in self.volumes or any(k.startswith("io.llm-sandbox") for k in labels)]
+        if v:
+            left["volumes"] = v
+        # The shared temp dirs cannot say who made an entry: on a shared machine other engineers'
+        # suites come and go there (their daemons' logs are named lsb-*), so new entries fail the
+        # test only where nothing else runs: in CI ($CI set, tests run one after another) or with
+        # LSB_STRICT_TMP=1; elsewhere they are printed.
+        t = sorted(tmp_entries() - self.tmp)
+        if t:
+            if os.environ.get("LSB_STRICT_TMP", "1" if os.environ.get("CI") else "0") == "1":
+                left["tmp"] = t
+            else:
+                print(f"\nnote: new entries in the shared temp dirs (not failing outside CI): {t}")
+        if self.private_tmp and os.path.isdir(self.private_tmp):
+            p = sorted(os.listdir(self.private_tmp))
+            if p:
+                left["private TMPDIR"] = p
+        return left
+
+
+class Daemon:
+    """`llm-sandbox serve --backend docker` on a free port; its log goes to `log_dir` (default
+    $TMPDIR), which the hygiene tests keep out of the temp dirs they watch."""
+
+    def __init__(self, pool_size=2, env=None, log_dir=None, extra=()):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        log_dir = log_dir or os.environ.get("TMPDIR", "/tmp")
+        self.log = open(os.path.join(log_dir, f"lsb-docker-serve-{self.port}.log"), "w+")
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--backend", "docker", "--listen", f"127.0.0.1:{self.port}", "--policies", POLICIES,
+             "--images", IMAGES, "--pool-size", str(pool_size), "--max-concurrency", "4", "--shutdown-grace", "2",
+             *extra],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=SOURCE_DIR, env=env)
+        if not wait_healthy(self.base, self.proc):
+            self.stop()
+            raise AssertionError("daemon did not come up:\n" + self.output())
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def close(self):
+        self.stop()
+        self.log.close()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -3,49 +3,18 @@
 used container), and SIGKILL of the daemon mid-run followed by a restart that removes its
 containers."""
 import os
+import shutil
 import signal
-import subprocess
+import tempfile
 import threading
 import time
 import unittest
 
-from daemon_util import (BINARY, SOURCE_DIR, free_port, owned_by_pid, prepare_engine_or_skip, request,
-                         wait_healthy)
-
-IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
-POLICIES = os.path.join(SOURCE_DIR, "policies")
+from daemon_util import Daemon, Leftovers, owned_by_pid, prepare_engine_or_skip, request
 
 
 def setUpModule():
     prepare_engine_or_skip()
-
-
-class Daemon:
-    def __init__(self, pool_size=2):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"lsb-docker-serve-{self.port}.log"), "w+")
-        self.proc = subprocess.Popen(
-            [BINARY, "serve", "--backend", "docker", "--listen", f"127.0.0.1:{self.port}", "--policies", POLICIES,
-             "--images", IMAGES, "--pool-size", str(pool_size), "--max-concurrency", "4", "--shutdown-grace", "2"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=SOURCE_DIR)
-        if not wait_healthy(self.base, self.proc):
-            self.stop()
-            raise AssertionError("daemon did not come up:\n" + self.output())
-
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class DockerDaemon(unittest.TestCase):
@@ -107,7 +76,16 @@ class DockerDaemon(unittest.TestCase):
 
 class KilledDaemon(unittest.TestCase):
     def test_sigkill_mid_run_then_restart_removes_containers(self):
-        d = Daemon(pool_size=1)
+        # The daemons get a private TMPDIR (and their logs live elsewhere): whatever they or the
+        # engine on their behalf leave in a temp dir, or as a volume, is named at the end.
+        tmp = tempfile.mkdtemp(prefix="killed-daemon-tmp.")
+        logs = tempfile.mkdtemp(prefix="killed-daemon-logs.")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        self.addCleanup(shutil.rmtree, logs, True)
+        env = dict(os.environ, TMPDIR=tmp)
+        before = Leftovers(private_tmp=tmp)
+        d = Daemon(pool_size=1, env=env, log_dir=logs)
+        self.addCleanup(d.close)
         results = []
         def client():
             try:
@@ -129,14 +107,15 @@ class KilledDaemon(unittest.TestCase):
         t.join(timeout=60)
         self.assertFalse(t.is_alive(), "the client hung after the daemon died")
         self.assertEqual(sorted(owned_by_pid(pid)), sorted(left), "containers vanished without a restart?")
-        d2 = Daemon(pool_size=0)
+        d2 = Daemon(pool_size=0, env=env, log_dir=logs)
+        self.addCleanup(d2.close)
         try:
             self.assertEqual(owned_by_pid(pid), [], d2.output())
             status, r = request(d2.base, "POST", "/v1/execute", {"code": "print(1)"})
             self.assertEqual((status, r["stdout"]), (200, "1\n"), r)
         finally:
             d2.stop()
-        self.assertEqual(owned_by_pid(d2.proc.pid), [])
+        self.assertEqual(before.report(pids=[pid, d2.proc.pid]), {}, "left behind after SIGKILL + restart")
 
 
 if __name__ == "__main__":
