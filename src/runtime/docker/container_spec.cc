@@ -54,9 +54,10 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
       {"AutoRemove", false},  // we remove it ourselves, after reading OOMKilled
       {"Privileged", false},
       {"Runtime", policy.runtime.empty() ? "runc" : policy.runtime},
-      // Core dumps never leave the box; init sets the program's own limits (RunSpec).
-      {"Ulimits", json::array({json{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}}})},
   };
+  // Core dumps never leave the box; init sets the program's own limits (RunSpec), core 0 included,
+  // so on Podman (see SpecInputs::podman) the program's limits are the same without this.
+  if (!in.podman) host["Ulimits"] = json::array({json{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}}});
   if (policy.memory_bytes) {
     host["Memory"] = policy.memory_bytes;
     host["MemorySwap"] = policy.memory_bytes;  // equal: no swap on top of the limit

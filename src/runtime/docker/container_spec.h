@@ -33,6 +33,10 @@ struct SpecInputs {
   std::string owner;         // kLabelOwner value
   bool pooled = false;
   std::string seccomp_opt;  // "seccomp=<json|path>" (seccomp_profile.h); empty: the engine's default
+  // The engine is Podman: the spec names no Ulimits. Podman replaces its containers.conf
+  // default_ulimits by whatever a request names, and then raises RLIMIT_NOFILE/NPROC of the
+  // container to 1048576 itself, which fails where root lacks CAP_SYS_RESOURCE (docs/docker.md).
+  bool podman = false;
 };
 
 // The tmpfs options string Docker expects ("rw,size=67108864,mode=1777,noexec,nosuid,nodev").

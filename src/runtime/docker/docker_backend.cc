@@ -157,6 +157,7 @@ Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled)
   in.owner = owner_;
   in.pooled = pooled;
   if (policy.runtime != "runsc") in.seccomp_opt = seccomp_opt_;
+  in.podman = engine_->is_podman();
   return BuildContainerSpec(policy, in);
 }
 

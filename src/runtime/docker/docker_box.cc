@@ -9,11 +9,14 @@
 namespace lsb::docker {
 namespace {
 
-// Where cgroupfs (v1) and systemd/v2 drivers put a container's cgroup directories.
+// Where cgroupfs (v1) and systemd/v2 drivers put a container's cgroup directories: Docker's, then
+// Podman's (libpod_parent with cgroupfs, machine.slice with systemd).
 std::vector<std::string> CgroupDirs(const std::string& controller, const std::string& id) {
   return {"/sys/fs/cgroup/" + controller + "/docker/" + id,
           "/sys/fs/cgroup/" + controller + "/system.slice/docker-" + id + ".scope",
-          "/sys/fs/cgroup/docker/" + id, "/sys/fs/cgroup/system.slice/docker-" + id + ".scope"};
+          "/sys/fs/cgroup/docker/" + id, "/sys/fs/cgroup/system.slice/docker-" + id + ".scope",
+          "/sys/fs/cgroup/" + controller + "/libpod_parent/libpod-" + id,
+          "/sys/fs/cgroup/" + controller + "/machine.slice/libpod-" + id + ".scope"};
 }
 
 std::optional<std::string> ReadCgroupFile(const std::string& controller, const std::string& id,

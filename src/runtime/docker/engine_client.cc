@@ -69,6 +69,9 @@ Result<EngineClient> EngineClient::Open(const Endpoint& ep, ClientOptions opts) 
     return Error{"Docker engine at " + ep.ToString() + " speaks API " + engine + "; llm-sandbox needs " +
                  kMinApiVersion + " or newer (Docker 19.03+, Podman 3+)"};
   c.api_version_ = CompareApiVersions(engine, kMaxApiVersion) < 0 ? engine : kMaxApiVersion;
+  if (j.contains("Components") && j["Components"].is_array())
+    for (const auto& comp : j["Components"])
+      if (comp.is_object() && comp.value("Name", "").find("Podman") != std::string::npos) c.is_podman_ = true;
   c.version_info_ = std::move(j);
   return c;
 }
@@ -124,12 +127,15 @@ Result<Hijacked> EngineClient::Hijack(const std::string& path) const {
   parser.StopAfterHeaders();
   auto rd = ReadResponse(fd.get(), &parser, true, what, opts_.call_timeout);
   if (!rd.ok()) return rd.error().Wrap("Docker engine at " + ep_.ToString());
-  const auto& resp = parser.response();
-  if (resp.status != 101 && resp.status != 200) {
-    // An error answer has a normal body: read the rest of it for the message.
-    parser = ResponseParser();
-    (void)parser;
-    return Error{"Docker engine: " + what + ": " + std::to_string(resp.status) + " " + resp.reason};
+  int status = parser.response().status;
+  if (status != 101 && status != 200) {
+    // An error answer has a normal body: read the rest of it for the engine's message (Podman,
+    // for one, starts the container's runtime at attach and says here why that failed).
+    std::string message = parser.response().reason;
+    parser.ResumeAfterHeaders();
+    if (parser.Feed("").ok() && ReadResponse(fd.get(), &parser, false, what, opts_.call_timeout).ok())
+      message = EngineMessage(parser.response());
+    return Error{"Docker engine at " + ep_.ToString() + ": " + what + ": " + std::to_string(status) + ": " + message};
   }
   LSB_TRY(SetIoTimeout(fd.get(), std::chrono::milliseconds(0)));  // the stream lives as long as the box
   return Hijacked{std::move(fd), parser.TakeRest()};

@@ -41,6 +41,8 @@ class EngineClient {
   const Endpoint& endpoint() const { return ep_; }
   const std::string& api_version() const { return api_version_; }
   const Json& version_info() const { return version_info_; }
+  // Podman's Docker-compatible service (GET /version names a "Podman Engine" component).
+  bool is_podman() const { return is_podman_; }
 
   // One request on the versioned API ("/containers/json" -> "/v1.41/containers/json").
   Result<HttpResponse> Call(const std::string& method, const std::string& path, const std::string& body = "",
@@ -73,6 +75,7 @@ class EngineClient {
   ClientOptions opts_;
   std::string api_version_;
   Json version_info_;
+  bool is_podman_ = false;
 };
 
 // "1.41" < "1.43"

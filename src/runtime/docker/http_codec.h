@@ -52,6 +52,9 @@ class ResponseParser {
   std::string TakeRest();
   // Stop parsing after the headers: the rest is a raw stream.
   void StopAfterHeaders() { stop_after_headers_ = true; }
+  // The answer was not an upgrade after all (an error to a hijack): parse its body as usual; the
+  // bytes already received are parsed by the next Feed (which may be empty).
+  void ResumeAfterHeaders() { stop_after_headers_ = false; }
 
  private:
   enum class State { kHeaders, kBody, kChunkSize, kChunkData, kChunkDataEnd, kTrailers, kUntilClose, kDone };
