@@ -107,7 +107,9 @@ def setUpModule():
         if r.returncode != 0:
             raise AssertionError(f"could not import {IMAGE} into podman: {r.stderr}")
     # Can podman itself run a container here? If not, that is podman's limit, not ours: skip with its words.
-    probe = podman("run", "--rm", "--network", "none", IMAGE, "python3", "-c", "print('ok')")
+    probe = subprocess.run([*podman_args(), "run", "--rm", "--network", "none", IMAGE, "python3", "-c", "print('ok')"],
+                           capture_output=True, text=True, timeout=120, env=podman_env(), cwd=RUN_DIR,
+                           stdin=subprocess.DEVNULL)
     if probe.returncode != 0 or probe.stdout.strip() != "ok":
         raise unittest.SkipTest("podman cannot run a container on this machine: " + probe.stderr.strip()[-600:])
     if os.path.exists(SOCK):
@@ -115,7 +117,7 @@ def setUpModule():
     log = open(LOG, "w")
     SERVICE = subprocess.Popen([*podman_args(), "system", "service", "--time=0", HOST], stdout=log,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=podman_env(),
-                               start_new_session=True)
+                               start_new_session=True, cwd=RUN_DIR)  # conmon drops an `oom` file in its cwd
     log.close()
     deadline = time.monotonic() + 30
     while not ping():
@@ -140,7 +142,13 @@ def tearDownModule():
         left = podman("ps", "-aq", "--filter", "label=io.llm-sandbox.owner").stdout.split()
         if left:
             podman("rm", "-f", *left)
-        shutil.rmtree(os.path.join(RUN_DIR, "tmp"), ignore_errors=True)
+        # The run dir goes (podman treats its absence like a reboot); the storage stays as the cache.
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split()[1] for line in f]
+        for m in sorted(mounts, key=len, reverse=True):
+            if m.startswith(RUN_DIR + "/"):
+                subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
         LOCK.close()
         LOCK = None
 
@@ -169,8 +177,9 @@ class Podman(unittest.TestCase):
         left = self.owned(pid)
         if left:
             state = podman("inspect", "--format", "{{.Id}} {{.State.Status}} {{.Config.Labels}}", *left).stdout
-            self.fail(f"container(s) left in podman by CLI {pid}: {state}\nCLI stderr: {err}\n"
-                      f"service log: {open(LOG).read()[-1500:]}")
+            with open(LOG) as f:
+                log = f.read()[-1500:]
+            self.fail(f"container(s) left in podman by CLI {pid}: {state}\nCLI stderr: {err}\nservice log: {log}")
         return r, err
 
     def test_engine_is_podman(self):
