@@ -1,8 +1,12 @@
 """A private Docker engine for the tests that must stop or restart one: the machine's shared dockerd
 (/var/run/docker.sock) serves other engineers and is never touched. This one has its own socket,
 data root, exec root (so its own supervised containerd), pid file and config file, no bridge and no
-iptables/ip6tables rules, so it cannot fight the shared engine over networking. Each instance's
-directories carry the test process's pid, so two suites running at once do not collide.
+iptables/ip6tables rules, and it runs in a network namespace of its own (`unshare --net`): dockerd
+with `--bridge none` DELETES the host's `docker0` at start (moby's removeDefaultBridgeInterface),
+which would cut the shared engine's bridge network; in its own namespace there is nothing of the
+host's to delete or to rewrite. Our boxes have NetworkMode none, so they need no network there.
+Each instance's directories carry the test process's pid, so two suites running at once do not
+collide.
 
 The test image is loaded from the tarball scripts/build-test-image.sh caches (an import of a few
 seconds: the script finds the image missing in this engine and imports the cached tree).
@@ -58,9 +62,12 @@ class PrivateEngine:
         if not os.path.exists(self.config):
             with open(self.config, "w") as f:
                 f.write("{}\n")  # not /etc/docker/daemon.json: nothing of the shared engine's setup
+        host_ifaces = set(os.listdir("/sys/class/net"))
         log = open(self.log_path, "a")
+        if shutil.which("unshare") is None:
+            raise RuntimeError("unshare (util-linux) is missing: the private dockerd needs its own network namespace")
         self.proc = subprocess.Popen(
-            ["dockerd", "--config-file", self.config, "--host", self.host, "--data-root", self.data_root,
+            ["unshare", "--net", "--", "dockerd", "--config-file", self.config, "--host", self.host, "--data-root", self.data_root,
              "--exec-root", self.exec_root, "--pidfile", self.pidfile, "--bridge", "none",
              "--iptables=false", "--ip6tables=false", "--ip-masq=false"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -70,6 +77,9 @@ class PrivateEngine:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"private dockerd exited ({self.proc.returncode}):\n{self.log_tail()}")
             if _ping(self.sock):
+                gone = host_ifaces - set(os.listdir("/sys/class/net"))
+                if gone:  # the guard against touching the shared engine's network
+                    raise RuntimeError(f"the host lost network interfaces {sorted(gone)} while the private dockerd started")
                 return
             time.sleep(0.1)
         raise RuntimeError(f"private dockerd did not answer on {self.sock} within {wait_s} s:\n{self.log_tail()}")
