@@ -25,7 +25,7 @@ class DockerDaemon(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         pid = cls.d.proc.pid
-        cls.d.stop()
+        cls.d.close()
         left = owned_by_pid(pid)
         assert not left, f"containers left after SIGTERM: {left}"
 
