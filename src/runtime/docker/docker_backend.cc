@@ -12,14 +12,6 @@
 namespace lsb::docker {
 namespace {
 
-bool IsPodman(const EngineClient& engine) {
-  const Json& v = engine.version_info();
-  if (v.contains("Components") && v["Components"].is_array())
-    for (const auto& c : v["Components"])
-      if (c.is_object() && c.value("Name", "").find("Podman") != std::string::npos) return true;
-  return false;
-}
-
 // Docker takes the profile inline in SecurityOpt; Podman's compat API reads the value as a path on
 // its own host, so a local Podman gets a file (content-addressed, written once); a remote Podman
 // keeps its default profile (the watched escape calls it refuses are then not alerted).
@@ -28,7 +20,7 @@ Status ChooseSeccomp(const EngineClient& engine, std::string& opt, std::string& 
   const std::string what = "an allowlist of every system call libseccomp knows here except those "
                            "llm-sandbox-init refuses silently; the escape calls init watches pass to its filter, "
                            "which refuses them (EPERM) with an escape_syscall alert";
-  if (!IsPodman(engine)) {
+  if (!engine.is_podman()) {
     opt = "seccomp=" + profile;
     how = "engine profile: " + what;
     return OkStatus();
