@@ -59,3 +59,45 @@ class SandboxTestCase(unittest.TestCase):
         for key, want in fields.items():
             self.assertTrue(any(want in str(a.get(key, "")) for a in found),
                             f"no {rule!r} alert with {key} containing {want!r}: {found}")
+
+
+# ---- the backend the daemon-driven client suites run on (LSB_TEST_BACKEND=native|docker)
+
+TEST_BACKEND = os.environ.get("LSB_TEST_BACKEND", "native")
+if TEST_BACKEND not in ("native", "docker"):
+    raise SystemExit(f"LSB_TEST_BACKEND={TEST_BACKEND!r}: expected native or docker")
+# Warm containers per policy on Docker: enough for the suites' bursts (4 parallel executes, batches
+# of 5) to take pre-started boxes, few enough that creating them does not crowd 2 cores.
+DOCKER_POOL_SIZE = os.environ.get("LSB_TEST_DOCKER_POOL", "4")
+_prepared = None
+
+
+def serve_backend_args():
+    """`llm-sandbox serve` options that put the daemon on TEST_BACKEND, whatever `auto` would pick."""
+    if TEST_BACKEND == "docker":
+        return ["--backend", "docker", "--pool-size", DOCKER_POOL_SIZE]
+    return ["--backend", "native"]
+
+
+def _engine_answers():
+    try:
+        return subprocess.run(["docker", "version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def prepare_test_backend():
+    """For docker: the engine and the test image exist afterwards (scripts/ensure-docker.sh,
+    scripts/build-test-image.sh, both cached), or unittest.SkipTest says why they cannot (not root
+    and no engine answers). A failing script is an error, not a skip. Native needs nothing."""
+    global _prepared
+    if TEST_BACKEND != "docker" or _prepared:
+        return
+    if not os.access(BINARY, os.X_OK):
+        raise unittest.SkipTest(f"{BINARY} not built")
+    if os.geteuid() != 0 and not _engine_answers():
+        raise unittest.SkipTest("LSB_TEST_BACKEND=docker: no Docker engine answers and we are not root "
+                                "(run: sudo scripts/ensure-docker.sh)")
+    for script in ("ensure-docker.sh", "build-test-image.sh"):
+        subprocess.run([os.path.join(SOURCE_DIR, "scripts", script)], check=True, timeout=900)
+    _prepared = True

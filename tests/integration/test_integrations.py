@@ -1,7 +1,8 @@
 """The Python agent integrations (llm_sandbox.integrations) against the REAL daemon.
 
 Starts `$LSB_BUILD_DIR/llm-sandbox serve --listen 127.0.0.1:<free port> --policies <repo>/policies
---images <repo>/config/images.yaml` (daemon_harness.Daemon), then checks, with the standard library
+--images <repo>/config/images.yaml --backend $LSB_TEST_BACKEND` (daemon_harness.Daemon; native by
+default, or docker: tests/integration/harness.py), then checks, with the standard library
 only, the adapter logic every framework tool shares: the policy enum and the description the
 model sees, the policy choice, output formatting, and which errors become text for the model and
 which are raised for the operator. The LangChain and LlamaIndex tool objects themselves are
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import unittest
 
-from harness import BINARY, SOURCE_DIR
+from harness import BINARY, SOURCE_DIR, prepare_test_backend, serve_backend_args
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
@@ -52,7 +53,8 @@ class DaemonCase(unittest.TestCase):
     def setUpClass(cls):
         if not os.access(BINARY, os.X_OK):
             raise unittest.SkipTest(f"{BINARY} not built")
-        cls.daemon = Daemon()
+        prepare_test_backend()
+        cls.daemon = Daemon(*serve_backend_args())
         cls.client = CountingClient(base_url=cls.daemon.base)
 
     @classmethod

@@ -1,11 +1,15 @@
-"""The Python client (clients/python, package llm_sandbox) against the REAL daemon.
+"""The Python client (clients/python, package llm_sandbox) against the REAL daemon, on either backend.
 
 Starts `$LSB_BUILD_DIR/llm-sandbox serve --listen 127.0.0.1:<free port> --policies <repo>/policies
---images <repo>/config/images.yaml`, waits for /healthz, then runs the requirements' example
-verbatim, sessions, files, batch, streaming, the asyncio client and the error classes through it.
-Skipped only when the binary is missing or has no `serve` command (the daemon not built yet).
+--images <repo>/config/images.yaml --backend $LSB_TEST_BACKEND` (native by default; docker adds
+--pool-size, and setUpModule first makes the engine and the test image exist), waits for /healthz,
+then runs the requirements' example verbatim, sessions, files, batch, streaming, the asyncio client,
+the error classes and 10 isolated sessions side by side through it. Every result must name the
+backend asked for. Skipped only when the binary is missing or has no `serve` command, or (docker)
+when we are not root and no engine answers.
 """
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -18,10 +22,9 @@ import unittest
 import urllib.error
 import urllib.request
 
-SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
-BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+from harness import (BINARY, SOURCE_DIR, TEST_BACKEND, prepare_test_backend,  # noqa: E402
+                     serve_backend_args)
+
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
 from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFailed,  # noqa: E402
@@ -31,6 +34,11 @@ from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFai
 RESULT_KEYS = {"stdout", "stderr", "exit_code", "status", "duration_ms", "cpu_ms",
                "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy"}
 STARTUP_S = 60
+
+
+def setUpModule():
+    if serve_missing_reason() is None:
+        prepare_test_backend()
 
 
 def free_port():
@@ -63,7 +71,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [BINARY, "serve", "--listen", f"127.0.0.1:{self.port}",
              "--policies", os.path.join(SOURCE_DIR, "policies"),
-             "--images", os.path.join(SOURCE_DIR, "config", "images.yaml"), *args],
+             "--images", os.path.join(SOURCE_DIR, "config", "images.yaml"), *serve_backend_args(), *args],
             cwd=SOURCE_DIR, env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -140,6 +148,7 @@ class PythonClientTest(DaemonTestCase):
         self.assertEqual((r["stdout"], r["stderr"], r["exit_code"]), ("out\n", "err\n", 3), r)
         self.assertEqual(r["status"], "error", r)
         self.assertEqual(r["policy"], "code-sandbox", r)
+        self.assertEqual(r["backend"], TEST_BACKEND, r)
         self.assertIsInstance(r["alerts"], list)
         self.assertIsInstance(r["execution_id"], str)
         self.assertTrue(r["execution_id"])
@@ -242,6 +251,94 @@ class PythonClientTest(DaemonTestCase):
             self.assertEqual(r["stdout"], "False\n", r)
             with self.assertRaises(NotFound):
                 b.download("/tmp/secret.txt")
+
+    def test_ten_sub_agent_sessions_are_isolated(self):
+        """10 sub-agents side by side, each in its own session: A cannot read B's files (in the box
+        or through the files API), see B's processes, or reach B over the network: neither B's
+        loopback TCP listener nor B's abstract unix socket (both are per network namespace; its own
+        unix socket answering is the control that the probe works)."""
+        n, c = 10, self.client()
+        sessions = []
+        try:
+            for _ in range(n):
+                sessions.append(c.session(language="python"))
+
+            def setup(i):
+                s = sessions[i]
+                s.upload(f"/tmp/secret-{i}", f"token-{i}")
+                return s.execute(f"""
+import socket, subprocess
+sleeper = subprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(300)', 'proc-token-{i}'])
+tcp = socket.socket(); tcp.bind(('127.0.0.1', 7100 + {i})); tcp.listen()
+unix = socket.socket(socket.AF_UNIX); unix.bind('\\0lsb-agent-{i}'); unix.listen()
+print('ready')
+""")
+
+            def probe(i):
+                return sessions[i].execute("""
+import json, os, socket
+N = N_AGENTS
+files = sorted(f for f in os.listdir('/tmp') if f.startswith('secret-'))
+others = []
+for j in range(N):
+    try:
+        others.append(open('/tmp/secret-' + str(j)).read())
+    except OSError:
+        pass
+tokens = set()
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        try:
+            argv = open('/proc/' + pid + '/cmdline', 'rb').read().split(b'\\0')
+        except OSError:
+            continue
+        tokens.update(a.decode() for a in argv if a.startswith(b'proc-token-'))
+tcp_reach, unix_reach = [], []
+for j in range(N):
+    for family, addr, reach in ((socket.AF_INET, ('127.0.0.1', 7100 + j), tcp_reach),
+                                (socket.AF_UNIX, '\\0lsb-agent-' + str(j), unix_reach)):
+        s = socket.socket(family); s.settimeout(0.5)
+        try:
+            s.connect(addr); reach.append(j)
+        except OSError:
+            pass
+        finally:
+            s.close()
+print(json.dumps({"files": files, "others": others, "tokens": sorted(tokens), "tcp": tcp_reach,
+                  "unix": unix_reach, "listening": unix.fileno() >= 0}))
+""".replace("N_AGENTS", str(n)))
+
+            def in_parallel(fn):
+                out = [None] * n
+                threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, fn(i))) for i in range(n)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                return out
+
+            for i, r in enumerate(in_parallel(setup)):
+                self.assertEqual((r["status"], r["stdout"]), ("ok", "ready\n"), f"session {i}: {r}")
+            for i, r in enumerate(in_parallel(probe)):
+                self.assertEqual(r["status"], "ok", f"session {i}: {r}")
+                seen = json.loads(r["stdout"])
+                self.assertEqual(seen["files"], [f"secret-{i}"], f"session {i} saw another's files: {seen}")
+                self.assertEqual(seen["others"], [f"token-{i}"], f"session {i} read another's file: {seen}")
+                self.assertEqual(seen["tokens"], [f"proc-token-{i}"], f"session {i} saw processes: {seen}")
+                # The policy's network is off: init refuses every inet connect, its own listener's too,
+                # and says so (on Docker the box's loopback is up, on native it is its own, down).
+                self.assertEqual(seen["tcp"], [], f"session {i} reached a TCP listener: {seen}")
+                refused = {a.get("address") for a in r["alerts"] if a.get("rule") == "network_attempt"}
+                self.assertEqual(refused, {f"127.0.0.1:{7100 + j}" for j in range(n)}, r["alerts"])
+                self.assertEqual(seen["unix"], [i], f"session {i}: abstract unix sockets: {seen}")
+                self.assertTrue(seen["listening"], seen)
+            for i in range(n):
+                with self.assertRaises(NotFound):
+                    sessions[i].download(f"/tmp/secret-{(i + 1) % n}")
+            self.assertEqual(len({s.id for s in sessions}), n)
+        finally:
+            for s in sessions:
+                s.close()
 
     def test_batch_in_order(self):
         tokens = [f"tok-{i}-{os.getpid()}" for i in range(5)]

@@ -4,7 +4,8 @@
 The LLM is a local SCRIPTED ENDPOINT (http.server in this file, OpenAI chat-completions format)
 STANDING IN FOR A PAID LLM API: it plays the main agent's and the sub-agents' turns from a
 script, so the run is deterministic; everything else is real (the agent's HTTP client and tool
-loop, the llm_sandbox client, `llm-sandbox serve` on the native backend, the sessions and boxes).
+loop, the llm_sandbox client, `llm-sandbox serve` on $LSB_TEST_BACKEND (native by default, or
+docker: tests/integration/harness.py), the sessions and boxes).
 
 Checked: 10 sessions were open at once and the sub-agents' executions overlapped in time; the
 partial results gathered by the main agent (in the sandbox too) give the true total; and no
@@ -21,7 +22,7 @@ import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import BINARY, SOURCE_DIR
+from harness import BINARY, SOURCE_DIR, prepare_test_backend, serve_backend_args
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "examples", "agent"))
@@ -128,7 +129,8 @@ class TestReferenceAgent(unittest.TestCase):
     def setUpClass(cls):
         if not os.access(BINARY, os.X_OK):
             raise unittest.SkipTest(f"{BINARY} not built")
-        cls.daemon = Daemon()
+        prepare_test_backend()
+        cls.daemon = Daemon(*serve_backend_args())
         cls.llm = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedLLM)
         threading.Thread(target=cls.llm.serve_forever, daemon=True).start()
 
