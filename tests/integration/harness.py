@@ -101,3 +101,16 @@ def prepare_test_backend():
     for script in ("ensure-docker.sh", "build-test-image.sh"):
         subprocess.run([os.path.join(SOURCE_DIR, "scripts", script)], check=True, timeout=900)
     _prepared = True
+
+
+def boxes_left_by(pid):
+    """The boxes a stopped daemon (process `pid`) left behind: on docker, the containers whose owner
+    label (host/pid/start time, docs/docker.md) names it; on native a box is a process below the
+    daemon and cannot outlive its exit, so none."""
+    if TEST_BACKEND != "docker":
+        return []
+    out = subprocess.run(["docker", "ps", "-a", "--no-trunc", "--filter", "label=io.llm-sandbox.owner",
+                          "--format", '{{.ID}} {{.Label "io.llm-sandbox.owner"}}'],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    return [line.split()[0] for line in out.splitlines()
+            if len(line.split()) == 2 and line.split()[1].split("/")[1:2] == [str(pid)]]

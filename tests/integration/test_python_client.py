@@ -22,8 +22,8 @@ import unittest
 import urllib.error
 import urllib.request
 
-from harness import (BINARY, SOURCE_DIR, TEST_BACKEND, prepare_test_backend,  # noqa: E402
-                     serve_backend_args)
+from harness import (BINARY, SOURCE_DIR, TEST_BACKEND, boxes_left_by,  # noqa: E402
+                     prepare_test_backend, serve_backend_args)
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
@@ -102,6 +102,9 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError(f"llm-sandbox serve ignored SIGTERM for 30s:\n{self.output()}")
+        left = boxes_left_by(self.proc.pid)
+        if left:
+            raise AssertionError(f"boxes left after SIGTERM: {left}\n{self.output()}")
         self.log.close()
 
 
@@ -242,6 +245,25 @@ class PythonClientTest(DaemonTestCase):
         self.assertNotIn(s.id, [x["session_id"] for x in c.list_sessions()])
         with self.assertRaises(NotFound):
             s.info()
+
+    def test_session_survives_a_timeout_and_an_exit_with_its_files(self):
+        # A timeout kills the persistent interpreter (docs/architecture.md): its variables are
+        # lost and an interpreter_restarted alert says so; the box and its tmpfs files stay. The
+        # same for a program that ends the interpreter itself.
+        with self.client().session(language="python") as s:
+            s.upload("/tmp/kept.txt", "still here")
+            self.assertEqual(s.execute("x = 1\nprint(x)")["stdout"], "1\n")
+            r = s.execute("import time\ntime.sleep(30)", timeout=1)
+            self.assertEqual(r["status"], "timeout", r)
+            self.assertIn("interpreter_restarted", [a.get("rule") for a in r["alerts"]], r)
+            r = s.execute("print(open('/tmp/kept.txt').read(), 'x' in globals())\ny = 2")
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "still here False\n"), r)
+            r = s.execute("import os\nopen('/tmp/more.txt', 'w').write('more')\nos._exit(5)")
+            self.assertEqual(r["exit_code"], 5, r)
+            r = s.execute("print(open('/tmp/more.txt').read(), 'y' in globals())")
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "more False\n"), r)
+            self.assertEqual(s.download("/tmp/kept.txt"), b"still here")
+            self.assertEqual(r["backend"], TEST_BACKEND, r)
 
     def test_sessions_are_isolated(self):
         c = self.client()

@@ -22,7 +22,7 @@ import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import BINARY, SOURCE_DIR, prepare_test_backend, serve_backend_args
+from harness import BINARY, SOURCE_DIR, boxes_left_by, prepare_test_backend, serve_backend_args
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "examples", "agent"))
@@ -139,7 +139,9 @@ class TestReferenceAgent(unittest.TestCase):
         cls.llm.shutdown()
         cls.llm.server_close()
         cls.daemon.stop()
+        left = boxes_left_by(cls.daemon.proc.pid)
         cls.daemon.close()
+        assert not left, f"boxes left after SIGTERM: {left}"
 
     def test_ten_subagents_in_isolated_parallel_sessions(self):
         from agent import Agent
