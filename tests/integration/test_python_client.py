@@ -152,6 +152,9 @@ class PythonClientTest(DaemonTestCase):
         self.assertEqual(r["status"], "error", r)
         self.assertEqual(r["policy"], "code-sandbox", r)
         self.assertEqual(r["backend"], TEST_BACKEND, r)
+        # Both backends measure the box (native: its cgroup; Docker: the container's cgroup files).
+        self.assertGreater(r["memory_peak_bytes"] or 0, 0, r)
+        self.assertIsInstance(r["cpu_ms"], int)
         self.assertIsInstance(r["alerts"], list)
         self.assertIsInstance(r["execution_id"], str)
         self.assertTrue(r["execution_id"])
@@ -208,6 +211,7 @@ class PythonClientTest(DaemonTestCase):
     def test_policies_and_health(self):
         c = self.client()
         self.assertEqual(c.health().get("status"), "ok")
+        self.assertEqual(c.ready().get("backend"), TEST_BACKEND)
         names = [p["name"] for p in c.policies()]
         self.assertIn("code-sandbox", names)
         p = c.policy("code-sandbox")
