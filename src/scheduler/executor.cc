@@ -10,20 +10,20 @@ Executor::Executor(size_t workers, size_t queue_limit) : queue_limit_(queue_limi
 
 Executor::~Executor() { Shutdown(); }
 
-Admission Executor::Submit(Task task) {
+Admission Executor::Submit(Task task, Then then) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return Admission::kShuttingDown;
   if (!HasRoom()) return Admission::kQueueFull;
-  queue_.push_back(std::move(task));
+  queue_.push_back({std::move(task), std::move(then)});
   work_cv_.notify_one();
   return Admission::kAccepted;
 }
 
-Admission Executor::SubmitWait(Task task) {
+Admission Executor::SubmitWait(Task task, Then then) {
   std::unique_lock<std::mutex> lock(mu_);
   room_cv_.wait(lock, [this] { return !accepting_ || HasRoom(); });
   if (!accepting_) return Admission::kShuttingDown;
-  queue_.push_back(std::move(task));
+  queue_.push_back({std::move(task), std::move(then)});
   work_cv_.notify_one();
   return Admission::kAccepted;
 }
@@ -35,7 +35,7 @@ void Executor::StopAccepting() {
 }
 
 void Executor::Shutdown() {
-  std::deque<Task> dropped;
+  std::deque<Job> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && threads_.empty()) return;
@@ -45,7 +45,10 @@ void Executor::Shutdown() {
     work_cv_.notify_all();
     room_cv_.notify_all();
   }
-  for (auto& t : dropped) t(true);  // outside the lock: a task's callback may take other locks
+  for (auto& job : dropped) {  // outside the lock: a task's callback may take other locks
+    job.task(true);
+    if (job.then) job.then();
+  }
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   std::lock_guard<std::mutex> lock(mu_);
@@ -64,21 +67,22 @@ size_t Executor::queued() const {
 
 void Executor::Work() {
   for (;;) {
-    Task task;
+    Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
-      task = std::move(queue_.front());
+      job = std::move(queue_.front());
       queue_.pop_front();
       ++busy_;
     }
-    task(false);
+    job.task(false);
     {
       std::lock_guard<std::mutex> lock(mu_);
       --busy_;
     }
     room_cv_.notify_one();
+    if (job.then) job.then();  // the slot is free: whoever it wakes may submit again
   }
 }
 

@@ -24,16 +24,21 @@ class Executor {
  public:
   // A task gets `cancelled` = true when shutdown dropped it from the queue before it ran.
   using Task = std::function<void(bool cancelled)>;
+  // Runs after its task (ran or cancelled), once the task's worker slot counts as free again.
+  // Publish a task's result here: whoever is woken by it may submit again at once and must find the
+  // room the finished task held (else a client that never has more requests in flight than
+  // workers + queue gets a spurious 429).
+  using Then = std::function<void()>;
 
   Executor(size_t workers, size_t queue_limit);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Queues `task` if a worker is free or the queue has room.
-  Admission Submit(Task task);
+  // Queues `task` if a worker is free or the queue has room; `then` (optional) after it, see Then.
+  Admission Submit(Task task, Then then = {});
   // As Submit, but waits for room instead of answering kQueueFull (work of an admitted batch).
-  Admission SubmitWait(Task task);
+  Admission SubmitWait(Task task, Then then = {});
 
   // Stops accepting; drops queued tasks (each is called with cancelled = true); waits until the
   // running ones finished, then joins the workers. Idempotent.
@@ -47,6 +52,10 @@ class Executor {
   size_t queue_limit() const { return queue_limit_; }
 
  private:
+  struct Job {
+    Task task;
+    Then then;
+  };
   void Work();
   bool HasRoom() const { return queue_.size() < queue_limit_ + (threads_.size() - busy_); }
 
@@ -54,7 +63,7 @@ class Executor {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;   // a task was queued, or stopping
   std::condition_variable room_cv_;   // a task left the queue, or stopping
-  std::deque<Task> queue_;
+  std::deque<Job> queue_;
   size_t busy_ = 0;
   bool accepting_ = true;
   bool stopping_ = false;
@@ -65,16 +74,17 @@ class Executor {
 // cancelled by a shutdown before it ran.
 template <typename T>
 std::optional<T> RunOn(Executor& ex, std::function<T()> fn, Admission* admission, bool wait_for_room = false) {
+  // The value is published by the continuation, after the worker's slot is free again: the caller
+  // answers its client only then, so the client's next request finds that room.
+  auto value = std::make_shared<std::optional<T>>();
   auto promise = std::make_shared<std::promise<std::optional<T>>>();
   auto future = promise->get_future();
-  Executor::Task task = [promise, fn = std::move(fn)](bool cancelled) {
-    if (cancelled) {
-      promise->set_value(std::nullopt);
-      return;
-    }
-    promise->set_value(fn());
+  Executor::Task task = [value, fn = std::move(fn)](bool cancelled) {
+    if (!cancelled) value->emplace(fn());
   };
-  *admission = wait_for_room ? ex.SubmitWait(std::move(task)) : ex.Submit(std::move(task));
+  Executor::Then then = [value, promise] { promise->set_value(std::move(*value)); };
+  *admission = wait_for_room ? ex.SubmitWait(std::move(task), std::move(then))
+                             : ex.Submit(std::move(task), std::move(then));
   if (*admission != Admission::kAccepted) return std::nullopt;
   auto v = future.get();
   if (!v) *admission = Admission::kShuttingDown;

@@ -469,6 +469,28 @@ class LimitsTest(DaemonTestCase):
         out = burst(self.client(retries=20, max_retry_wait=1.0))
         self.assertEqual([r["stdout"] if isinstance(r, dict) else r for r in out], ["done\n"] * 5)
 
+    def test_clients_at_capacity_are_never_refused(self):
+        # One worker and one queue place: two sessions, each waiting for its answer before the
+        # next request, never have more in flight than that. None may be refused (429): the
+        # daemon frees a worker's place before it answers (scheduler/executor.h, Then).
+        def loop(s, out):
+            for _ in range(100):
+                try:
+                    out.append(s.execute("print(1)")["stdout"])
+                except RateLimited as e:
+                    out.append(e)
+        c = self.client()
+        with c.session(language="python") as a, c.session(language="python") as b:
+            outs = ([], [])
+            threads = [threading.Thread(target=loop, args=(s, o)) for s, o in zip((a, b), outs)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        refused = [e for o in outs for e in o if isinstance(e, RateLimited)]
+        self.assertEqual(refused, [], f"{len(refused)} of 200 refused at capacity")
+        self.assertEqual(outs, (["1\n"] * 100, ["1\n"] * 100))
+
     def test_payload_too_large_and_conflict(self):
         with self.client().session(language="python") as s:
             with self.assertRaises(PayloadTooLarge) as cm:
