@@ -336,11 +336,19 @@ print(json.dumps({"files": files, "others": others, "tokens": sorted(tokens), "t
 
             def in_parallel(fn):
                 out = [None] * n
-                threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, fn(i))) for i in range(n)]
+
+                def one(i):
+                    try:
+                        out[i] = fn(i)
+                    except SandboxError as e:  # an error answer is a failure of session i, said so
+                        out[i] = e
+                threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
                 for t in threads:
                     t.start()
                 for t in threads:
                     t.join()
+                failed = {i: r for i, r in enumerate(out) if not isinstance(r, dict)}
+                self.assertEqual(failed, {}, "sessions that got no result")
                 return out
 
             for i, r in enumerate(in_parallel(setup)):
