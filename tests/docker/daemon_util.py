@@ -94,10 +94,10 @@ def owned_by_pid(pid, env=None):
     return [cid for cid, owner in containers(env=env).items() if (owner.split("/") + ["", ""])[1] in pids]
 
 
-def volumes(env=None):
-    """{name: labels} of every volume of the engine."""
-    out = subprocess.run(["docker", "volume", "ls", "-q"], capture_output=True, text=True, timeout=30,
-                         env=env).stdout.split()
+def volumes(env=None, dangling=False):
+    """{name: labels} of every volume of the engine (only those no container uses, with `dangling`)."""
+    args = ["docker", "volume", "ls", "-q"] + (["--filter", "dangling=true"] if dangling else [])
+    out = subprocess.run(args, capture_output=True, text=True, timeout=30, env=env).stdout.split()
     if not out:
         return {}
     insp = subprocess.run(["docker", "volume", "inspect", *out], capture_output=True, text=True, timeout=30,
@@ -119,7 +119,7 @@ def tmp_entries():
 class Leftovers:
     """What exists before a test, so that what it leaves behind can be named afterwards: containers
     owned by the given processes, volumes carrying an llm-sandbox label or new since the snapshot
-    (no volume is ever ours: the init is bind-mounted; LLM_SANDBOX_INIT_VOLUME names a shared,
+    and used by no container (no volume is ever ours: the init is bind-mounted; LLM_SANDBOX_INIT_VOLUME names a shared,
     pre-existing one), new temp entries with our names, and anything in the private TMPDIR the
     processes under test were given."""
 
@@ -136,8 +136,12 @@ class Leftovers:
             c = owned_by_pid(set(pids), env=self.env)
             if c:
                 left["containers"] = c
-        v = [n for n, labels in volumes(self.env).items()
+        # A new volume still in use belongs to a live container (on a shared engine, maybe another
+        # engineer's); a new one that nothing uses, or any with our label, was left behind.
+        v = [n for n, labels in volumes(self.env, dangling=True).items()
              if n not in self.volumes or any(k.startswith("io.llm-sandbox") for k in labels)]
+        v += [n for n, labels in volumes(self.env).items()
+              if any(k.startswith("io.llm-sandbox") for k in labels) and n not in v]
         if v:
             left["volumes"] = v
         # The shared temp dirs cannot say who made an entry: on a shared machine other engineers'
