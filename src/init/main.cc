@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "base/unique_fd.h"
 #include "init/diag.h"
 #include "init/exec_policy.h"
+#include "init/idle_memory.h"
 #include "init/landlock.h"
 #include "init/mounts.h"
 #include "init/notify_watch.h"
@@ -32,11 +34,16 @@ namespace {
 using protocol::BoxSetup;
 using protocol::FrameType;
 
+// The policies' default resources.open_files: the hand-off fd of the programs compiled at setup.
+constexpr uint64_t kDefaultHandoffFd = 256;
+
 struct Setup {
   BoxSetup box;
   ExecPolicy exec;
   UniqueFd ruleset;
   int landlock_abi = 0;
+  // The programs for the default hand-off fd, compiled at setup: the first run reuses them.
+  std::unique_ptr<SeccompPrograms> programs;
   // Only with BoxSetup.gvisor_accept_weaker: what the kernel could not give, said in kReady.
   bool watch = true;
   bool escape = true;
@@ -125,9 +132,11 @@ Status Prepare(Setup& s) {
     if (!rs.ok()) return rs.error();
     s.ruleset = std::move(*rs);
   }
-  // 5. The seccomp programs compile (checked once here; the child loads them per run).
-  auto progs = BuildSeccompPrograms(256, SeccompOptions{box.trace, s.watch});
+  // 5. The seccomp programs compile (checked here; kept for runs with the default nofile, each
+  //    run's child loads them).
+  auto progs = BuildSeccompPrograms(kDefaultHandoffFd, SeccompOptions{box.trace, s.watch});
   if (!progs.ok()) return progs.error().Wrap("seccomp");
+  s.programs = std::make_unique<SeccompPrograms>(std::move(*progs));
   return OkStatus();
 }
 
@@ -182,6 +191,9 @@ int Main() {
 
   Supervisor sup(stream, sigfd.get(), s.box, s.exec, s.ruleset.get());
   sup.SetControls(s.watch, s.escape);
+  sup.AddPrograms(kDefaultHandoffFd, std::move(s.programs));
+  // Idle until the first kRun (a pooled box may wait long): keep only what the wait needs.
+  ReleaseIdleMemory();
   auto served = sup.Serve();
   // Leaving PID 1 kills whatever is left in the namespace; do it explicitly anyway.
   ::kill(-1, SIGKILL);

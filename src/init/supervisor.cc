@@ -17,6 +17,7 @@
 
 #include "base/io.h"
 #include "init/diag.h"
+#include "init/idle_memory.h"
 #include "init/notify_watch.h"
 #include "init/spawn.h"
 
@@ -121,6 +122,7 @@ Status Supervisor::Serve() {
           LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"run", st.error().message, st.error().sys_errno}));
         }
         if (shutdown) return OkStatus();
+        ReleaseIdleMemory();  // a session's box waits for its next run
         break;
       }
       case FrameType::kShutdown:

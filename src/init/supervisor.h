@@ -31,6 +31,11 @@ class Supervisor {
     watch_ = watch;
     escape_ = escape;
   }
+  // Programs compiled at setup for hand-off fd `nofile` (they must match SetControls and the
+  // setup's trace flag): a run with that nofile does not compile them again.
+  void AddPrograms(uint64_t nofile, std::unique_ptr<SeccompPrograms> programs) {
+    if (programs) programs_[nofile] = std::move(programs);
+  }
 
  private:
   // Returns an error for kError{stage:"run"}; Error{"eof"} when the host went away mid-run.

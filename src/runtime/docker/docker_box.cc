@@ -86,11 +86,12 @@ BoxUsage ReadUsage(const EngineClient& engine, const std::string& cid) {
 BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
   BoxVerdict v;
   bool local = engine.endpoint().kind == Endpoint::Kind::kUnix;
+  bool oom_counted = false;  // the cgroup's own OOM kill counter was read
   if (local) {
     if (auto oc = ReadCgroupFile("memory", cid, "memory.oom_control")) {  // v1
-      if (auto n = KeyedValue(*oc, "oom_kill")) v.oom_kill_count = *n;
+      if (auto n = KeyedValue(*oc, "oom_kill")) v.oom_kill_count = *n, oom_counted = true;
     } else if (auto ev = ReadCgroupFile("", cid, "memory.events")) {  // v2
-      if (auto n = KeyedValue(*ev, "oom_kill")) v.oom_kill_count = *n;
+      if (auto n = KeyedValue(*ev, "oom_kill")) v.oom_kill_count = *n, oom_counted = true;
     }
     auto peak = Number(ReadCgroupFile("memory", cid, "memory.max_usage_in_bytes"));
     if (!peak) peak = Number(ReadCgroupFile("", cid, "memory.peak"));
@@ -100,11 +101,15 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
     }
     v.cpu_ns = CgroupCpuNs(cid);
   }
-  // The engine's view: OOMKilled survives the container's death; stats only while it runs.
-  auto insp = engine.InspectContainer(cid);
-  if (insp.ok() && insp->contains("State")) {
-    const auto& st = (*insp)["State"];
-    if (st.value("OOMKilled", false) && v.oom_kill_count == 0) v.oom_kill_count = 1;
+  // The engine's view: OOMKilled survives the container's death; stats only while it runs. Asked
+  // only when the cgroup's counter was not there to read: a verdict is taken before and after
+  // every execution, and an engine round trip each time sat on the warm pool's hot path.
+  if (!oom_counted) {
+    auto insp = engine.InspectContainer(cid);
+    if (insp.ok() && insp->contains("State")) {
+      const auto& st = (*insp)["State"];
+      if (st.value("OOMKilled", false) && v.oom_kill_count == 0) v.oom_kill_count = 1;
+    }
   }
   if (!local || !v.memory_peak_bytes) FillFromStats(engine, cid, v.cpu_ns, &v.memory_peak_bytes, nullptr);
   v.oom_killed = v.oom_kill_count > 0;

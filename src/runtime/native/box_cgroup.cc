@@ -1,5 +1,6 @@
 #include "runtime/native/box_cgroup.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -228,12 +229,25 @@ std::vector<std::string> BoxCgroups::dirs() const {
   return out;
 }
 
-Status BoxCgroups::AddProcess(pid_t pid) {
+Status BoxCgroups::AddProcess(pid_t pid, bool skip_v1) {
   for (const auto& g : groups_) {
+    if (skip_v1 && g.version == CgroupVersion::kV1) continue;
     auto st = WriteFile(g.dir + "/cgroup.procs", std::to_string(pid));
     if (!st.ok()) return st.error().Wrap("move pid " + std::to_string(pid) + " into its cgroup");
   }
   return OkStatus();
+}
+
+Result<std::vector<UniqueFd>> BoxCgroups::SelfAttachFiles() const {
+  std::vector<UniqueFd> out;
+  for (const auto& g : groups_) {
+    if (g.version != CgroupVersion::kV1) continue;
+    std::string path = g.dir + "/tasks";
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return Error::FromErrno("open " + path + " (the box joins its cgroup through it)");
+    out.push_back(std::move(fd));
+  }
+  return out;
 }
 
 CgroupStats BoxCgroups::Read() const {

@@ -38,7 +38,7 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
 // The child between clone3 and execveat: async-signal-safe calls only (the parent may have
 // threads whose locks were copied mid-use).
 [[noreturn]] void ChildMain(int sync_r, int sync_w, int status_w, int stream, int diag_w,
-                            int init_fd, bool may_setgroups) {
+                            int init_fd, bool may_setgroups, const int* attach_fds, size_t n_attach) {
   ::close(sync_w);  // so a dead parent means EOF below, not a hang
   char go = 0;
   ssize_t n;
@@ -49,6 +49,9 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
     (void)!::write(status_w, msg, sizeof msg);
     ::_exit(127);
   };
+  // Join the box's v1 cgroups: "0" moves the calling thread, our only one (see launcher.h).
+  for (size_t i = 0; i < n_attach; ++i)
+    if (::write(attach_fds[i], "0", 1) != 1) fail(9);
   // Become uid/gid 0 of the new user namespace: our credentials still carry the parent's host
   // ids, which the map does not cover, and execve would drop every capability. Raw syscalls:
   // glibc's wrappers would try to sync threads this copy of the process does not have.
@@ -88,6 +91,7 @@ const char* StageName(int stage) {
     case 6: return "setresgid(0) in the user namespace";
     case 7: return "setgroups() in the user namespace";
     case 8: return "setresuid(0) in the user namespace";
+    case 9: return "join the box's cgroup (write to its tasks file)";
   }
   return "setup";
 }
@@ -160,7 +164,7 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   }
   if (pid == 0)
     ChildMain(sync.r.get(), sync.w.get(), status.w.get(), child_end.get(), diag.w.get(), init_fd.get(),
-              !opts.idmap.deny_setgroups);
+              !opts.idmap.deny_setgroups, opts.self_attach_fds.data(), opts.self_attach_fds.size());
 
   auto process = std::make_unique<ChildProcess>(static_cast<pid_t>(pid), UniqueFd(pidfd));
   // The parent keeps only its own ends; on any error below, `process` kills and reaps the child.

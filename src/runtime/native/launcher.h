@@ -1,10 +1,11 @@
 // Starting llm-sandbox-init in fresh namespaces. The order is a checklist:
 //   1. clone3 into new user, mount, pid, ipc, uts (and net unless shared) namespaces; the child
 //      blocks on a sync pipe, holding nothing but copies of CLOEXEC fds;
-//   2. the parent writes the uid/gid maps and runs `before_release` (cgroups, oom_score_adj);
-//   3. the parent releases the child, which moves into its own cgroup namespace (now that it sits
-//      in the box's groups), puts the stream on fds 0 and 1 and the diagnostics pipe on fd 2,
-//      marks every other fd close-on-exec and executes init by fd;
+//   2. the parent writes the uid/gid maps and runs `before_release` (v2 cgroups, oom_score_adj);
+//   3. the parent releases the child, which joins its v1 cgroups itself (`self_attach_fds`), moves
+//      into its own cgroup namespace (now that it sits in the box's groups), puts the stream on
+//      fds 0 and 1 and the diagnostics pipe on fd 2, marks every other fd close-on-exec and
+//      executes init by fd;
 //   4. the parent learns from a CLOEXEC status pipe whether that exec happened.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -49,6 +51,10 @@ struct LaunchOptions {
   IdMapPlan idmap;
   // Runs in the parent while the child waits, after the id maps are written.
   std::function<Status(pid_t)> before_release;
+  // cgroup v1 `tasks` files opened by the parent (BoxCgroups::SelfAttachFiles): the released
+  // child writes "0" to each before anything else, so it is in its groups before it executes
+  // init; a failed write fails the launch.
+  std::vector<int> self_attach_fds;
 };
 
 struct LaunchedInit {

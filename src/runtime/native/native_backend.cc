@@ -175,8 +175,13 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
   lo.new_net = !policy.network_enabled;
   lo.idmap = PlanFor(opts_);
   BoxCgroups* groups = cgroups.get();
+  // v1 groups: init's process joins them itself before it executes init (launcher.h); the fds
+  // are close-on-exec and closed here once the launch is over.
+  auto attach = groups->SelfAttachFiles();
+  if (!attach.ok()) return attach.error().Wrap("start native box");
+  for (const auto& fd : *attach) lo.self_attach_fds.push_back(fd.get());
   lo.before_release = [groups](pid_t pid) -> Status {
-    LSB_TRY(groups->AddProcess(pid));
+    LSB_TRY(groups->AddProcess(pid, /*skip_v1=*/true));
     // init must survive the OOM killer so it can report; the program raises its own score.
     // Best effort by design (see Explain: init.oom_protection): without CAP_SYS_RESOURCE the
     // program's own +1000 is what steers the OOM killer away from init.
