@@ -5,7 +5,8 @@
 // (b) page-table mappings of its own static binary's read-only pages (code and constants), which
 // live once in the page cache and are shared by every box.
 //
-// ReleaseIdleMemory(), called when init goes idle (after kReady, after each kExit):
+// ReleaseIdleMemory(), called when init goes idle (no frame for Supervisor::kIdleAfterMs, so a
+// one-shot box, whose kRun follows kReady at once, never pays for it):
 //  - returns the free parts of the heap to the kernel (malloc_trim: setup's JSON, the view's
 //    paths and libseccomp's compile buffers are freed by then, but sit below live allocations);
 //  - unmaps (MADV_DONTNEED) the PTEs of the binary's read-only PT_LOAD segments. This is safe

@@ -19,7 +19,6 @@
 #include "base/unique_fd.h"
 #include "init/diag.h"
 #include "init/exec_policy.h"
-#include "init/idle_memory.h"
 #include "init/landlock.h"
 #include "init/mounts.h"
 #include "init/notify_watch.h"
@@ -192,8 +191,6 @@ int Main() {
   Supervisor sup(stream, sigfd.get(), s.box, s.exec, s.ruleset.get());
   sup.SetControls(s.watch, s.escape);
   sup.AddPrograms(kDefaultHandoffFd, std::move(s.programs));
-  // Idle until the first kRun (a pooled box may wait long): keep only what the wait needs.
-  ReleaseIdleMemory();
   auto served = sup.Serve();
   // Leaving PID 1 kills whatever is left in the namespace; do it explicitly anyway.
   ::kill(-1, SIGKILL);

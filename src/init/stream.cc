@@ -53,6 +53,14 @@ Result<Frame> Stream::Read() {
   }
 }
 
+bool Stream::QuietFor(int ms) {
+  if (eof_ || dec_.buffered() > 0) return false;
+  pollfd p{in_, POLLIN, 0};
+  int n;
+  do n = ::poll(&p, 1, ms); while (n < 0 && errno == EINTR);
+  return n == 0;
+}
+
 Status Stream::Send(FrameType type, std::string_view payload) {
   do {
     std::string_view chunk = payload.substr(0, std::min(payload.size(), kMaxDataChunk));

@@ -24,6 +24,8 @@ class Stream {
   Result<std::optional<protocol::Frame>> Next();
   // Blocks until a frame arrives. Error "eof" at a clean end of the stream.
   Result<protocol::Frame> Read();
+  // True when no byte is buffered and none arrives within `ms`: the host has nothing for us now.
+  bool QuietFor(int ms);
 
   // Writes one frame; data frames larger than 64 KiB are split.
   Status Send(protocol::FrameType type, std::string_view payload);

@@ -95,6 +95,7 @@ void FillStatus(const RunOutcome& o, ExitReport& r) {
 
 Status Supervisor::Serve() {
   for (;;) {
+    if (stream_.QuietFor(kIdleAfterMs)) ReleaseIdleMemory();
     auto f = stream_.Read();
     if (!f.ok()) {
       if (f.error().message == "eof") return OkStatus();
@@ -122,7 +123,6 @@ Status Supervisor::Serve() {
           LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"run", st.error().message, st.error().sys_errno}));
         }
         if (shutdown) return OkStatus();
-        ReleaseIdleMemory();  // a session's box waits for its next run
         break;
       }
       case FrameType::kShutdown:

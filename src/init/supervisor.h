@@ -22,8 +22,11 @@ class Supervisor {
              int ruleset_fd)
       : stream_(stream), sigfd_(signal_fd), setup_(setup), exec_(exec), ruleset_fd_(ruleset_fd) {}
 
-  // Serves runs until kShutdown or the end of the stream (then everything is killed).
+  // Serves runs until kShutdown or the end of the stream (then everything is killed). Whenever no
+  // frame comes for kIdleAfterMs, init gives back what it does not need while it waits
+  // (idle_memory.h): a pooled or session box idles, a one-shot run never waits that long.
   Status Serve();
+  static constexpr int kIdleAfterMs = 100;
 
   // Only in the weaker mode a policy accepted (BoxSetup.gvisor_accept_weaker): runs go without
   // the user-notification watch and/or the escape filter because the kernel cannot load them.

@@ -54,6 +54,10 @@ class Box {
   // A live sample for monitoring, cheap enough to take every second; nullopt when the backend
   // cannot tell. Called on the thread that drives the box.
   virtual std::optional<BoxUsage> Usage() { return std::nullopt; }
+  // Set when a warm pool did the kSetup -> kReady handshake ahead of the request (off its path):
+  // that kReady, and the runner skips its own handshake. The pool sent the backend's
+  // SetupFor(policy) for the very policy the box is handed out for.
+  virtual std::optional<protocol::InitReady> ReadyAhead() const { return std::nullopt; }
 };
 
 // How a backend enforces one policy control, for `policy explain` and fail-closed checks.

@@ -142,6 +142,11 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
   LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
   s->channel_->set_cancel_fd(opts.cancel_fd);
+  if (auto ready = s->box_->ReadyAhead()) {  // a warm pool's box: init was set up ahead
+    s->ready_ = std::move(*ready);
+    s->usable_ = true;
+    return s;
+  }
   s->channel_->Queue(FrameType::kSetup, nlohmann::json(setup).dump());
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.setup_timeout_ms);
   for (;;) {

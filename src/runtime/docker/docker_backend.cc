@@ -157,7 +157,11 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
   if (opts_.pool_size == 0) return nullptr;
   auto spec = SpecFor(policy, true);
   if (!spec.ok()) return nullptr;
-  std::string key = spec->dump();
+  auto setup = SetupFor(policy);
+  if (!setup.ok()) return nullptr;
+  // Pooled boxes are set up ahead, so the key is the container spec AND init's setup (two
+  // policies may share a spec but not their allow lists).
+  std::string key = spec->dump() + "\n" + nlohmann::json(*setup).dump();
   std::lock_guard<std::mutex> lock(pools_mu_);
   auto it = pools_.find(key);
   if (it == pools_.end() && pools_.size() >= opts_.max_pools) return nullptr;  // bounded: start on demand
@@ -165,8 +169,15 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
   if (!pool) {
     auto engine = engine_;
     auto reaper = reaper_;
-    pool = std::make_unique<WarmPool>([engine, reaper, s = *spec] { return DockerBox::Launch(engine, s, reaper); },
-                                      opts_.pool_size, opts_.pool_refillers);
+    auto factory = [engine, reaper, s = *spec, b = *setup]() -> Result<std::unique_ptr<DockerBox>> {
+      LSB_ASSIGN_OR_RETURN(auto box, DockerBox::Launch(engine, s, reaper));
+      LSB_TRY(HandshakeAhead(*box, b, std::chrono::milliseconds(15000)));
+      return box;
+    };
+    // One refiller per pooled box: after a burst the whole pool is started again in parallel
+    // (the engine's create/start are mostly waits), not one or two at a time.
+    size_t refillers = std::min<size_t>(std::max(opts_.pool_refillers, opts_.pool_size), 8);
+    pool = std::make_unique<WarmPool>(std::move(factory), opts_.pool_size, refillers);
   }
   return pool.get();
 }

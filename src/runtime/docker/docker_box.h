@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,10 @@ class DockerBox : public Box {
   // The stream still flows (init has not exited, the engine has not dropped us).
   bool alive() const { return pump_ && pump_->alive(); }
 
+  // A warm pool's box: kSetup was sent and init answered kReady (warm_pool.h, HandshakeAhead).
+  std::optional<protocol::InitReady> ReadyAhead() const override { return ready_ahead_; }
+  void set_ready_ahead(protocol::InitReady ready) { ready_ahead_ = std::move(ready); }
+
  private:
   DockerBox(std::shared_ptr<const EngineClient> engine, std::string id)
       : engine_(std::move(engine)), container_id_(std::move(id)) {}
@@ -47,6 +52,7 @@ class DockerBox : public Box {
   std::string container_id_;
   std::unique_ptr<StreamPump> pump_;
   std::string death_note_;  // how the container ended, once known
+  std::optional<protocol::InitReady> ready_ahead_;
 };
 
 // The box's cgroup counters read straight from the host's cgroup files when the engine is local

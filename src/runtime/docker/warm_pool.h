@@ -1,8 +1,10 @@
-// Pre-started boxes for one container spec (DESIGN §5): init already waits on its stream, so an
-// execution skips create/attach/start. Boxes are handed out once and never come back (one-shot);
-// background threads refill the pool. A box that died while waiting is discarded, not handed out.
+// Pre-started boxes for one container spec and init setup (DESIGN §5): the container runs and init
+// has already answered kSetup (HandshakeAhead), so an execution skips create/attach/start and the
+// setup round trip. Boxes are handed out once and never come back (one-shot); background threads
+// refill the pool, several at once. A box that died while waiting is discarded, not handed out.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -15,10 +17,14 @@
 
 namespace lsb::docker {
 
+// Sends kSetup on a fresh box's stream and waits for kReady (or init's kError), then records the
+// kReady on the box so the runner skips its own handshake (Box::ReadyAhead).
+Status HandshakeAhead(DockerBox& box, const protocol::BoxSetup& setup, std::chrono::milliseconds timeout);
+
 class WarmPool {
  public:
   using Factory = std::function<Result<std::unique_ptr<DockerBox>>()>;
-  // `size` boxes kept ready by `refillers` threads.
+  // `size` boxes kept ready by `refillers` threads (each starts one box at a time).
   WarmPool(Factory factory, size_t size, size_t refillers = 2);
   ~WarmPool();  // stops refilling; removes the boxes still waiting
   WarmPool(const WarmPool&) = delete;
