@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "policy/policy_loader.h"
 #include "runtime/backend_select.h"
+#include "runtime/native/native_box.h"
 #include "runtime/runner.h"
 
 namespace lsb::cli {
@@ -155,7 +156,18 @@ int RunCommand(const Args& args) {
   }
   SessionOptions so;
   so.cancel_fd = cancel_r.get();
-  auto result = RunOnce(**backend, *policy, req, cb, so);
+  // RunOnce's lifecycle, except that after a completed run a native box's teardown goes to a
+  // detached helper (NativeBox::DetachTeardown): the result is out and the CLI exits without
+  // waiting for the kernel to take the box's namespaces down. Interrupted runs tear down here.
+  auto result = [&]() -> Result<ExecResult> {
+    LSB_TRY(BuildRunSpec(*policy, req));  // validate the request before paying for a box
+    LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(**backend, *policy, so));
+    auto r = session->Run(req, cb);
+    auto* box = dynamic_cast<native::NativeBox*>(&session->box());
+    if (r.ok() && !g_signal && box && box->DetachTeardown()) session->MarkUnusable();  // init is killed: no kShutdown
+    session->Close();
+    return r;
+  }();
   g_cancel_w = -1;
   if (!result.ok()) {
     if (g_signal) {

@@ -2,6 +2,11 @@
 interrupted by a signal; four at a time) nothing is left on the host: no process, no cgroup under
 the llm-sandbox parent, no mount, no temp dir.
 
+After a completed run the CLI leaves the box's teardown to a detached helper (it exits without
+waiting for the kernel to take the namespaces down): the helper and the killed init are adopted by
+this test, a subreaper, which reaps them as any subreaper must; their teardown must be over within
+a few seconds of the CLI's exit (DETACHED_TEARDOWN_S), and nothing may be left after it.
+
 To tell our leftovers from those of other suites running at the same time, the test makes itself
 a child subreaper (an orphaned box process would be re-parented to it) and moves itself into fresh
 v1 cgroups, so the CLI's boxes are created under a parent only this test uses."""
@@ -17,6 +22,18 @@ from harness import BINARY, IMAGES, SEED_POLICY, SOURCE_DIR, SandboxTestCase
 
 RUN = [BINARY, "run", "--policy", SEED_POLICY, "--images", IMAGES]
 PR_SET_CHILD_SUBREAPER = 36
+DETACHED_TEARDOWN_S = 10  # generous: a loaded 2-core CI machine
+
+
+def reap_adopted():
+    """Reaps the exited processes this subreaper adopted (a detached teardown's helper, killed inits)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def own_v1_cgroups():
@@ -119,6 +136,25 @@ class NothingLeftBehind(SandboxTestCase):
                          if os.path.isdir(os.path.join(parent, e))]
         return left
 
+    def settled(self):
+        """Waits (bounded) until the detached teardowns are over: nothing adopted left, no box group."""
+        deadline = time.monotonic() + DETACHED_TEARDOWN_S
+        while True:
+            reap_adopted()
+            if not children_of(os.getpid()) and not self.box_groups():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    def test_detached_teardown_finishes(self):
+        """One run: when the CLI has exited, its box's groups and processes are gone within the bound."""
+        p = subprocess.run(RUN + ["-"], input="print(7)\n", capture_output=True, text=True, cwd=SOURCE_DIR,
+                           timeout=120)
+        self.assertEqual((p.returncode, p.stdout), (0, "7\n"), p.stderr)
+        self.assertTrue(self.settled(), f"teardown not over {DETACHED_TEARDOWN_S}s after the CLI exited: "
+                        f"groups {self.box_groups()}, processes {children_of(os.getpid())}")
+
     def one_run(self, i):
         kind = i % 20
         if kind == 0:    # timed out
@@ -167,7 +203,9 @@ class NothingLeftBehind(SandboxTestCase):
         for ctl in ("memory", "pids"):
             if ctl in self.private:
                 self.assertTrue(os.path.isdir(os.path.join(self.private[ctl], "llm-sandbox")), ctl)
-        # Everything is torn down synchronously before the CLI exits: no waiting here.
+        # Interrupted runs are torn down before the CLI exits; completed ones by a detached helper,
+        # which must be done within the bound.
+        self.settled()
         self.assertEqual(children_of(os.getpid()), [], "box processes left (re-parented to us)")
         self.assertEqual(self.box_groups(), [], "box cgroups left")
         self.assertEqual(sandbox_mounts() - mounts_before, set(), "mounts left")

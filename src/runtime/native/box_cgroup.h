@@ -76,6 +76,9 @@ class BoxCgroups {
   // Kills every process left in the groups and removes them (retrying while tasks exit).
   // Idempotent; the destructor calls it.
   Status Destroy();
+  // This object no longer removes the groups: another process (NativeBox::DetachTeardown's
+  // helper) has taken that job over.
+  void Release() { destroyed_ = true; }
   // The group directories, for tests and diagnostics.
   std::vector<std::string> dirs() const;
 

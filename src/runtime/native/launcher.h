@@ -38,6 +38,10 @@ class ChildProcess {
   // Non-blocking: the wait status if it has ended.
   std::optional<int> TryReap();
   bool reaped() const { return status_.has_value(); }
+  int pidfd() const { return pidfd_.get(); }
+  // Gives up the child without reaping it: once this process exits, the child (already killed)
+  // is re-parented and reaped by the nearest subreaper or PID 1. For NativeBox::DetachTeardown.
+  void Release() { status_ = -1; pidfd_.reset(); }
 
  private:
   pid_t pid_;

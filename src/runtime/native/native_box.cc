@@ -1,5 +1,9 @@
 #include "runtime/native/native_box.h"
 
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +29,41 @@ NativeBox::~NativeBox() {
 }
 
 void NativeBox::Kill() { process_->Kill(); }
+
+bool NativeBox::DetachTeardown() {
+  if (!process_ || process_->reaped() || process_->pidfd() < 0) return false;
+  process_->Kill();  // the box is over whatever happens next
+  pid_t helper = ::fork();
+  if (helper < 0) return false;
+  if (helper == 0) {
+    // The helper: its own session (a signal to the caller's process group must not stop it
+    // half-way), none of the caller's descriptors (whoever reads the CLI's output sees EOF when
+    // the CLI exits), only init's pidfd.
+    ::setsid();
+    int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+    }
+    int pidfd = process_->pidfd();
+    if (pidfd > 3) ::syscall(SYS_close_range, 3u, static_cast<unsigned>(pidfd - 1), 0u);
+    ::syscall(SYS_close_range, static_cast<unsigned>(pidfd + 1), ~0u, 0u);
+    // init is dead once its pidfd reads as exited (it is not our child: its zombie goes to the
+    // caller's subreaper or PID 1 once the caller exits). Destroy() then kills anything left in the
+    // groups and removes them, retrying while killed tasks leave.
+    pollfd p{pidfd, POLLIN, 0};
+    while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+    }
+    if (cgroups_) (void)cgroups_->Destroy();
+    ::_exit(0);
+  }
+  // The caller: the helper now owns the cgroups; init is dying and will be reaped by whoever
+  // inherits it. The helper itself is our child: it is reaped the same way once we exit.
+  process_->Release();
+  if (cgroups_) cgroups_->Release();
+  return true;
+}
 
 BoxVerdict NativeBox::Verdict() {
   BoxVerdict v;

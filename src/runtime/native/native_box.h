@@ -29,6 +29,14 @@ class NativeBox : public Box {
 
   std::optional<BoxUsage> Usage() override;
 
+  // For `llm-sandbox run`, which exits right after its one run: kills init now and hands the rest
+  // of the teardown (waiting until init and every process of the box are gone, then removing the
+  // cgroups, killing whatever is left in them first) to a detached helper process, so the CLI does
+  // not wait for the kernel's namespace teardown. Returns false (and changes nothing: the
+  // destructor then tears down as usual) when the helper cannot be started. The caller must be
+  // single-threaded (the helper is a fork of it). Afterwards this object owns nothing.
+  bool DetachTeardown();
+
   pid_t init_pid() const { return process_->pid(); }
 
  private:
