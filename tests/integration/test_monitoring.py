@@ -236,7 +236,13 @@ class WebhookRetry(unittest.TestCase):
             self.assertLess(time.time() - start, 5)  # the execution did not wait for the receiver
             got = hook.wait_for(lambda b: b["alert"]["execution_id"] == res["execution_id"])
             self.assertEqual(got["body"]["alert"]["rule"], "network_attempt")
-            m = request(d.base, "GET", "/metrics", raw=True).body.decode()
+            # The sender counts the delivery after the receiver answered: poll briefly for it.
+            deadline = time.time() + 10
+            while True:
+                m = request(d.base, "GET", "/metrics", raw=True).body.decode()
+                if 'lsb_webhook_deliveries_total{outcome="delivered"} 1' in m or time.time() > deadline:
+                    break
+                time.sleep(0.05)
             self.assertIn('lsb_webhook_retries_total 2', m)
             self.assertIn('lsb_webhook_deliveries_total{outcome="delivered"} 1', m)
         finally:

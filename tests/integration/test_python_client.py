@@ -479,24 +479,15 @@ class NetworkOnSubAgentsTest(DaemonTestCase):
             self.client(policy="net-on").execute("print(1)")
         self.assertIn("network", cm.exception.message)
 
-    # KNOWN GAP, kept visible: network.enabled true puts every box on the engine's default bridge
-    # (src/runtime/docker/container_spec.cc, NetworkMode "bridge"), where inter-container traffic is
-    # on (com.docker.network.bridge.enable_icc "true" here), so sub-agent B reaches sub-agent A's
-    # listener at A's bridge address. The fix belongs in the Docker backend (a network of its own
-    # with enable_icc false, or one per box). When it lands this test passes, unittest reports an
-    # unexpected success, and the marker must go.
-    @unittest.expectedFailure
+    # Network-on boxes join the backend's own bridge network, llm-sandbox-isolated, whose
+    # inter-container traffic is off (com.docker.network.bridge.enable_icc=false): sub-agent B must
+    # not reach sub-agent A's listener at A's address (on the engine's default bridge it did).
     def test_docker_network_on_sub_agents_cannot_reach_each_other(self):
         if TEST_BACKEND != "docker":
             self.skipTest("the native backend refuses network-on policies: "
                           "test_native_refuses_a_network_on_policy")
         c = self.client(policy="net-on")
-        try:
-            a = c.session(language="python")
-        except SandboxError as e:
-            if "bridge" in e.message:
-                self.skipTest(f"the engine's bridge network is unusable on this machine: {e.message[:300]}")
-            raise
+        a = c.session(language="python")
         with a, c.session(language="python") as b:
             r = a.execute(
                 "import socket\n"

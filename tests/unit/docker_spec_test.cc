@@ -67,7 +67,7 @@ TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
                 .seccomp_opt = "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"};
   auto s = BuildContainerSpec(p, in);
   const auto& h = s["HostConfig"];
-  EXPECT_EQ(h["NetworkMode"], "bridge");
+  EXPECT_EQ(h["NetworkMode"], kIsolatedNetwork);
   EXPECT_EQ(h["Runtime"], "runsc");
   EXPECT_FALSE(h.contains("Memory"));
   EXPECT_FALSE(h.contains("NanoCpus"));

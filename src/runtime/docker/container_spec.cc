@@ -45,7 +45,7 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
       {"Mounts", mounts},
       {"ReadonlyRootfs", policy.read_only},
       {"Tmpfs", tmpfs},
-      {"NetworkMode", policy.network_enabled ? "bridge" : "none"},
+      {"NetworkMode", policy.network_enabled ? kIsolatedNetwork : "none"},
       {"CapDrop", json::array({"ALL"})},
       {"SecurityOpt", security_opt},
       {"PidsLimit", policy.pids},

@@ -16,12 +16,16 @@ namespace lsb::docker {
 inline constexpr const char* kInitInContainer = "/.llm-sandbox/init";
 // A small tmpfs init writes the program file into (noexec: the interpreter reads it).
 inline constexpr const char* kJobDir = "/run/job";
+// Boxes with the network on join this bridge network, whose inter-container traffic is off
+// (com.docker.network.bridge.enable_icc=false): they reach the outside, never each other.
+inline constexpr const char* kIsolatedNetwork = "llm-sandbox-isolated";
 inline constexpr uint64_t kJobDirBytes = 16ull << 20;
 
 // Labels: every container we create carries kLabelOwner, so orphans are found by label.
 inline constexpr const char* kLabelOwner = "io.llm-sandbox.owner";    // "<host>/<pid>/<start time>"
 inline constexpr const char* kLabelPolicy = "io.llm-sandbox.policy";  // policy name, for humans
 inline constexpr const char* kLabelPool = "io.llm-sandbox.pool";      // "1" for warm-pool boxes
+inline constexpr const char* kLabelNetwork = "io.llm-sandbox.network";  // on the network we create (kept)
 
 struct SpecInputs {
   std::string image;         // the engine image (after the image map)

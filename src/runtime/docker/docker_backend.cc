@@ -128,7 +128,11 @@ std::vector<ControlSupport> DockerBackend::Explain(const Policy& policy) const {
          : seccomp_how_ + "; plus llm-sandbox-init's own filters inside");
   add("container.user", true, "Config.User " + std::to_string(policy.uid) + ":" + std::to_string(policy.gid) +
                                   ", HostConfig.CapDrop ALL, SecurityOpt no-new-privileges");
-  add("network.enabled", true, policy.network_enabled ? "HostConfig.NetworkMode bridge" : "HostConfig.NetworkMode none");
+  add("network.enabled", true,
+      policy.network_enabled ? std::string("HostConfig.NetworkMode ") + kIsolatedNetwork +
+                                   " (a bridge network with com.docker.network.bridge.enable_icc=false: boxes "
+                                   "reach the outside, never each other)"
+                             : "HostConfig.NetworkMode none");
   add("commands", !gv || policy.gvisor_accept_weaker,
       gv ? "NOT enforced under gVisor (no Landlock); accepted by container.gvisor_accept_weaker"
          : "llm-sandbox-init: Landlock EXECUTE per allowed file, seccomp watch on execve");
@@ -182,6 +186,28 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
   return pool.get();
 }
 
+Status DockerBackend::EnsureIsolatedNetwork() {
+  std::lock_guard<std::mutex> lock(network_mu_);
+  if (network_ready_) return OkStatus();
+  const Json create = {{"Driver", "bridge"},
+                       {"Options", {{"com.docker.network.bridge.enable_icc", "false"}}},
+                       {"Labels", {{kLabelNetwork, "isolated"}}}};
+  auto net = engine_->EnsureNetwork(kIsolatedNetwork, create);
+  if (!net.ok()) return net.error().Wrap("docker: the network for boxes with network.enabled");
+  // Fail closed: a network of that name that lets boxes talk to each other (made by hand, or an
+  // engine that ignores the option) is refused, not used.
+  std::string icc;
+  if (net->contains("Options") && (*net)["Options"].is_object())
+    icc = (*net)["Options"].value("com.docker.network.bridge.enable_icc", "");
+  if (icc != "false")
+    return Error{std::string("docker: network '") + kIsolatedNetwork + "' on " + engine_->endpoint().ToString() +
+                 " does not keep boxes apart (com.docker.network.bridge.enable_icc is '" + icc +
+                 "', want 'false'); remove it (docker network rm " + kIsolatedNetwork +
+                 ") and it is recreated, or turn the policy's network off"};
+  network_ready_ = true;
+  return OkStatus();
+}
+
 Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy) {
   LSB_TRY(Check(policy));
   // The image must be in the engine before a create can work (a pull where a registry answers).
@@ -200,6 +226,7 @@ Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy) {
     std::lock_guard<std::mutex> lock(images_mu_);
     images_seen_.insert(mapped);
   }
+  if (policy.network_enabled) LSB_TRY(EnsureIsolatedNetwork());
   if (WarmPool* pool = PoolFor(policy)) {
     LSB_ASSIGN_OR_RETURN(auto box, pool->Take());
     return std::unique_ptr<Box>(std::move(box));

@@ -57,6 +57,8 @@ class DockerBackend : public Backend {
  private:
   explicit DockerBackend(DockerBackendOptions opts) : opts_(std::move(opts)) {}
   Result<nlohmann::json> SpecFor(const Policy& policy, bool pooled) const;
+  // The bridge network of network-on boxes (kIsolatedNetwork), created once, checked to keep boxes apart.
+  Status EnsureIsolatedNetwork();
 
   DockerBackendOptions opts_;
   std::shared_ptr<const EngineClient> engine_;
@@ -75,6 +77,8 @@ class DockerBackend : public Backend {
   int orphans_removed_ = 0;
   std::mutex pools_mu_;
   std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by the container spec
+  std::mutex network_mu_;
+  bool network_ready_ = false;
   mutable std::mutex images_mu_;
   mutable std::set<std::string> images_seen_;  // mapped images known to be in the engine
 };

@@ -199,4 +199,25 @@ Result<Json> EngineClient::ListContainers(const std::string& label_key, const st
   return CallJson("GET", "/containers/json?all=1&filters=" + UrlEncode(filters.dump()));
 }
 
+Result<Json> EngineClient::EnsureNetwork(const std::string& name, const Json& create_body) const {
+  const std::string inspect = "/networks/" + UrlEncode(name);
+  LSB_ASSIGN_OR_RETURN(auto resp, Call("GET", inspect, ""));
+  if (resp.status == 404) {
+    Json body = create_body;
+    body["Name"] = name;
+    body["CheckDuplicate"] = true;
+    LSB_ASSIGN_OR_RETURN(auto created, Call("POST", "/networks/create", body.dump()));
+    if (created.status / 100 != 2 && created.status != 409)
+      return Error{"Docker engine: create network " + name + ": " + std::to_string(created.status) + ": " +
+                   EngineMessage(created)};
+    LSB_ASSIGN_OR_RETURN(resp, Call("GET", inspect, ""));
+  }
+  if (resp.status != 200)
+    return Error{"Docker engine: inspect network " + name + ": " + std::to_string(resp.status) + ": " +
+                 EngineMessage(resp)};
+  auto j = Json::parse(resp.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error{"Docker engine: inspect network " + name + ": answer is not JSON"};
+  return j;
+}
+
 }  // namespace lsb::docker

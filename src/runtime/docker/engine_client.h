@@ -66,6 +66,9 @@ class EngineClient {
   Result<Json> ContainerStats(const std::string& id) const;
   // Containers (running or not) carrying label `key=value` (or just `key` when value is empty).
   Result<Json> ListContainers(const std::string& label_key, const std::string& label_value = "") const;
+  // The network `name` (its inspect JSON), created from `create_body` when missing. Losing a create
+  // race to another process is success: the winner's network is inspected.
+  Result<Json> EnsureNetwork(const std::string& name, const Json& create_body) const;
 
  private:
   EngineClient(Endpoint ep, ClientOptions opts) : ep_(std::move(ep)), opts_(opts) {}
