@@ -1,7 +1,7 @@
 // Pre-started boxes for one container spec and init setup (DESIGN §5): the container runs and init
 // has already answered kSetup (HandshakeAhead), so an execution skips create/attach/start and the
 // setup round trip. Boxes are handed out once and never come back (one-shot); background threads
-// refill the pool, several at once. A box that died while waiting is discarded, not handed out.
+// refill the pool. A box that died while waiting is discarded, not handed out.
 #pragma once
 
 #include <chrono>
