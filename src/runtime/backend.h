@@ -24,6 +24,9 @@ struct BoxVerdict {
   // The cumulative counters behind the two flags, so a session can tell whether THIS run hit them.
   uint64_t oom_kill_count = 0;
   uint64_t pids_limit_events = 0;
+  // Set once the box's init has exited and the backend knows how (the engine's exit code for a
+  // container: 128+signal when init was killed). Lets the runner say why a stream ended.
+  std::optional<int> init_exit_code;
 };
 
 // A live sample of a running box's resources (monitoring: CPU/RAM while it runs).

@@ -1,6 +1,8 @@
 #include "runtime/runner.h"
 
 #include <chrono>
+#include <optional>
+#include <thread>
 
 #include "policy/alert_rules.h"
 #include "policy/languages.h"
@@ -44,6 +46,18 @@ Result<T> ParseJson(const std::string& payload, const char* what) {
     return nlohmann::json::parse(payload).get<T>();
   } catch (const std::exception& e) {
     return Error{std::string("protocol: bad ") + what + " from llm-sandbox-init: " + e.what()};
+  }
+}
+
+// After init's stream ended: the box's verdict once it knows how the box ended (init's exit code,
+// or the OOM kill), waiting briefly because an engine records a container's exit after the attach
+// stream closes. Backends that never report init's exit cost this wait only when init dies.
+BoxVerdict AwaitBoxEnd(Box& box, const BoxVerdict& before) {
+  auto until = Clock::now() + std::chrono::milliseconds(1500);
+  for (;;) {
+    BoxVerdict v = box.Verdict();
+    if (v.init_exit_code || v.oom_kill_count > before.oom_kill_count || Clock::now() >= until) return v;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
@@ -223,6 +237,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   OutputBudget budget(spec.output_limit_bytes);
   auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + opts_.grace_ms);
   bool exited = false;
+  std::optional<BoxVerdict> died;  // the box ended without an exit report, for a reason it knows
   auto next_sample = start + std::chrono::milliseconds(cb.usage_interval_ms);
   while (!exited) {
     // With a usage callback, wake up every interval to sample the box (then wait again).
@@ -235,9 +250,25 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
     }
     if (!f.ok() && f.error().message == "cancelled") return Cancelled();
     if (!f.ok()) {
-      BoxVerdict now = box_->Verdict();
-      std::string why = f.error().message == "eof" ? "the stream ended" : f.error().message;
-      if (now.oom_kill_count > before.oom_kill_count) why += "; the OOM killer acted in the box";
+      bool eof = f.error().message == "eof";
+      BoxVerdict now = eof ? AwaitBoxEnd(*box_, before) : box_->Verdict();
+      bool oom = now.oom_kill_count > before.oom_kill_count;
+      bool sigkilled = now.init_exit_code && *now.init_exit_code == 128 + 9;
+      if (eof && (oom || sigkilled)) {
+        // The box died under the program, and the box says how: the OOM killer acted (under gVisor
+        // it kills the whole sandbox at the memory limit) or init was SIGKILLed (gVisor lets the
+        // program kill its own PID 1). That is the run's outcome, not a sandbox error.
+        usable_ = false;
+        r.status = ExecStatus::kKilled;  // ApplyVerdict makes it oom when the OOM killer acted
+        r.exit_code = 128 + 9;
+        r.signal = 9;
+        r.duration_ms = ElapsedMs(start);
+        died = now;
+        break;
+      }
+      std::string why = eof ? "the stream ended" : f.error().message;
+      if (oom) why += "; the OOM killer acted in the box";
+      if (now.init_exit_code) why += "; init exited with " + std::to_string(*now.init_exit_code);
       return Died("llm-sandbox-init ended during the run (" + why + ")");
     }
     if (!*f) {
@@ -291,7 +322,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
     }
   }
   if (r.duration_ms == 0) r.duration_ms = ElapsedMs(start);
-  ApplyVerdict(before, box_->Verdict(), policy_, r);
+  ApplyVerdict(before, died ? *died : box_->Verdict(), policy_, r);
   if (r.status == ExecStatus::kTimeout && !HasRule(r, "timeout"))
     r.alerts.push_back(HostAlert("timeout", "timeout", "warning",
                                  "killed at the timeout of " + std::to_string(spec.timeout_ms) + " ms",

@@ -8,7 +8,7 @@ backend, always with the reason (e.g. a control that gVisor does not have and th
 import textwrap
 import traceback
 
-from backends import WATCH
+from backends import GVISOR, WATCH
 
 # Helpers every case program starts with.
 PRELUDE = textwrap.dedent('''
@@ -94,6 +94,9 @@ class Case:
             return None
         if self.alert[0] in WATCH_RULES and not backend.has(WATCH):
             return "no seccomp user notification here: the watch that raises this alert is off"
+        if self.alert[0] == "pids_limit" and backend.has(GVISOR):
+            return ("under gVisor the pids limit is the Sentry's RLIMIT_NPROC (fork fails with EAGAIN inside "
+                    "the Sentry); the host's pids.events only counts the Sentry's own threads")
         return None
 
 

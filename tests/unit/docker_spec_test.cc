@@ -75,6 +75,27 @@ TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
   EXPECT_EQ(s["Labels"][kLabelPool], "1");
 }
 
+TEST(DockerSpec, PidsLimitUnderRunscIsGvisorsNprocWithAHostCeiling) {
+  SpecInputs in{.image = "img", .init_host_path = "/init", .owner = "o", .pooled = false,
+                .seccomp_profile_json = ""};
+  auto runc = BuildContainerSpec(SeedLike(), in)["HostConfig"];
+  EXPECT_EQ(runc["PidsLimit"], 64);
+  for (const auto& u : runc["Ulimits"]) EXPECT_NE(u["Name"], "nproc") << "runc: NPROC would count host-wide";
+  Policy p = SeedLike();
+  p.runtime = "runsc";
+  auto h = BuildContainerSpec(p, in)["HostConfig"];
+  EXPECT_EQ(h["PidsLimit"], 64 * kGvisorHostPidsPerTask + kGvisorHostPidsBase);
+  bool nproc = false;
+  for (const auto& u : h["Ulimits"]) {
+    if (u["Name"] != "nproc") continue;
+    nproc = true;
+    EXPECT_EQ(u["Soft"], 64);
+    EXPECT_EQ(u["Hard"], 64);
+  }
+  EXPECT_TRUE(nproc);
+  EXPECT_EQ(h["Ulimits"][0]["Name"], "core");
+}
+
 TEST(DockerEndpoint, Parses) {
   auto u = ParseEndpoint("unix:///run/podman/podman.sock");
   ASSERT_TRUE(u.ok());

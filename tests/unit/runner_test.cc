@@ -314,5 +314,65 @@ TEST(BoxSession, OomVerdictRefinesTheExit) {
   EXPECT_EQ(r->alerts[0].rule, "oom_kill");
 }
 
+// Under gVisor the OOM killer takes the whole sandbox at the memory limit: no exit report, the
+// stream ends, and the engine says OOMKilled. That is an oom result, not a sandbox error.
+TEST(BoxSession, BoxKilledByTheOomKillerIsAnOomResult) {
+  FakeBackend* bp = nullptr;
+  FakeBackend backend([&bp](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kReady, "{}");
+    (void)protocol::ReadFrame(fd);  // run
+    (void)protocol::ReadFrame(fd);  // code
+    Send(fd, FrameType::kStdout, "partial");
+    bp->last->verdict.oom_kill_count = 1;
+    bp->last->verdict.init_exit_code = 137;
+  });
+  bp = &backend;
+  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, ExecStatus::kOom);
+  EXPECT_EQ(r->stdout_data, "partial");
+  EXPECT_EQ(CliExitCode(*r), 137);
+  ASSERT_EQ(r->alerts.size(), 1u);
+  EXPECT_EQ(r->alerts[0].rule, "oom_kill");
+}
+
+// gVisor lets the program SIGKILL its own PID 1: the box ends with init killed, which is status
+// killed (137), not a generic sandbox error.
+TEST(BoxSession, InitSigkilledIsAKilledResult) {
+  FakeBackend* bp = nullptr;
+  FakeBackend backend([&bp](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kReady, "{}");
+    (void)protocol::ReadFrame(fd);
+    (void)protocol::ReadFrame(fd);
+    bp->last->verdict.init_exit_code = 137;
+  });
+  bp = &backend;
+  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, ExecStatus::kKilled);
+  EXPECT_EQ(r->signal, 9);
+  EXPECT_EQ(CliExitCode(*r), 137);
+  EXPECT_TRUE(r->alerts.empty());
+}
+
+// Any other death of init mid-run stays a sandbox error, with init's exit and its stderr.
+TEST(BoxSession, InitDyingMidRunOtherwiseIsAnError) {
+  FakeBackend* bp = nullptr;
+  FakeBackend backend([&bp](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kReady, "{}");
+    (void)protocol::ReadFrame(fd);
+    (void)protocol::ReadFrame(fd);
+    bp->last->verdict.init_exit_code = 2;
+  });
+  bp = &backend;
+  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("init exited with 2"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("fake init stderr"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace lsb

@@ -3,6 +3,7 @@
 // DockerBackend::Check before a spec is ever built.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -47,5 +48,11 @@ struct SpecInputs {
 std::string TmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev);
 
 nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in);
+
+// The container's PidsLimit: the policy's pids under runc. Under runsc the policy's limit is
+// enforced inside gVisor (RLIMIT_NPROC) and this is a host ceiling on the Sentry's threads.
+inline constexpr uint64_t kGvisorHostPidsPerTask = 8;
+inline constexpr uint64_t kGvisorHostPidsBase = 256;
+uint64_t HostPidsLimit(const Policy& policy);
 
 }  // namespace lsb::docker

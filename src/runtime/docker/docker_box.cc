@@ -109,6 +109,10 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
     if (insp.ok() && insp->contains("State")) {
       const auto& st = (*insp)["State"];
       if (st.value("OOMKilled", false) && v.oom_kill_count == 0) v.oom_kill_count = 1;
+      // Once the container has ended (its cgroup, hence the counter, is gone): how init ended.
+      std::string status = st.value("Status", "");
+      if ((status == "exited" || status == "dead") && st.contains("ExitCode") && st["ExitCode"].is_number_integer())
+        v.init_exit_code = st["ExitCode"].get<int>();
     }
   }
   if (!local || !v.memory_peak_bytes) FillFromStats(engine, cid, v.cpu_ns, &v.memory_peak_bytes, nullptr);
