@@ -550,7 +550,7 @@ add("res.fork_bomb", "fork bomb: contained at the pids limit, reported", '''
             pass
     res(n < 1000)
 ''', lambda c: (c.status("ok", "timeout", "error"), c.eq(0, "True")), alert=("pids_limit",), timeout_s=8,
-    gap=gvisor_gap("each task costs the sandbox ~2 MiB of host memory (the Sentry's task state and the ptrace "
+    gap=gvisor_gap("each task costs the sandbox megabytes of host memory (the Sentry's task state and the ptrace "
                    "platform's stub), so under the seed's 256 MiB the fork bomb reaches the memory limit before "
                    "the pids limit (RLIMIT_NPROC 128 in the Sentry): the box is OOM-killed, reported as oom with "
                    "the oom_kill alert; contained, but not at the pids limit"))
