@@ -51,12 +51,16 @@ Result<T> ParseJson(const std::string& payload, const char* what) {
 
 // After init's stream ended: the box's verdict once it knows how the box ended (init's exit code,
 // or the OOM kill), waiting briefly because an engine records a container's exit after the attach
-// stream closes. Backends that never report init's exit cost this wait only when init dies.
+// stream closes, and may record the OOM kill after the exit (Docker handles the two events apart):
+// a SIGKILL without an OOM kill yet waits out the window. Backends that never report init's exit
+// cost this wait only when init dies.
 BoxVerdict AwaitBoxEnd(Box& box, const BoxVerdict& before) {
-  auto until = Clock::now() + std::chrono::milliseconds(1500);
+  auto until = Clock::now() + std::chrono::milliseconds(2000);
   for (;;) {
     BoxVerdict v = box.Verdict();
-    if (v.init_exit_code || v.oom_kill_count > before.oom_kill_count || Clock::now() >= until) return v;
+    bool oom = v.oom_kill_count > before.oom_kill_count;
+    bool settled = oom || (v.init_exit_code && *v.init_exit_code != 128 + 9);
+    if (settled || Clock::now() >= until) return v;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
