@@ -23,7 +23,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LSB_ASAN_BUILD_DIR:-$root/build-asan}
-exclude=${LSB_ASAN_EXCLUDE:-"^(integration_docker|python_client_unit|dashboard_chromium|integration_js|integration_mcp)$"}
+exclude=${LSB_ASAN_EXCLUDE:-"^(integration_docker|integration_daemon_docker|integration_monitoring_docker|python_client_unit)$"}
 "$root/scripts/install-deps.sh"
 start=$SECONDS
 if [[ ! -f $build/CMakeCache.txt ]]; then

@@ -77,7 +77,7 @@ TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
 
 TEST(DockerSpec, PidsLimitUnderRunscIsGvisorsNprocWithAHostCeiling) {
   SpecInputs in{.image = "img", .init_host_path = "/init", .owner = "o", .pooled = false,
-                .seccomp_profile_json = ""};
+                .seccomp_opt = ""};
   auto runc = BuildContainerSpec(SeedLike(), in)["HostConfig"];
   EXPECT_EQ(runc["PidsLimit"], 64);
   for (const auto& u : runc["Ulimits"]) EXPECT_NE(u["Name"], "nproc") << "runc: NPROC would count host-wide";
