@@ -84,6 +84,12 @@ Result<std::vector<sock_filter>> BuildEscape(bool watched) {
   // ioctl's cmd is an unsigned int: compare the low 32 bits only, or high garbage slips past.
   for (uint64_t cmd : {0x5412ULL /* TIOCSTI */, 0x541CULL /* TIOCLINUX */})
     LSB_TRY(Rule(ctx, eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, cmd)}));
+  // Signals to PID 1 (init): Linux drops them when sent from inside init's pid namespace, gVisor
+  // delivers them (init, and the box with it, died). Refused everywhere. pid_t is 32 bits: compare
+  // the low half only, so high garbage cannot slip a 1 past. The program runs in its own session,
+  // so the process-group forms (kill(0), kill(-pgid)) never reach init.
+  for (const char* call : {"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"})
+    LSB_TRY(Rule(ctx, eperm, call, {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, 1)}));
   // A program's own USER_NOTIF listener would take precedence over ours for the calls we watch.
   LSB_TRY(Rule(ctx, eperm, "seccomp",
                {SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER)}));

@@ -27,6 +27,9 @@ struct BoxVerdict {
   // Set once the box's init has exited and the backend knows how (the engine's exit code for a
   // container: 128+signal when init was killed). Lets the runner say why a stream ended.
   std::optional<int> init_exit_code;
+  // Set when the backend itself could not be asked (its engine stopped answering): why. The runner
+  // then reports the run as a sandbox error naming it, not as whatever the box's end looks like.
+  std::string backend_error;
 };
 
 // A live sample of a running box's resources (monitoring: CPU/RAM while it runs).

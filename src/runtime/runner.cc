@@ -56,11 +56,16 @@ Result<T> ParseJson(const std::string& payload, const char* what) {
 // cost this wait only when init dies.
 BoxVerdict AwaitBoxEnd(Box& box, const BoxVerdict& before) {
   auto until = Clock::now() + std::chrono::milliseconds(2000);
+  std::string backend_error;  // kept: an engine that was down when the stream ended may be back now
   for (;;) {
     BoxVerdict v = box.Verdict();
+    if (backend_error.empty()) backend_error = v.backend_error;
     bool oom = v.oom_kill_count > before.oom_kill_count;
     bool settled = oom || (v.init_exit_code && *v.init_exit_code != 128 + 9);
-    if (settled || Clock::now() >= until) return v;
+    if (settled || Clock::now() >= until) {
+      v.backend_error = backend_error;
+      return v;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -258,7 +263,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
       BoxVerdict now = eof ? AwaitBoxEnd(*box_, before) : box_->Verdict();
       bool oom = now.oom_kill_count > before.oom_kill_count;
       bool sigkilled = now.init_exit_code && *now.init_exit_code == 128 + 9;
-      if (eof && (oom || sigkilled)) {
+      if (eof && (oom || sigkilled) && now.backend_error.empty()) {
         // The box died under the program, and the box says how: the OOM killer acted (under gVisor
         // it kills the whole sandbox at the memory limit) or init was SIGKILLed (gVisor lets the
         // program kill its own PID 1). That is the run's outcome, not a sandbox error.
@@ -273,6 +278,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
       std::string why = eof ? "the stream ended" : f.error().message;
       if (oom) why += "; the OOM killer acted in the box";
       if (now.init_exit_code) why += "; init exited with " + std::to_string(*now.init_exit_code);
+      if (!now.backend_error.empty()) why += "; " + now.backend_error;
       return Died("llm-sandbox-init ended during the run (" + why + ")");
     }
     if (!*f) {

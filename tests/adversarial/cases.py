@@ -463,10 +463,7 @@ add("proc.kill_init", "kill(1, SIGKILL): init survives", '''
     res(attempt(lambda: os.kill(1, 9)))
     import time; time.sleep(0.2)
     res("alive")
-''', lambda c: (c.status("ok"), c.is_in(0, ("EPERM", "OK")), c.eq(1, "alive")),
-    gap=gvisor_gap("runsc delivers a SIGKILL sent to PID 1 from inside its own pid namespace (Linux drops it: "
-                   "an init cannot be killed from its namespace), so init dies and the box with it; the run "
-                   "ends as status killed (137), nothing escapes and nothing is left behind"))
+''', lambda c: (c.status("ok"), c.is_in(0, ("EPERM", "OK")), c.eq(1, "alive")))
 
 add("proc.kill_everything", "kill(-1, SIGKILL) from the program: the box still reports", '''
     res(attempt(lambda: os.kill(-1, 9)))

@@ -337,8 +337,8 @@ TEST(BoxSession, BoxKilledByTheOomKillerIsAnOomResult) {
   EXPECT_EQ(r->alerts[0].rule, "oom_kill");
 }
 
-// gVisor lets the program SIGKILL its own PID 1: the box ends with init killed, which is status
-// killed (137), not a generic sandbox error.
+// A box killed from outside (docker kill) ends with init SIGKILLed: status killed (137), not a
+// generic sandbox error.
 TEST(BoxSession, InitSigkilledIsAKilledResult) {
   FakeBackend* bp = nullptr;
   FakeBackend backend([&bp](int fd) {
@@ -372,6 +372,25 @@ TEST(BoxSession, InitDyingMidRunOtherwiseIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("init exited with 2"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("fake init stderr"), std::string::npos) << r.error().message;
+}
+
+// The engine stopped answering when the stream ended (restarted mid-run): whatever the box's end
+// looks like once it is back (init SIGKILLed by the stopping engine), the run is a sandbox error
+// that names the engine.
+TEST(BoxSession, BackendUnreachableAtTheEndIsAnErrorNamingIt) {
+  FakeBackend* bp = nullptr;
+  FakeBackend backend([&bp](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kReady, "{}");
+    (void)protocol::ReadFrame(fd);
+    (void)protocol::ReadFrame(fd);
+    bp->last->verdict.init_exit_code = 137;
+    bp->last->verdict.backend_error = "cannot reach the Docker engine at unix:///x.sock: connect: refused";
+  });
+  bp = &backend;
+  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cannot reach the Docker engine"), std::string::npos) << r.error().message;
 }
 
 }  // namespace

@@ -113,6 +113,8 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
       std::string status = st.value("Status", "");
       if ((status == "exited" || status == "dead") && st.contains("ExitCode") && st["ExitCode"].is_number_integer())
         v.init_exit_code = st["ExitCode"].get<int>();
+    } else if (!insp.ok() && insp.error().sys_errno != 0) {
+      v.backend_error = insp.error().message;  // a transport failure: the engine is not answering
     }
   }
   if (!local || !v.memory_peak_bytes) FillFromStats(engine, cid, v.cpu_ns, &v.memory_peak_bytes, nullptr);
