@@ -19,10 +19,10 @@ template <typename T>
 void Decode(const std::string& payload) {
   // What both ends do: parse, convert with defaults; a bad message is an exception they catch.
   try {
-    T v = nlohmann::json::parse(payload).get<T>();
+    T v = lsb::protocol::ParseMessage<T>(payload);
     nlohmann::json round = v;  // and what they send back must serialize
     (void)round.dump();
-  } catch (const nlohmann::json::exception&) {
+  } catch (const std::exception&) {
   }
 }
 

@@ -172,7 +172,7 @@ int Main() {
   }
   Setup s;
   try {
-    s.box = nlohmann::json::parse(first->payload).get<BoxSetup>();
+    s.box = protocol::ParseMessage<BoxSetup>(first->payload);
   } catch (const std::exception& e) {
     (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("bad BoxSetup: ") + e.what(), 0});
     return 65;

@@ -105,7 +105,7 @@ Status Supervisor::Serve() {
       case FrameType::kRun: {
         RunSpec spec;
         try {
-          spec = nlohmann::json::parse(f->payload).get<RunSpec>();
+          spec = protocol::ParseMessage<RunSpec>(f->payload);
         } catch (const std::exception& e) {
           LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("bad RunSpec: ") + e.what(), 0}));
           break;

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -116,5 +118,24 @@ struct InitError {
   int sys_errno = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitError, stage, message, sys_errno)
+
+// Parses a control message as T. No field of the protocol is fractional, so a floating-point
+// number anywhere is refused: nlohmann would static_cast it into an integer field, which is
+// undefined behaviour out of range (found by fuzzing). The walk is iterative: a payload may nest
+// deeper than a stack. Throws (nlohmann's exceptions, std::invalid_argument); callers catch
+// std::exception.
+template <typename T>
+T ParseMessage(std::string_view payload) {
+  nlohmann::json j = nlohmann::json::parse(payload);
+  std::vector<const nlohmann::json*> todo{&j};
+  while (!todo.empty()) {
+    const nlohmann::json* v = todo.back();
+    todo.pop_back();
+    if (v->is_number_float()) throw std::invalid_argument("a protocol message has no fractional numbers");
+    if (v->is_structured())
+      for (const auto& child : *v) todo.push_back(&child);
+  }
+  return j.get<T>();
+}
 
 }  // namespace lsb::protocol

@@ -10,7 +10,7 @@ using protocol::FrameType;
 template <typename T>
 Result<T> ParsePayload(const std::string& payload, const char* what) {
   try {
-    return nlohmann::json::parse(payload).get<T>();
+    return protocol::ParseMessage<T>(payload);
   } catch (const std::exception& e) {
     return Error{std::string("protocol: bad ") + what + " from llm-sandbox-init: " + e.what()};
   }

@@ -43,7 +43,7 @@ protocol::Event HostAlert(std::string kind, std::string rule, std::string severi
 template <typename T>
 Result<T> ParseJson(const std::string& payload, const char* what) {
   try {
-    return nlohmann::json::parse(payload).get<T>();
+    return protocol::ParseMessage<T>(payload);
   } catch (const std::exception& e) {
     return Error{std::string("protocol: bad ") + what + " from llm-sandbox-init: " + e.what()};
   }

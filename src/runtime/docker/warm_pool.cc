@@ -25,11 +25,11 @@ Status HandshakeAhead(DockerBox& box, const protocol::BoxSetup& setup, std::chro
     protocol::Frame& fr = **f;
     try {
       if (fr.type == FrameType::kReady) {
-        box.set_ready_ahead(nlohmann::json::parse(fr.payload).get<protocol::InitReady>());
+        box.set_ready_ahead(protocol::ParseMessage<protocol::InitReady>(fr.payload));
         return OkStatus();
       }
       if (fr.type == FrameType::kError) {
-        auto err = nlohmann::json::parse(fr.payload).get<protocol::InitError>();
+        auto err = protocol::ParseMessage<protocol::InitError>(fr.payload);
         return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
                      err.sys_errno};
       }
