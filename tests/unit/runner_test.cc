@@ -314,21 +314,29 @@ TEST(BoxSession, OomVerdictRefinesTheExit) {
   EXPECT_EQ(r->alerts[0].rule, "oom_kill");
 }
 
-// Under gVisor the OOM killer takes the whole sandbox at the memory limit: no exit report, the
-// stream ends, and the engine says OOMKilled. That is an oom result, not a sandbox error.
-TEST(BoxSession, BoxKilledByTheOomKillerIsAnOomResult) {
+// A run whose init dies after reading the program (no exit report), having written `out` to
+// stdout; `ended` sets how the box says it ended.
+Result<ExecResult> RunWithInitDyingMidRun(std::function<void(BoxVerdict&)> ended, std::string out = "") {
   FakeBackend* bp = nullptr;
-  FakeBackend backend([&bp](int fd) {
+  FakeBackend backend([&bp, &ended, &out](int fd) {
     (void)protocol::ReadFrame(fd);
     Send(fd, FrameType::kReady, "{}");
     (void)protocol::ReadFrame(fd);  // run
     (void)protocol::ReadFrame(fd);  // code
-    Send(fd, FrameType::kStdout, "partial");
-    bp->last->verdict.oom_kill_count = 1;
-    bp->last->verdict.init_exit_code = 137;
+    if (!out.empty()) Send(fd, FrameType::kStdout, out);
+    ended(bp->last->verdict);
   });
   bp = &backend;
-  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  return RunOnce(backend, TestPolicy(), ExecRequest{});
+}
+
+// Under gVisor the OOM killer takes the whole sandbox at the memory limit: no exit report, the
+// stream ends, and the engine says OOMKilled. That is an oom result, not a sandbox error.
+TEST(BoxSession, BoxKilledByTheOomKillerIsAnOomResult) {
+  auto r = RunWithInitDyingMidRun([](BoxVerdict& v) {
+    v.oom_kill_count = 1;
+    v.init_exit_code = 137;
+  }, "partial");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, ExecStatus::kOom);
   EXPECT_EQ(r->stdout_data, "partial");
@@ -340,16 +348,7 @@ TEST(BoxSession, BoxKilledByTheOomKillerIsAnOomResult) {
 // A box killed from outside (docker kill) ends with init SIGKILLed: status killed (137), not a
 // generic sandbox error.
 TEST(BoxSession, InitSigkilledIsAKilledResult) {
-  FakeBackend* bp = nullptr;
-  FakeBackend backend([&bp](int fd) {
-    (void)protocol::ReadFrame(fd);
-    Send(fd, FrameType::kReady, "{}");
-    (void)protocol::ReadFrame(fd);
-    (void)protocol::ReadFrame(fd);
-    bp->last->verdict.init_exit_code = 137;
-  });
-  bp = &backend;
-  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  auto r = RunWithInitDyingMidRun([](BoxVerdict& v) { v.init_exit_code = 137; });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, ExecStatus::kKilled);
   EXPECT_EQ(r->signal, 9);
@@ -359,16 +358,7 @@ TEST(BoxSession, InitSigkilledIsAKilledResult) {
 
 // Any other death of init mid-run stays a sandbox error, with init's exit and its stderr.
 TEST(BoxSession, InitDyingMidRunOtherwiseIsAnError) {
-  FakeBackend* bp = nullptr;
-  FakeBackend backend([&bp](int fd) {
-    (void)protocol::ReadFrame(fd);
-    Send(fd, FrameType::kReady, "{}");
-    (void)protocol::ReadFrame(fd);
-    (void)protocol::ReadFrame(fd);
-    bp->last->verdict.init_exit_code = 2;
-  });
-  bp = &backend;
-  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
+  auto r = RunWithInitDyingMidRun([](BoxVerdict& v) { v.init_exit_code = 2; });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("init exited with 2"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("fake init stderr"), std::string::npos) << r.error().message;
@@ -378,17 +368,10 @@ TEST(BoxSession, InitDyingMidRunOtherwiseIsAnError) {
 // looks like once it is back (init SIGKILLed by the stopping engine), the run is a sandbox error
 // that names the engine.
 TEST(BoxSession, BackendUnreachableAtTheEndIsAnErrorNamingIt) {
-  FakeBackend* bp = nullptr;
-  FakeBackend backend([&bp](int fd) {
-    (void)protocol::ReadFrame(fd);
-    Send(fd, FrameType::kReady, "{}");
-    (void)protocol::ReadFrame(fd);
-    (void)protocol::ReadFrame(fd);
-    bp->last->verdict.init_exit_code = 137;
-    bp->last->verdict.backend_error = "cannot reach the Docker engine at unix:///x.sock: connect: refused";
+  auto r = RunWithInitDyingMidRun([](BoxVerdict& v) {
+    v.init_exit_code = 137;
+    v.backend_error = "cannot reach the Docker engine at unix:///x.sock: connect: refused";
   });
-  bp = &backend;
-  auto r = RunOnce(backend, TestPolicy(), ExecRequest{});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("cannot reach the Docker engine"), std::string::npos) << r.error().message;
 }
