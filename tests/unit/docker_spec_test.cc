@@ -154,5 +154,21 @@ TEST(DockerSeccompProfile, AllowlistLetsWatchedEscapesReachInit) {
     EXPECT_FALSE(names.count(refused)) << refused;
 }
 
+TEST(DockerSeccompProfile, NativeArchitectureOnly) {
+  auto text = EngineSeccompProfile();
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  auto p = nlohmann::json::parse(*text);
+  // Foreign-architecture calls (i386 int 0x80, x32) have no place in the box: init's filter kills
+  // them, and the engine's profile does not list those architectures, so the engine kills them too.
+  if (p.contains("architectures")) {
+    ASSERT_EQ(p["architectures"].size(), 1u);
+#if defined(__x86_64__)
+    EXPECT_EQ(p["architectures"][0], "SCMP_ARCH_X86_64");
+#elif defined(__aarch64__)
+    EXPECT_EQ(p["architectures"][0], "SCMP_ARCH_AARCH64");
+#endif
+  }
+}
+
 }  // namespace
 }  // namespace lsb::docker
