@@ -40,7 +40,7 @@ TEST(DockerSpec, MapsEveryOuterControl) {
   EXPECT_EQ(s["User"], "1000:1000");
   EXPECT_EQ(s["Tty"], false);
   EXPECT_EQ(s["OpenStdin"], true);
-  EXPECT_EQ(s["StdinOnce"], false);
+  EXPECT_EQ(s["StdinOnce"], true);
   EXPECT_EQ(s["Labels"][kLabelOwner], "host/42/777");
   const auto& h = s["HostConfig"];
   EXPECT_EQ(h["ReadonlyRootfs"], true);

@@ -40,9 +40,21 @@ namespace {
 constexpr std::chrono::seconds kFirstRetry{1};
 constexpr std::chrono::seconds kMaxRetryDelay{30};
 constexpr std::chrono::minutes kGiveUpAfter{10};
+constexpr std::chrono::milliseconds kStopWait{2000};
+constexpr int kMaxSlowStops = 3;
 }  // namespace
 
 void ContainerReaper::RemoveOne(std::string id, const Retry* previous) {
+  // The box closed its attach connection, so init has read EOF and is exiting (StdinOnce): let the
+  // container stop by itself before removing it. A forced removal of a running container costs
+  // the engine a kill through the runtime (one more runc process per box), which on 2 cores
+  // competed with the executions (issue 3). A container that does not stop in time (an engine
+  // that keeps stdin open, a wedged init) is killed by the forced removal as before, and after
+  // kMaxSlowStops such in a row the wait is skipped for good.
+  if (!previous && slow_stops_ < kMaxSlowStops) {
+    auto stopped = engine_->WaitNotRunning(id, kStopWait);
+    if (stopped.ok()) slow_stops_ = *stopped ? 0 : slow_stops_ + 1;
+  }
   auto st = engine_->RemoveContainer(id, /*force=*/true);
   // The engine answered but refused: a container caught between running and stopped (Podman:
   // "could not be stopped ... container state improper"). Such races settle in moments, so two

@@ -1,5 +1,5 @@
 // Container removal off the hot path: a used box hands its container id here and the execution's
-// answer goes out without waiting for the engine's kill + remove (~100 ms+). One thread removes
+// answer goes out without waiting for the engine's stop + remove (~100 ms+). One thread removes
 // them in order. A removal the engine could not do (it was down or restarting) is retried with
 // backoff (1 s doubling to 30 s, for up to 10 minutes), so a long-lived daemon that outlives an
 // engine restart does not leak the containers of the executions the restart broke. The destructor
@@ -27,7 +27,9 @@ class ContainerReaper {
   ContainerReaper(const ContainerReaper&) = delete;
   ContainerReaper& operator=(const ContainerReaper&) = delete;
 
-  // Queues a forced removal (kill + remove). Never blocks on the engine.
+  // Queues a removal: first a bounded wait for the container to stop by itself (its box closed the
+  // attach stream, so init is exiting), then a forced remove (which kills it if it did not). Never
+  // blocks on the engine.
   void Remove(std::string container_id);
   // Blocks until the queue is empty and nothing is being removed (tests, benchmarks); removals
   // waiting for a retry are not waited for.
@@ -53,6 +55,7 @@ class ContainerReaper {
   std::condition_variable idle_cv_;
   std::deque<std::string> queue_;
   std::deque<Retry> retry_;  // sorted by `next`
+  int slow_stops_ = 0;       // containers in a row that did not stop by themselves (Loop's thread only)
   bool busy_ = false;
   bool stop_ = false;
   std::thread thread_;

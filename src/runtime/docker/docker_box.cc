@@ -139,8 +139,10 @@ Result<std::unique_ptr<DockerBox>> DockerBox::Launch(std::shared_ptr<const Engin
 }
 
 DockerBox::~DockerBox() {
-  // Remove with force kills init and everything in the box; the pump then sees EOF. With a reaper
-  // the removal happens in the background: closing our end of the stream first ends the pump now.
+  // With a reaper: closing our attach connection (the pump) makes the engine close init's stdin
+  // (StdinOnce), so init kills what is left and exits; the reaper waits for that stop and removes
+  // the container in the background. Without one: remove with force kills init and everything in
+  // the box; the pump then sees EOF.
   if (reaper_) {
     pump_.reset();
     reaper_->Remove(container_id_);

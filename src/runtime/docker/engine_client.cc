@@ -185,6 +185,18 @@ Status EngineClient::RemoveContainer(const std::string& id, bool force) const {
                EngineMessage(resp)};
 }
 
+Result<bool> EngineClient::WaitNotRunning(const std::string& id, std::chrono::milliseconds timeout) const {
+  auto resp = Call("POST", "/containers/" + id + "/wait?condition=not-running", "", timeout);
+  if (!resp.ok()) {
+    // Our own deadline, not the engine's silence on the socket: the container is still running.
+    if (resp.error().sys_errno == EAGAIN || resp.error().sys_errno == ETIMEDOUT) return false;
+    return resp.error();
+  }
+  if (resp->status == 200 || resp->status == 404) return true;
+  return Error{"Docker engine: wait for container " + id.substr(0, 12) + ": " + std::to_string(resp->status) + ": " +
+               EngineMessage(*resp)};
+}
+
 Result<Json> EngineClient::InspectContainer(const std::string& id) const {
   return CallJson("GET", "/containers/" + id + "/json");
 }

@@ -62,6 +62,9 @@ class EngineClient {
   // force: kill first when running. Removing a container that is already gone is success.
   Status RemoveContainer(const std::string& id, bool force = true) const;
   Result<Json> InspectContainer(const std::string& id) const;
+  // Waits (at most `timeout`) until the container is not running. True: it stopped (or is gone);
+  // false: still running when the time was up. An Error: the engine did not answer or refused.
+  Result<bool> WaitNotRunning(const std::string& id, std::chrono::milliseconds timeout) const;
   // One stats sample, without the engine's 1 s wait for a second one.
   Result<Json> ContainerStats(const std::string& id) const;
   // Containers (running or not) carrying label `key=value` (or just `key` when value is empty).
