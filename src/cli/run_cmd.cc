@@ -156,6 +156,7 @@ int RunCommand(const Args& args) {
   }
   SessionOptions so;
   so.cancel_fd = cancel_r.get();
+  so.await_ready = false;  // one run: the program follows kSetup at once
   // RunOnce's lifecycle, except that after a completed run a native box's teardown goes to a
   // detached helper (NativeBox::DetachTeardown): the result is out and the CLI exits without
   // waiting for the kernel to take the box's namespaces down. Interrupted runs tear down here.

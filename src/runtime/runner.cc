@@ -159,10 +159,8 @@ bool ApplyAlertRule(const Policy& policy, protocol::Event& alert) {
 
 Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
                                                      SessionOptions opts) {
-  LSB_TRY(backend.Check(policy));
-  LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
   std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
-  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));
+  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));  // Start checks the policy first
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
   s->channel_->set_cancel_fd(opts.cancel_fd);
   if (auto ready = s->box_->ReadyAhead()) {  // a warm pool's box: init was set up ahead
@@ -170,22 +168,35 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
     s->usable_ = true;
     return s;
   }
+  LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
   s->channel_->Queue(FrameType::kSetup, nlohmann::json(setup).dump());
-  auto deadline = Clock::now() + std::chrono::milliseconds(opts.setup_timeout_ms);
+  if (!opts.await_ready) {
+    s->ready_pending_ = true;
+    s->usable_ = true;
+    return s;
+  }
+  LSB_TRY(s->AwaitReady());
+  s->usable_ = true;
+  return s;
+}
+
+Status BoxSession::AwaitReady() {
+  auto deadline = Clock::now() + std::chrono::milliseconds(opts_.setup_timeout_ms);
   for (;;) {
-    auto f = s->channel_->Next(deadline);
-    if (!f.ok() && f.error().message == "cancelled") return s->Cancelled();
-    if (!f.ok()) return s->Died("llm-sandbox-init ended before it was ready (" + f.error().message + ")");
+    auto f = channel_->Next(deadline);
+    if (!f.ok() && f.error().message == "cancelled") return Cancelled();
+    if (!f.ok()) return Died("llm-sandbox-init ended before it was ready (" + f.error().message + ")");
     if (!*f)
-      return s->Died("llm-sandbox-init did not report ready within " +
-                     std::to_string(opts.setup_timeout_ms) + " ms of kSetup");
+      return Died("llm-sandbox-init did not report ready within " +
+                  std::to_string(opts_.setup_timeout_ms) + " ms of kSetup");
     protocol::Frame& fr = **f;
     if (fr.type == FrameType::kReady) {
-      LSB_ASSIGN_OR_RETURN(s->ready_, ParseJson<protocol::InitReady>(fr.payload, "ready"));
-      s->usable_ = true;
-      return s;
+      LSB_ASSIGN_OR_RETURN(ready_, ParseJson<protocol::InitReady>(fr.payload, "ready"));
+      ready_pending_ = false;
+      return OkStatus();
     }
     if (fr.type == FrameType::kError) {
+      usable_ = false;
       LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
       return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
                    err.sys_errno};
@@ -234,7 +245,6 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   r.backend = backend_.name();
   box_->BeginRun();
   BoxVerdict before = box_->Verdict();
-  auto start = Clock::now();
 
   channel_->Queue(FrameType::kRun, nlohmann::json(spec).dump());
   channel_->Queue(FrameType::kCode, req.code);
@@ -242,6 +252,14 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
     channel_->QueueChunked(FrameType::kStdin, *req.stdin_data);
     channel_->Queue(FrameType::kStdinEof, "");
   }
+  if (ready_pending_) {
+    auto ready = AwaitReady();  // the run's frames wait behind kSetup in init's stream
+    if (!ready.ok()) {
+      usable_ = false;
+      return ready.error();
+    }
+  }
+  auto start = Clock::now();  // the run's clock starts once the box is ready
 
   OutputBudget budget(spec.output_limit_bytes);
   auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + opts_.grace_ms);
@@ -350,6 +368,7 @@ Result<ExecResult> RunOnce(Backend& backend, const Policy& policy, const ExecReq
                            const RunCallbacks& cb, SessionOptions opts) {
   // Validate the request before paying for a box.
   LSB_TRY(BuildRunSpec(policy, req));
+  opts.await_ready = false;  // one run: its frames follow kSetup at once
   LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(backend, policy, opts));
   auto r = session->Run(req, cb);
   session->Close();

@@ -44,6 +44,11 @@ struct RunCallbacks {
 
 struct SessionOptions {
   uint64_t setup_timeout_ms = 15000;  // kSetup -> kReady
+  // false: Open() returns once kSetup is queued, and the first Run() sends its program right
+  // behind it, taking kReady (or init's refusal) on the way: one host<->init round trip less for
+  // a box opened to run once. Init still finishes the whole setup, and refuses on any failure,
+  // before it reads kRun, so nothing runs earlier or under less.
+  bool await_ready = true;
   // Past the run's timeout, how long init may take to report before the host kills the box.
   uint64_t grace_ms = 5000;
   // Optional: when this fd becomes readable (a signal handler's pipe, a closed client), the
@@ -110,6 +115,8 @@ class BoxSession {
       : backend_(backend), policy_(policy), opts_(opts) {}
   Error Died(const std::string& what);
   Error Cancelled();
+  // Reads frames until init's kReady (kept in ready_) or its refusal.
+  Status AwaitReady();
 
   Backend& backend_;
   Policy policy_;
@@ -117,6 +124,7 @@ class BoxSession {
   std::unique_ptr<Box> box_;
   std::unique_ptr<FrameChannel> channel_;
   protocol::InitReady ready_;
+  bool ready_pending_ = false;  // kSetup sent, kReady not read yet (await_ready = false)
   bool usable_ = false;
 };
 

@@ -29,6 +29,13 @@ bool SameLanguages(const std::map<std::string, Language>& a, const std::map<std:
   return true;
 }
 
+// A box opened on the request path runs once: its program follows kSetup without waiting for kReady.
+SessionOptions OneShotOptions() {
+  SessionOptions o;
+  o.await_ready = false;
+  return o;
+}
+
 }  // namespace
 
 // Every field of Policy except where it came from (source_file, positions) and the description.
@@ -113,7 +120,7 @@ Result<OneShotBox> NativePool::Acquire(Backend& backend, const Policy& policy) {
     got->LowerRunTimeout(policy.timeout_ms);
     return OneShotBox(std::move(got), this);
   }
-  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy));
+  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, OneShotOptions()));
   return OneShotBox(std::move(s), &backend == &backend_ ? this : nullptr);
 }
 
@@ -251,7 +258,7 @@ void NativePool::ReapLoop() {
 
 Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy) {
   if (NativePool* pool = registry.pool()) return pool->Acquire(backend, policy);
-  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy));
+  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, OneShotOptions()));
   return OneShotBox(std::move(s), nullptr);
 }
 

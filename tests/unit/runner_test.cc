@@ -263,6 +263,51 @@ TEST(BoxSession, InitErrorAtSetupIsAnErrorWithItsMessage) {
   EXPECT_NE(s.error().message.find("landlock: not supported"), std::string::npos);
 }
 
+TEST(BoxSession, WithoutAwaitingReadyTheProgramFollowsSetupAtOnce) {
+  // This init reads kRun before it answers kSetup: a host that waited for kReady first would
+  // deadlock here until the setup timeout.
+  FakeBackend backend([](int fd) {
+    auto setup = protocol::ReadFrame(fd);
+    auto run = protocol::ReadFrame(fd);
+    auto code = protocol::ReadFrame(fd);
+    if (!setup.ok() || !run.ok() || !code.ok() || run->type != FrameType::kRun) return;
+    Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{1, 5, "build_root"}).dump());
+    Send(fd, FrameType::kStdout, "ran " + code->payload);
+    protocol::ExitReport rep;
+    rep.status = "ok";
+    Send(fd, FrameType::kExit, nlohmann::json(rep).dump());
+  });
+  SessionOptions o;
+  o.await_ready = false;
+  o.setup_timeout_ms = 3000;
+  auto s = BoxSession::Open(backend, TestPolicy(), o);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ExecRequest req;
+  req.code = "print(1)";
+  auto r = (*s)->Run(req);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "ran print(1)");
+  EXPECT_EQ((*s)->ready().landlock_abi, 5);  // kReady was read on the way
+}
+
+TEST(BoxSession, WithoutAwaitingReadyARefusedSetupFailsTheRun) {
+  FakeBackend backend([](int fd) {
+    (void)protocol::ReadFrame(fd);
+    Send(fd, FrameType::kError, nlohmann::json(protocol::InitError{"setup", "landlock: not supported", 95}).dump());
+  });
+  SessionOptions o;
+  o.await_ready = false;
+  auto s = BoxSession::Open(backend, TestPolicy(), o);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ExecRequest req;
+  req.code = "print(1)";
+  auto r = (*s)->Run(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("refused to start"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("landlock: not supported"), std::string::npos) << r.error().message;
+  EXPECT_FALSE((*s)->usable());
+}
+
 TEST(BoxSession, InitDyingEarlyReportsItsStderr) {
   FakeBackend backend([](int) {});
   auto s = BoxSession::Open(backend, TestPolicy());
