@@ -157,14 +157,17 @@ int RunCommand(const Args& args) {
   SessionOptions so;
   so.cancel_fd = cancel_r.get();
   so.await_ready = false;  // one run: the program follows kSetup at once
-  // RunOnce's lifecycle, except that after a completed run a native box's teardown goes to a
-  // detached helper (NativeBox::DetachTeardown): the result is out and the CLI exits without
-  // waiting for the kernel to take the box's namespaces down. Interrupted runs tear down here.
+  // RunOnce's lifecycle, except that a native box's teardown goes to a helper process
+  // (NativeBox::ArmTeardownHelper): after a completed run the result is out and the CLI exits
+  // without waiting for the kernel to take the box's namespaces down. Interrupted runs wait here
+  // until the box is gone.
   auto result = [&]() -> Result<ExecResult> {
     LSB_TRY(BuildRunSpec(*policy, req));  // validate the request before paying for a box
     LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(**backend, *policy, so));
-    auto r = session->Run(req, cb);
+    // The teardown helper is forked while init sets the box up, not on the way out.
     auto* box = dynamic_cast<native::NativeBox*>(&session->box());
+    if (box) (void)box->ArmTeardownHelper();
+    auto r = session->Run(req, cb);
     if (r.ok() && !g_signal && box && box->DetachTeardown()) session->MarkUnusable();  // init is killed: no kShutdown
     session->Close();
     return r;

@@ -159,6 +159,8 @@ bool ApplyAlertRule(const Policy& policy, protocol::Event& alert) {
 
 Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
                                                      SessionOptions opts) {
+  // Made before the box starts: init waits for it from its first instant.
+  LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
   std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
   LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));  // Start checks the policy first
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
@@ -168,9 +170,10 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
     s->usable_ = true;
     return s;
   }
-  LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
   s->channel_->Queue(FrameType::kSetup, nlohmann::json(setup).dump());
   if (!opts.await_ready) {
+    // Sent now, so init sets the box up while the caller prepares the run.
+    (void)s->channel_->Flush(Clock::now());
     s->ready_pending_ = true;
     s->usable_ = true;
     return s;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/backend_select.h"
+#include "runtime/native/native_backend.h"
 #include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
@@ -122,6 +123,10 @@ int RunDaemon(DaemonConfig config) {
     return 2;
   }
   if (!backend_why.empty()) Log(backend_why);
+  if (auto* native = dynamic_cast<native::NativeBackend*>(backend->get())) {
+    // Box groups of a daemon that was killed (its boxes died with it; their groups did not).
+    if (size_t n = native->RemoveStaleGroups()) Log("removed " + std::to_string(n) + " stale box cgroup(s)");
+  }
 
   // Signals are taken by sigwait() on this thread only; every thread started below inherits the
   // mask (the native launcher resets it for boxes).

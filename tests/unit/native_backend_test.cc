@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -201,6 +203,77 @@ TEST_F(RootBox, BoxCgroupsAreRemovedEvenWithProcessesLeft) {
   ASSERT_EQ(::waitpid(child, &ws, 0), child);
   EXPECT_TRUE(WIFSIGNALED(ws));
   for (const auto& d : dirs) EXPECT_FALSE(DirExists(d)) << d;
+}
+
+
+TEST_F(RootBox, TeardownHelperRemovesTheBoxAfterDetach) {
+  auto box = backend_->Start(HostPolicy());
+  ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
+  auto* nb = static_cast<NativeBox*>(box->get());
+  auto layout = DetectCgroupLayout();
+  std::string pids_dir = layout.Get("pids").dir() + "/llm-sandbox/" + (*box)->id();
+  ASSERT_TRUE(nb->ArmTeardownHelper());
+  EXPECT_TRUE(DirExists(pids_dir));  // armed: nothing torn down yet
+  ASSERT_TRUE(nb->DetachTeardown());
+  box->reset();  // returns at once; the helper finishes the job
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = !DirExists(pids_dir);
+    if (!gone) ::usleep(10000);
+  }
+  EXPECT_TRUE(gone) << pids_dir;
+}
+
+TEST_F(RootBox, ArmedBoxDestroyedWithoutDetachIsGoneOnReturn) {
+  auto box = backend_->Start(HostPolicy());
+  ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
+  auto layout = DetectCgroupLayout();
+  std::string pids_dir = layout.Get("pids").dir() + "/llm-sandbox/" + (*box)->id();
+  ASSERT_TRUE(static_cast<NativeBox*>(box->get())->ArmTeardownHelper());
+  box->reset();  // an interrupted run: the destructor waits for the helper
+  EXPECT_FALSE(DirExists(pids_dir));
+}
+
+TEST_F(RootBox, StaleBoxGroupsAreRemovedOnlyWhenOldAndEmpty) {
+  auto layout = DetectCgroupLayout();
+  const std::string parent = "llm-sandbox-stale-test";
+  auto make = [&](const std::string& id) {
+    auto cg = BoxCgroups::Create(layout, parent, id, CgroupLimits{16 << 20, 0, 8});
+    EXPECT_TRUE(cg.ok()) << cg.error().message;
+    return std::move(*cg);
+  };
+  auto backdate = [](const std::vector<std::string>& dirs) {
+    struct timespec old[2] = {{1577836800, 0}, {1577836800, 0}};  // 2020-01-01
+    for (const auto& d : dirs) ::utimensat(AT_FDCWD, d.c_str(), old, 0);
+  };
+  auto old_empty = make("native-old-empty");
+  auto old_busy = make("native-old-busy");
+  auto young = make("native-young-empty");
+  auto other = make("pool-not-a-box");
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(old_busy->AddProcess(child).ok());
+  backdate(old_empty->dirs());
+  backdate(old_busy->dirs());
+  backdate(other->dirs());
+  auto gone_dirs = old_empty->dirs();
+  old_empty->Release();  // as a killed daemon would: its object never removes them
+
+  EXPECT_GE(RemoveStaleBoxGroups(layout, parent, std::chrono::seconds(60)), 1u);
+  for (const auto& d : gone_dirs) EXPECT_FALSE(DirExists(d)) << d;
+  for (const auto& d : old_busy->dirs()) EXPECT_TRUE(DirExists(d)) << d;  // a process inside
+  for (const auto& d : young->dirs()) EXPECT_TRUE(DirExists(d)) << d;     // may be starting
+  for (const auto& d : other->dirs()) EXPECT_TRUE(DirExists(d)) << d;     // not a box group
+  EXPECT_TRUE(old_busy->Destroy().ok());
+  int ws = 0;
+  ::waitpid(child, &ws, 0);
+  auto parents = young->dirs();
+  young.reset();
+  other.reset();
+  for (auto& d : parents) ::rmdir(d.substr(0, d.rfind('/')).c_str());  // the test's own parent
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "runtime/native/box_cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <thread>
@@ -139,6 +141,34 @@ std::vector<CgroupControl> ProbeCgroups(const CgroupLayout& layout, const std::s
     out.push_back(c);
   }
   return out;
+}
+
+size_t RemoveStaleBoxGroups(const CgroupLayout& layout, const std::string& parent_name,
+                            std::chrono::seconds min_age) {
+  std::set<std::string> parents;  // v2, or v1 hierarchies mounted together, share a directory
+  for (const char* ctl : {"memory", "cpu", "pids", "cpuacct"}) {
+    const auto& place = layout.Get(ctl);
+    if (place.version != CgroupVersion::kNone) parents.insert(place.dir() + "/" + parent_name);
+  }
+  const auto now = std::chrono::system_clock::now();
+  size_t removed = 0;
+  for (const auto& parent : parents) {
+    DIR* d = ::opendir(parent.c_str());
+    if (!d) continue;
+    std::vector<std::string> stale;
+    while (dirent* e = ::readdir(d)) {
+      if (std::strncmp(e->d_name, "native-", 7) != 0) continue;
+      std::string dir = parent + "/" + e->d_name;
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      auto born = std::chrono::system_clock::from_time_t(st.st_mtime);
+      if (now - born >= min_age && Procs(dir).empty()) stale.push_back(dir);
+    }
+    ::closedir(d);
+    for (const auto& dir : stale)
+      if (::rmdir(dir.c_str()) == 0) ++removed;  // EBUSY: a process joined meanwhile; keep it
+  }
+  return removed;
 }
 
 Result<std::unique_ptr<BoxCgroups>> BoxCgroups::Create(const CgroupLayout& layout,

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,6 +47,13 @@ struct CgroupControl {
 // delegated to it). Creates <own>/<parent_name> when missing (it is shared and kept).
 std::vector<CgroupControl> ProbeCgroups(const CgroupLayout& layout, const std::string& parent_name,
                                         const CgroupLimits& limits);
+
+// Removes box groups left behind under <own>/<parent_name> by a process that was killed before it
+// could (a daemon's SIGKILL): each "native-*" group with no process in it whose directory is older
+// than `min_age` (a live box's group holds its init within milliseconds of its creation). Best
+// effort: returns how many were removed.
+size_t RemoveStaleBoxGroups(const CgroupLayout& layout, const std::string& parent_name,
+                            std::chrono::seconds min_age);
 
 class BoxCgroups {
  public:

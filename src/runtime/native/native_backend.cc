@@ -161,6 +161,10 @@ Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
   return s;
 }
 
+size_t NativeBackend::RemoveStaleGroups() const {
+  return RemoveStaleBoxGroups(Layout(), opts_.cgroup_parent, std::chrono::seconds(60));
+}
+
 Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
   // Fail closed: never start a box that would silently lack a control.
   LSB_TRY(Check(policy));
@@ -193,7 +197,10 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
   };
   auto launched = LaunchInit(lo);
   if (!launched.ok()) return launched.error().Wrap("start native box (init " + init.path + ")");
-  return std::unique_ptr<Box>(new NativeBox(id, std::move(cgroups), std::move(*launched)));
+  auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(*launched));
+  // A CLI's teardown helper, off the run's path, also clears what killed runs left behind.
+  box->set_after_teardown([this] { (void)RemoveStaleGroups(); });
+  return std::unique_ptr<Box>(std::move(box));
 }
 
 }  // namespace lsb::native

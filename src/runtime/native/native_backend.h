@@ -32,6 +32,9 @@ class NativeBackend : public Backend {
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
   Result<std::unique_ptr<Box>> Start(const Policy& policy) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
+  // Box groups a killed CLI or daemon left behind (box_cgroup.h: RemoveStaleBoxGroups); the daemon
+  // calls it at start, a CLI's teardown helper after its own box. Returns how many were removed.
+  size_t RemoveStaleGroups() const;
 
  private:
   // Mounts and our own cgroup do not change under a running process: detect once.

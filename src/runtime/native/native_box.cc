@@ -4,6 +4,7 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,23 +23,33 @@ NativeBox::NativeBox(std::string id, std::unique_ptr<BoxCgroups> cgroups, Launch
 
 NativeBox::~NativeBox() {
   stream_.reset();  // init sees EOF; it is killed anyway
+  if (detached_) return;  // the helper tears down
   process_->Kill();
   process_->Reap();
   process_.reset();
+  if (teardown_helper_ > 0) {
+    // The helper removes the cgroups once init is gone (now): wait for it, so the box is gone
+    // when we return.
+    int st = 0;
+    while (::waitpid(teardown_helper_, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (cgroups_) cgroups_->Release();
+    return;
+  }
   if (cgroups_) (void)cgroups_->Destroy();
 }
 
 void NativeBox::Kill() { process_->Kill(); }
 
-bool NativeBox::DetachTeardown() {
-  if (!process_ || process_->reaped() || process_->pidfd() < 0) return false;
-  process_->Kill();  // the box is over whatever happens next
+bool NativeBox::ArmTeardownHelper() {
+  if (teardown_helper_ > 0) return true;
+  if (detached_ || process_->reaped() || process_->pidfd() < 0) return false;
   pid_t helper = ::fork();
   if (helper < 0) return false;
   if (helper == 0) {
     // The helper: its own session (a signal to the caller's process group must not stop it
-    // half-way), none of the caller's descriptors (whoever reads the CLI's output sees EOF when
-    // the CLI exits), only init's pidfd.
+    // half-way), none of the caller's descriptors (init must see its stream end when the caller
+    // dies; whoever reads the CLI's output sees EOF when the CLI exits), only init's pidfd.
     ::setsid();
     int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull >= 0) {
@@ -49,19 +60,27 @@ bool NativeBox::DetachTeardown() {
     int pidfd = process_->pidfd();
     if (pidfd > 3) ::syscall(SYS_close_range, 3u, static_cast<unsigned>(pidfd - 1), 0u);
     ::syscall(SYS_close_range, static_cast<unsigned>(pidfd + 1), ~0u, 0u);
-    // init is dead once its pidfd reads as exited (it is not our child: its zombie goes to the
-    // caller's subreaper or PID 1 once the caller exits). Destroy() then kills anything left in the
-    // groups and removes them, retrying while killed tasks leave.
+    // init is gone once its pidfd reads as exited (it may not be our parent's child any more: its
+    // zombie goes to the caller's subreaper or PID 1 once the caller exits). Destroy() then kills
+    // anything left in the groups and removes them, retrying while killed tasks leave.
     pollfd p{pidfd, POLLIN, 0};
-    while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
     }
     if (cgroups_) (void)cgroups_->Destroy();
+    if (after_teardown_) after_teardown_();
     ::_exit(0);
   }
-  // The caller: the helper now owns the cgroups; init is dying and will be reaped by whoever
-  // inherits it. The helper itself is our child: it is reaped the same way once we exit.
+  teardown_helper_ = helper;
+  return true;
+}
+
+bool NativeBox::DetachTeardown() {
+  if (!ArmTeardownHelper()) return false;
+  process_->Kill();  // the box is over; the helper sees init go and removes the rest
+  // init is dying and will be reaped by whoever inherits it; the helper, our child, too.
   process_->Release();
   if (cgroups_) cgroups_->Release();
+  detached_ = true;
   return true;
 }
 

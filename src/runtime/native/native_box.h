@@ -1,8 +1,10 @@
 // One native box: owns init (and with it the pid namespace), the host end of its stream, the read
 // end of its stderr and its cgroups. Destruction order: kill init, reap it (the kernel has then
-// killed every process of the namespace), remove the cgroups.
+// killed every process of the namespace), remove the cgroups (or wait for the teardown helper that
+// does).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,13 +31,22 @@ class NativeBox : public Box {
 
   std::optional<BoxUsage> Usage() override;
 
-  // For `llm-sandbox run`, which exits right after its one run: kills init now and hands the rest
-  // of the teardown (waiting until init and every process of the box are gone, then removing the
-  // cgroups, killing whatever is left in them first) to a detached helper process, so the CLI does
-  // not wait for the kernel's namespace teardown. Returns false (and changes nothing: the
-  // destructor then tears down as usual) when the helper cannot be started. The caller must be
-  // single-threaded (the helper is a fork of it). Afterwards this object owns nothing.
+  // For `llm-sandbox run`, which exits right after its one run. ArmTeardownHelper() forks, while
+  // the box sets itself up, the process that will tear it down: it waits until init is gone, then
+  // removes the cgroups (killing whatever is left in them first). From then on this object never
+  // removes the cgroups itself: DetachTeardown() kills init and returns at once, so the CLI exits
+  // without waiting for the kernel's namespace teardown (nor forking on its way out); the
+  // destructor (a run that was interrupted or failed) kills init and waits for the helper, so the
+  // box is gone when it returns. If the CLI is killed, init sees its stream end and exits, and the
+  // helper removes the rest. Returns false, changing nothing, when the helper cannot be started.
+  // The caller must be single-threaded (the helper is a fork of it).
+  bool ArmTeardownHelper();
+  // Kills init and leaves the rest to the armed helper (arming it now if need be); afterwards this
+  // object owns nothing. False (nothing changed) when there is no helper.
   bool DetachTeardown();
+
+  // Run by the teardown helper once this box is gone (the backend's sweep of stale groups).
+  void set_after_teardown(std::function<void()> fn) { after_teardown_ = std::move(fn); }
 
   pid_t init_pid() const { return process_->pid(); }
 
@@ -48,6 +59,9 @@ class NativeBox : public Box {
   UniqueFd stream_;
   UniqueFd diag_;
   std::string diag_text_;
+  pid_t teardown_helper_ = -1;  // ArmTeardownHelper's process: it removes the cgroups
+  bool detached_ = false;       // DetachTeardown() handed everything to the helper
+  std::function<void()> after_teardown_;
 };
 
 }  // namespace lsb::native
