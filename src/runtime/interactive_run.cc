@@ -27,6 +27,7 @@ Result<std::unique_ptr<InteractiveRun>> InteractiveRun::Start(BoxSession& sessio
   std::unique_ptr<InteractiveRun> run(new InteractiveRun(session));
   session.channel().Queue(FrameType::kRun, nlohmann::json(spec).dump());
   session.channel().Queue(FrameType::kCode, code);
+  LSB_TRY(session.EnsureReady());
   return run;
 }
 

@@ -208,6 +208,13 @@ Status BoxSession::AwaitReady() {
   }
 }
 
+Status BoxSession::EnsureReady() {
+  if (!ready_pending_) return OkStatus();
+  auto ready = AwaitReady();
+  if (!ready.ok()) usable_ = false;
+  return ready;
+}
+
 Error BoxSession::Died(const std::string& what) {
   usable_ = false;
   std::string msg = what;
@@ -255,13 +262,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
     channel_->QueueChunked(FrameType::kStdin, *req.stdin_data);
     channel_->Queue(FrameType::kStdinEof, "");
   }
-  if (ready_pending_) {
-    auto ready = AwaitReady();  // the run's frames wait behind kSetup in init's stream
-    if (!ready.ok()) {
-      usable_ = false;
-      return ready.error();
-    }
-  }
+  LSB_TRY(EnsureReady());  // a lazily opened box: the run's frames wait behind kSetup
   auto start = Clock::now();  // the run's clock starts once the box is ready
 
   OutputBudget budget(spec.output_limit_bytes);

@@ -106,6 +106,9 @@ class BoxSession {
   const Policy& policy() const { return policy_; }
   Backend& backend() { return backend_; }
   void MarkUnusable() { usable_ = false; }
+  // For those runs: a box opened without awaiting kReady reads it now (the run's frames may be
+  // queued already: they are written meanwhile). An error (init refused the setup) retires it.
+  Status EnsureReady();
   // A pooled box (scheduler/native_pool.h) serving a request that lowered the timeout: the runs
   // of this session use `ms` from now on. Never raises it.
   void LowerRunTimeout(uint64_t ms) { if (ms < policy_.timeout_ms) policy_.timeout_ms = ms; }
