@@ -1,9 +1,6 @@
 #include "runtime/exec_result.h"
 
-#include <sys/random.h>
-
-#include <chrono>
-#include <cstdio>
+#include "base/random_id.h"
 
 namespace lsb {
 
@@ -65,15 +62,6 @@ int CliExitCode(const ExecResult& r) {
   return 1;
 }
 
-std::string NewExecutionId() {
-  unsigned char r[8] = {};
-  if (::getrandom(r, sizeof r, 0) != sizeof r) {
-    auto t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    for (int i = 0; i < 8; ++i) r[i] = static_cast<unsigned char>(t >> (8 * i));
-  }
-  char hex[17];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
-  return std::string("ex-") + hex;
-}
+std::string NewExecutionId() { return RandomHex("ex-", 8); }
 
 }  // namespace lsb

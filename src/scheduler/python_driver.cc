@@ -1,8 +1,8 @@
 #include "scheduler/python_driver.h"
 
-#include <sys/random.h>
-
 #include <cstdio>
+
+#include "base/random_id.h"
 
 namespace lsb::sched {
 namespace {
@@ -127,20 +127,7 @@ def _lsb_main():
 _lsb_main()
 )PY";
 
-std::string RandomMarker() {
-  unsigned char r[12] = {};
-  if (::getrandom(r, sizeof r, 0) != sizeof r) {
-    auto t = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-    for (size_t i = 0; i < sizeof r; ++i) r[i] = static_cast<unsigned char>(t >> (8 * (i % 8)));
-  }
-  std::string out = "LSB-END-";
-  char hex[3];
-  for (unsigned char c : r) {
-    std::snprintf(hex, sizeof hex, "%02x", c);
-    out += hex;
-  }
-  return out;
-}
+std::string RandomMarker() { return RandomHex("LSB-END-", 12); }
 
 protocol::Event SessionAlert(const std::string& message, uint64_t time_ms) {
   protocol::Event e;

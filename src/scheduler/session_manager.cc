@@ -1,9 +1,9 @@
 #include "scheduler/session_manager.h"
 
-#include <sys/random.h>
-
 #include <chrono>
 #include <cstdio>
+
+#include "base/random_id.h"
 
 namespace lsb::sched {
 
@@ -11,16 +11,7 @@ SessionManager::SessionManager(size_t max_sessions) : max_sessions_(max_sessions
 
 SessionManager::~SessionManager() { Shutdown(); }
 
-std::string SessionManager::NewId() {
-  unsigned char r[8] = {};
-  if (::getrandom(r, sizeof r, 0) != sizeof r) {
-    auto t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    for (int i = 0; i < 8; ++i) r[i] = static_cast<unsigned char>(t >> (8 * i));
-  }
-  char hex[17];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
-  return std::string("ses-") + hex;
-}
+std::string SessionManager::NewId() { return RandomHex("ses-", 8); }
 
 size_t SessionManager::count() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -9,7 +9,6 @@
 // The bearer-token check and shutdown refusal happen in front of every route (daemon.cc). Without
 // tokens, a browser page from another origin is refused (Origin must be a loopback host), so a
 // DNS-rebinding page cannot drive a loopback daemon.
-#include <sys/random.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/random_id.h"
 #include "server/api_error.h"
 #include "server/daemon.h"
 #include "server/mcp_protocol.h"
@@ -34,13 +34,7 @@ class McpSessions {
  public:
   // A new session id (128 random bits, hex: visible ASCII as the spec asks).
   std::string Open(const std::string& version) {
-    unsigned char r[16] = {};
-    if (::getrandom(r, sizeof r, 0) != sizeof r) {
-      auto t = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-      for (int i = 0; i < 16; ++i) r[i] = static_cast<unsigned char>((t >> (8 * (i % 8))) ^ (i * 131));
-    }
-    char hex[33];
-    for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
+    std::string id = RandomHex("", 16);
     std::lock_guard<std::mutex> lock(mu_);
     if (sessions_.size() >= kMaxMcpSessions) {
       auto oldest = sessions_.begin();
@@ -48,8 +42,8 @@ class McpSessions {
         if (it->second.used < oldest->second.used) oldest = it;
       sessions_.erase(oldest);
     }
-    sessions_[hex] = {version, Clock::now()};
-    return hex;
+    sessions_[id] = {version, Clock::now()};
+    return id;
   }
   // The session's protocol version; nullopt when unknown.
   std::optional<std::string> Touch(const std::string& id) {

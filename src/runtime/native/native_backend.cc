@@ -1,12 +1,12 @@
 #include "runtime/native/native_backend.h"
 
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 
 #include "base/io.h"
+#include "base/random_id.h"
 #include "runtime/image_map.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/cgroup_layout.h"
@@ -17,16 +17,7 @@
 namespace lsb::native {
 namespace {
 
-std::string NewBoxId() {
-  unsigned char r[6] = {};
-  if (::getrandom(r, sizeof r, 0) != sizeof r) {
-    static unsigned counter = 0;
-    std::snprintf(reinterpret_cast<char*>(r), sizeof r, "%05u", ++counter + ::getpid());
-  }
-  char hex[13];
-  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
-  return std::string("native-") + hex;
-}
+std::string NewBoxId() { return RandomHex("native-", 6); }
 
 bool Privileged() { return ::geteuid() == 0; }
 
