@@ -13,7 +13,7 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional
 from urllib.parse import urlsplit
 
 from ._version import __version__
@@ -98,6 +98,13 @@ def timed_out(ep: Endpoint, call: Call) -> RequestTimedOut:
     return RequestTimedOut(
         f"no answer from {ep.url} for {call.method} {call.path} within {call.http_timeout:g}s "
         f"(the client's timeout); raise SandboxClient(timeout=...) for long programs")
+
+
+def make_transport(cls: Any, base_url: str, token: Optional[str], retries: int, max_retry_wait: float,
+                   ssl_context: Optional[ssl.SSLContext]) -> Any:
+    """The transport of a client (sync or asyncio) from its constructor's arguments."""
+    return cls(Endpoint.parse(base_url), resolve_token(token),
+               RetryRule(retries=retries, max_wait=max_retry_wait), ssl_context)
 
 
 class SyncTransport:

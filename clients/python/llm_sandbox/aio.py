@@ -13,9 +13,10 @@ from typing import Any, AsyncIterator, Awaitable, Dict, Generator, List, Mapping
 
 from . import _calls
 from ._calls import Call, FilesArg, Response, StreamEvent
-from ._http import Endpoint, RetryRule, connection_failed, request_headers, resolve_token, timed_out
+from ._http import Endpoint, RetryRule, connection_failed, make_transport, request_headers, timed_out
 from .client import DEFAULT_POLICY, DEFAULT_URL
 from .errors import NotFound, ProtocolError, error_from_response
+from .session import SessionBase
 from .sse import SSEParser
 
 #: Bound on the status line plus headers; the daemon's are a few hundred bytes.
@@ -212,26 +213,10 @@ class AsyncTransport:
             await conn.close()
 
 
-class AsyncSession:
+class AsyncSession(SessionBase):
     """The asyncio twin of :class:`llm_sandbox.Session`."""
 
-    def __init__(self, client: "AsyncSandboxClient", info: Dict[str, Any]) -> None:
-        self._client = client
-        self._info = info
-        self.session_id: str = str(info["session_id"])
-        self.closed = False
-
-    @property
-    def id(self) -> str:
-        return self.session_id
-
-    @property
-    def policy(self) -> Optional[str]:
-        return self._info.get("policy")
-
-    @property
-    def language(self) -> Optional[str]:
-        return self._info.get("language")
+    _client: "AsyncSandboxClient"
 
     async def execute(self, code: str, *, stdin: Optional[str] = None,
                       timeout: Optional[float] = None,
@@ -303,8 +288,7 @@ class AsyncSandboxClient:
         self.base_url = base_url
         self.policy_name = policy
         self.timeout = float(timeout)
-        self._transport = AsyncTransport(Endpoint.parse(base_url), resolve_token(token),
-                                         RetryRule(retries=retries, max_wait=max_retry_wait),
+        self._transport = make_transport(AsyncTransport, base_url, token, retries, max_retry_wait,
                                          ssl_context)
 
     async def _run(self, call: Call) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _calls
 from ._calls import FilesArg, StreamEvent
-from ._http import Endpoint, RetryRule, SyncTransport, resolve_token
+from ._http import SyncTransport, make_transport
 from .errors import ProtocolError
 from .session import Session
 from .sse import SSEParser
@@ -47,9 +47,8 @@ class SandboxClient:
         self.base_url = base_url
         self.policy_name = policy
         self.timeout = float(timeout)
-        self._transport = SyncTransport(Endpoint.parse(base_url), resolve_token(token),
-                                        RetryRule(retries=retries, max_wait=max_retry_wait),
-                                        ssl_context)
+        self._transport = make_transport(SyncTransport, base_url, token, retries, max_retry_wait,
+                                         ssl_context)
 
     def _run(self, call: _calls.Call) -> Any:
         return self._transport.run(call)

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from .client import SandboxClient
 
 
-class Session:
-    """Returned by :meth:`SandboxClient.session`; the box exists once this object does."""
+class SessionBase:
+    """What a session knows of itself, shared by :class:`Session` and its asyncio twin."""
 
-    def __init__(self, client: "SandboxClient", info: Dict[str, Any]) -> None:
+    def __init__(self, client: Any, info: Dict[str, Any]) -> None:
         self._client = client
         self._info = info
         self.session_id: str = str(info["session_id"])
@@ -35,6 +35,12 @@ class Session:
     @property
     def language(self) -> Optional[str]:
         return self._info.get("language")
+
+
+class Session(SessionBase):
+    """Returned by :meth:`SandboxClient.session`; the box exists once this object does."""
+
+    _client: "SandboxClient"
 
     def execute(self, code: str, *, stdin: Optional[str] = None, timeout: Optional[float] = None,
                 env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
