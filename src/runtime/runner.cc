@@ -157,6 +157,34 @@ bool ApplyAlertRule(const Policy& policy, protocol::Event& alert) {
   return true;
 }
 
+std::string WithDiagnostics(std::string what, Box& box) {
+  std::string diag = box.Diagnostics();
+  while (!diag.empty() && (diag.back() == '\n' || diag.back() == ' ')) diag.pop_back();
+  if (!diag.empty()) what += "; its stderr said:\n" + diag;
+  return what;
+}
+
+Result<protocol::InitReady> AwaitInitReady(FrameChannel& channel, Box& box, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto f = channel.Next(deadline);
+    if (!f.ok() && f.error().message == "cancelled") return f.error();
+    if (!f.ok()) return Error{WithDiagnostics("llm-sandbox-init ended before it was ready (" + f.error().message + ")", box)};
+    if (!*f)
+      return Error{WithDiagnostics("llm-sandbox-init did not report ready within " +
+                                       std::to_string(timeout.count()) + " ms of kSetup",
+                                   box)};
+    protocol::Frame& fr = **f;
+    if (fr.type == FrameType::kReady) return ParseJson<protocol::InitReady>(fr.payload, "ready");
+    if (fr.type == FrameType::kError) {
+      LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
+      return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
+                   err.sys_errno};
+    }
+    // Anything else before ready (an early event) is not a run's: ignore it.
+  }
+}
+
 Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
                                                      SessionOptions opts) {
   // Made before the box starts: init waits for it from its first instant.
@@ -184,47 +212,28 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
 }
 
 Status BoxSession::AwaitReady() {
-  auto deadline = Clock::now() + std::chrono::milliseconds(opts_.setup_timeout_ms);
-  for (;;) {
-    auto f = channel_->Next(deadline);
-    if (!f.ok() && f.error().message == "cancelled") return Cancelled();
-    if (!f.ok()) return Died("llm-sandbox-init ended before it was ready (" + f.error().message + ")");
-    if (!*f)
-      return Died("llm-sandbox-init did not report ready within " +
-                  std::to_string(opts_.setup_timeout_ms) + " ms of kSetup");
-    protocol::Frame& fr = **f;
-    if (fr.type == FrameType::kReady) {
-      LSB_ASSIGN_OR_RETURN(ready_, ParseJson<protocol::InitReady>(fr.payload, "ready"));
-      ready_pending_ = false;
-      return OkStatus();
-    }
-    if (fr.type == FrameType::kError) {
-      usable_ = false;
-      LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
-      return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
-                   err.sys_errno};
-    }
-    // Anything else before ready (an early event) is not a run's: ignore it.
+  auto ready = AwaitInitReady(*channel_, *box_, std::chrono::milliseconds(opts_.setup_timeout_ms));
+  if (!ready.ok()) {
+    if (ready.error().message == "cancelled") return Cancelled();
+    usable_ = false;
+    box_->Kill();
+    return ready.error();
   }
+  ready_ = std::move(*ready);
+  ready_pending_ = false;
+  return OkStatus();
 }
 
 Status BoxSession::EnsureReady() {
   if (!ready_pending_) return OkStatus();
-  auto ready = AwaitReady();
-  if (!ready.ok()) usable_ = false;
-  return ready;
+  return AwaitReady();  // retires the box on failure
 }
 
 Error BoxSession::Died(const std::string& what) {
   usable_ = false;
-  std::string msg = what;
-  if (box_) {
-    box_->Kill();
-    std::string diag = box_->Diagnostics();
-    while (!diag.empty() && (diag.back() == '\n' || diag.back() == ' ')) diag.pop_back();
-    if (!diag.empty()) msg += "; its stderr said:\n" + diag;
-  }
-  return Error{msg};
+  if (!box_) return Error{what};
+  box_->Kill();
+  return Error{WithDiagnostics(what, *box_)};
 }
 
 Error BoxSession::Cancelled() {

@@ -6,6 +6,7 @@
 // A BoxSession serves several runs (sessions); RunOnce() is the one-shot lifecycle on top.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -67,6 +68,15 @@ void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Polic
 // Pure: the policy's monitoring.alerts applied to one alert (its severity); false when the policy
 // turned the rule off (the alert is then not reported; what the sandbox refused stays refused).
 bool ApplyAlertRule(const Policy& policy, protocol::Event& alert);
+
+// Reads init's answer to kSetup from `channel`: its kReady, or its refusal (kError) as "the sandbox
+// refused to start (...)". When the stream ends or `timeout` passes first, the error says which,
+// with `box`'s diagnostics (init's stderr). A cancelled channel is Error{"cancelled"}. Frames before
+// the answer (an early event) are not a run's and are skipped. Shared by BoxSession and the Docker
+// warm pool, which does the handshake ahead of the request.
+Result<protocol::InitReady> AwaitInitReady(FrameChannel& channel, Box& box, std::chrono::milliseconds timeout);
+// `what`, then the tail of `box`'s diagnostics (init's stderr) when it said anything.
+std::string WithDiagnostics(std::string what, Box& box);
 
 // Appends to stdout/stderr while stdout+stderr stay within `cap` bytes; reports the part kept.
 class OutputBudget {

@@ -1,43 +1,16 @@
 #include "runtime/docker/warm_pool.h"
 
 #include "runtime/frame_channel.h"
+#include "runtime/runner.h"
 
 namespace lsb::docker {
 
 Status HandshakeAhead(DockerBox& box, const protocol::BoxSetup& setup, std::chrono::milliseconds timeout) {
-  using protocol::FrameType;
   FrameChannel channel(box.stream_fd());
-  channel.Queue(FrameType::kSetup, nlohmann::json(setup).dump());
-  auto deadline = FrameChannel::Clock::now() + timeout;
-  auto died = [&box](const std::string& what) {
-    std::string msg = what;
-    std::string diag = box.Diagnostics();
-    while (!diag.empty() && (diag.back() == '\n' || diag.back() == ' ')) diag.pop_back();
-    if (!diag.empty()) msg += "; its stderr said:\n" + diag;
-    return Error{msg};
-  };
-  for (;;) {
-    auto f = channel.Next(deadline);
-    if (!f.ok()) return died("llm-sandbox-init ended before it was ready (" + f.error().message + ")");
-    if (!*f)
-      return died("llm-sandbox-init did not report ready within " + std::to_string(timeout.count()) +
-                  " ms of kSetup");
-    protocol::Frame& fr = **f;
-    try {
-      if (fr.type == FrameType::kReady) {
-        box.set_ready_ahead(protocol::ParseMessage<protocol::InitReady>(fr.payload));
-        return OkStatus();
-      }
-      if (fr.type == FrameType::kError) {
-        auto err = protocol::ParseMessage<protocol::InitError>(fr.payload);
-        return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
-                     err.sys_errno};
-      }
-    } catch (const std::exception& e) {
-      return Error{std::string("protocol: bad frame from llm-sandbox-init: ") + e.what()};
-    }
-    // Anything else before ready (an early event) is not a run's: ignore it, as the runner does.
-  }
+  channel.Queue(protocol::FrameType::kSetup, nlohmann::json(setup).dump());
+  LSB_ASSIGN_OR_RETURN(auto ready, AwaitInitReady(channel, box, timeout));
+  box.set_ready_ahead(std::move(ready));
+  return OkStatus();
 }
 
 WarmPool::WarmPool(Factory factory, size_t size, size_t refillers) : factory_(std::move(factory)), size_(size) {
