@@ -20,23 +20,10 @@ want_runsc="${LSB_WANT_RUNSC:-1}"
 
 say() { echo "ensure-docker: $*" >&2; }
 
-# True when the engine answers GET /_ping on the socket. curl is not always there; python3 is.
+# True when the engine answers GET /_ping on the socket.
 engine_answers() {
   [[ -S "$sock" ]] || return 1
-  python3 - "$sock" <<'EOF' 2>/dev/null
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(3)
-s.connect(sys.argv[1])
-s.sendall(b"GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    chunk = s.recv(4096)
-    if not chunk:
-        break
-    data += chunk
-sys.exit(0 if data.startswith(b"HTTP/1.1 200") else 1)
-EOF
+  python3 "$(dirname "$0")/engine_ping.py" "$sock" 3 2>/dev/null
 }
 
 if engine_answers; then

@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import unittest
 import urllib.error
@@ -22,6 +23,10 @@ POLICIES = os.path.join(SOURCE_DIR, "policies")
 # What the CLI, the daemon or the engine on their behalf could leave in the shared temp dirs.
 TMP_DIRS = ("/tmp", "/dev/shm")
 TMP_NAME = re.compile(r"llm|lsb|sandbox|docker", re.I)
+
+# The engine ping scripts/ensure-docker.sh uses too (Docker or Podman answering GET /_ping).
+sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
+from engine_ping import answers as engine_answers  # noqa: E402,F401
 
 
 def prepare_engine_or_skip():

@@ -17,27 +17,7 @@ import signal
 import subprocess
 import time
 
-from daemon_util import SOURCE_DIR
-
-
-def _ping(sock, timeout=2.0):
-    import socket
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(sock)
-        s.sendall(b"GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-        return data.startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
-    finally:
-        s.close()
+from daemon_util import SOURCE_DIR, engine_answers
 
 
 class PrivateEngine:
@@ -76,7 +56,7 @@ class PrivateEngine:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"private dockerd exited ({self.proc.returncode}):\n{self.log_tail()}")
-            if _ping(self.sock):
+            if engine_answers(self.sock):
                 gone = host_ifaces - set(os.listdir("/sys/class/net"))
                 if gone:  # the guard against touching the shared engine's network
                     raise RuntimeError(f"the host lost network interfaces {sorted(gone)} while the private dockerd started")

@@ -19,12 +19,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import unittest
 
-from daemon_util import BINARY, IMAGES, SOURCE_DIR, prepare_engine_or_skip
+from daemon_util import BINARY, IMAGES, SOURCE_DIR, engine_answers, prepare_engine_or_skip
 
 SEED = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
 IMAGE = "llm-sandbox/python:3.11-test"
@@ -53,20 +52,6 @@ def podman_env():
 def podman(*args, timeout=120, check=False):
     return subprocess.run([*podman_args(), *args], capture_output=True, text=True, timeout=timeout,
                           env=podman_env(), check=check, stdin=subprocess.DEVNULL)
-
-
-def ping(timeout=2.0):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(SOCK)
-        s.sendall(b"GET /_ping HTTP/1.1\r\nHost: podman\r\nConnection: close\r\n\r\n")
-        data = s.recv(64)
-        return data.startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def setUpModule():
@@ -120,7 +105,7 @@ def setUpModule():
                                start_new_session=True, cwd=RUN_DIR)  # conmon drops an `oom` file in its cwd
     log.close()
     deadline = time.monotonic() + 30
-    while not ping():
+    while not engine_answers(SOCK):
         if SERVICE.poll() is not None or time.monotonic() > deadline:
             tearDownModule()
             raise AssertionError("podman system service did not answer on " + SOCK + ":\n" + open(LOG).read()[-2000:])
