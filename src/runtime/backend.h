@@ -82,8 +82,9 @@ class Backend {
   // Per control of `policy`: how this backend enforces it here, or why it cannot (Check's detail;
   // `policy explain`). Default: nothing known.
   virtual std::vector<ControlSupport> Explain(const Policy& /*policy*/) const { return {}; }
-  // Starts a box for `policy`, after Check(policy): never a box that would lack a control. The box
-  // is ready to receive kSetup on its stream.
+  // Starts a box for `policy`, failing closed as Check(policy) would (a backend may skip the
+  // probes its own start makes anyway, and explain a failure with Check): never a box that would
+  // lack a control. The box is ready to receive kSetup on its stream.
   virtual Result<std::unique_ptr<Box>> Start(const Policy& policy) = 0;
   // The BoxSetup to send for `policy` on this backend (mode, rootfs...).
   virtual Result<protocol::BoxSetup> SetupFor(const Policy& policy) const = 0;

@@ -35,23 +35,45 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
   return UniqueFd(n);
 }
 
+constexpr size_t kMaxAttachFds = 8;  // v1 groups a box joins: memory, pids, cpu, cpuacct
+
 // The child between clone3 and execveat: async-signal-safe calls only (the parent may have
 // threads whose locks were copied mid-use).
-[[noreturn]] void ChildMain(int sync_r, int sync_w, int status_w, int stream, int diag_w,
-                            int init_fd, bool may_setgroups, const int* attach_fds, size_t n_attach) {
-  ::close(sync_w);  // so a dead parent means EOF below, not a hang
-  char go = 0;
-  ssize_t n;
-  do n = ::read(sync_r, &go, 1); while (n < 0 && errno == EINTR);
-  if (n != 1) ::_exit(111);  // the parent gave up on us
+[[noreturn]] void ChildMain(int sync, int sync_parent_end, int status_w, int stream, int diag_w,
+                            int init_fd, bool may_setgroups, int unshare_flags) {
+  ::close(sync_parent_end);  // so a dead parent means EOF below, not a hang
   auto fail = [status_w](int stage) {
     int msg[2] = {stage, errno};
     (void)!::write(status_w, msg, sizeof msg);
     ::_exit(127);
   };
+  // Our new user namespace's full capabilities cover these; the parent works meanwhile.
+  if (::unshare(unshare_flags) != 0) fail(10);
+  char go = 0;
+  iovec iov{&go, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxAttachFds)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(sync, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+  if (n != 1) ::_exit(111);  // the parent gave up on us
+  if (msg.msg_flags & MSG_CTRUNC) {
+    errno = EMSGSIZE;
+    fail(9);
+  }
   // Join the box's v1 cgroups: "0" moves the calling thread, our only one (see launcher.h).
-  for (size_t i = 0; i < n_attach; ++i)
-    if (::write(attach_fds[i], "0", 1) != 1) fail(9);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (::write(fd, "0", 1) != 1) fail(9);
+    }
+  }
   // Become uid/gid 0 of the new user namespace: our credentials still carry the parent's host
   // ids, which the map does not cover, and execve would drop every capability. Raw syscalls:
   // glibc's wrappers would try to sync threads this copy of the process does not have.
@@ -81,6 +103,33 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
   ::_exit(127);
 }
 
+// Sends the child its go byte and the v1 tasks files it joins.
+Status ReleaseChild(int sync, const std::vector<UniqueFd>& attach) {
+  if (attach.size() > kMaxAttachFds) return Error{"too many cgroup files for the box's init to join"};
+  char go = 1;
+  iovec iov{&go, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxAttachFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!attach.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * attach.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * attach.size());
+    for (size_t i = 0; i < attach.size(); ++i) {
+      int fd = attach[i].get();
+      std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof fd);
+    }
+  }
+  ssize_t n;
+  do n = ::sendmsg(sync, &msg, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+  if (n != 1) return Error::FromErrno("release the box's init");
+  return OkStatus();
+}
+
 const char* StageName(int stage) {
   switch (stage) {
     case 1: return "unshare(CLONE_NEWCGROUP)";
@@ -92,6 +141,7 @@ const char* StageName(int stage) {
     case 7: return "setgroups() in the user namespace";
     case 8: return "setresuid(0) in the user namespace";
     case 9: return "join the box's cgroup (write to its tasks file)";
+    case 10: return "unshare(mount, ipc, uts, net namespaces)";
   }
   return "setup";
 }
@@ -130,27 +180,48 @@ std::optional<int> ChildProcess::TryReap() {
   return status_;
 }
 
+namespace {
+
+// The child's report, once its end of the status pipe closed: nullopt when it executed init.
+std::optional<Error> ChildFailure(int status_r) {
+  int msg[2] = {0, 0};
+  ssize_t n;
+  do n = ::read(status_r, msg, sizeof msg); while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof msg)) return std::nullopt;
+  std::string what = std::string("start llm-sandbox-init: ") + StageName(msg[0]) + ": " + std::strerror(msg[1]);
+  if (msg[0] == 5 && msg[1] == EACCES)
+    what += "; the binary must be executable by the box's unprivileged host id (chmod 755)";
+  if (msg[0] == 10 && (msg[1] == ENOSPC || msg[1] == EPERM))
+    what += "; namespaces may be limited (sysctl user.max_*_namespaces) or this process is in a "
+            "restricted container";
+  return Error{what, msg[1]};
+}
+
+}  // namespace
+
 Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Error::FromErrno("socketpair for the init stream");
   UniqueFd host_end(sv[0]);
   LSB_ASSIGN_OR_RETURN(UniqueFd child_end, AboveStdio(UniqueFd(sv[1])));
-  LSB_ASSIGN_OR_RETURN(Pipe sync, MakePipe(0));
+  int ss[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ss) != 0)
+    return Error::FromErrno("socketpair to release the box's init");
+  UniqueFd sync_parent(ss[0]);
+  LSB_ASSIGN_OR_RETURN(UniqueFd sync_child, AboveStdio(UniqueFd(ss[1])));
   LSB_ASSIGN_OR_RETURN(Pipe status, MakePipe(0));
   LSB_ASSIGN_OR_RETURN(Pipe diag, MakePipe(O_NONBLOCK));  // init's stderr never blocks it
   LSB_ASSIGN_OR_RETURN(diag.w, AboveStdio(std::move(diag.w)));
-  LSB_ASSIGN_OR_RETURN(sync.r, AboveStdio(std::move(sync.r)));
   LSB_ASSIGN_OR_RETURN(status.w, AboveStdio(std::move(status.w)));
   LSB_ASSIGN_OR_RETURN(UniqueFd init_fd, AboveStdio(UniqueFd(::fcntl(opts.init_fd, F_DUPFD_CLOEXEC, 3))));
   if (!init_fd) return Error::FromErrno("dup init fd");
 
-  uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                   CLONE_PIDFD;
-  if (opts.new_net) flags |= CLONE_NEWNET;
+  int unshare_flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+  if (opts.new_net) unshare_flags |= CLONE_NEWNET;
   int pidfd = -1;
   struct clone_args args {};
-  args.flags = flags;
+  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
@@ -163,32 +234,30 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
     return Error{Error::FromErrno("clone3 into new namespaces", err).message + hint, err};
   }
   if (pid == 0)
-    ChildMain(sync.r.get(), sync.w.get(), status.w.get(), child_end.get(), diag.w.get(), init_fd.get(),
-              !opts.idmap.deny_setgroups, opts.self_attach_fds.data(), opts.self_attach_fds.size());
+    ChildMain(sync_child.get(), sync_parent.get(), status.w.get(), child_end.get(), diag.w.get(),
+              init_fd.get(), !opts.idmap.deny_setgroups, unshare_flags);
 
   auto process = std::make_unique<ChildProcess>(static_cast<pid_t>(pid), UniqueFd(pidfd));
   // The parent keeps only its own ends; on any error below, `process` kills and reaps the child.
-  sync.r.reset();
+  sync_child.reset();
   status.w.reset();
   child_end.reset();
   diag.w.reset();
 
   LSB_TRY(WriteIdMaps(process->pid(), opts.idmap));
-  if (opts.before_release) LSB_TRY(opts.before_release(process->pid()));
-  char go = 1;
-  if (::write(sync.w.get(), &go, 1) != 1) return Error::FromErrno("release the box's init");
-  sync.w.reset();
-
-  int msg[2] = {0, 0};
-  ssize_t n;
-  do n = ::read(status.r.get(), msg, sizeof msg); while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof msg)) {
-    std::string what = std::string("start llm-sandbox-init: ") + StageName(msg[0]) + ": " +
-                       std::strerror(msg[1]);
-    if (msg[0] == 5 && msg[1] == EACCES)
-      what += "; the binary must be executable by the box's unprivileged host id (chmod 755)";
-    return Error{what, msg[1]};
+  std::vector<UniqueFd> attach;
+  if (opts.prepare) {
+    LSB_ASSIGN_OR_RETURN(attach, opts.prepare(process->pid()));
   }
+  auto released = ReleaseChild(sync_parent.get(), attach);
+  sync_parent.reset();
+  attach.clear();
+  if (!released.ok()) {
+    // The child is gone already: its own report says why.
+    if (auto failure = ChildFailure(status.r.get())) return *failure;
+    return released.error();
+  }
+  if (auto failure = ChildFailure(status.r.get())) return *failure;
   return LaunchedInit{std::move(process), std::move(host_end), std::move(diag.r)};
 }
 

@@ -22,13 +22,18 @@ std::string NewBoxId() { return RandomHex("native-", 6); }
 bool Privileged() { return ::geteuid() == 0; }
 
 // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
-bool CanLowerOomScore() {
+bool ReadCanLowerOomScore() {
   auto status = ReadFile("/proc/self/status");
   if (!status.ok()) return false;
   auto pos = status->find("CapEff:");
   if (pos == std::string::npos) return false;
   uint64_t caps = std::strtoull(status->c_str() + pos + 7, nullptr, 16);
   return (caps >> 24) & 1;  // CAP_SYS_RESOURCE
+}
+
+bool CanLowerOomScore() {
+  static const bool can = ReadCanLowerOomScore();  // a process's capabilities do not grow
+  return can;
 }
 
 IdMapPlan PlanFor(const NativeOptions& o) {
@@ -53,30 +58,11 @@ const CgroupLayout& NativeBackend::Layout() const {
   return layout_;
 }
 
-std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
+std::vector<ControlSupport> NativeBackend::PlanControls(const Policy& policy) const {
   std::vector<ControlSupport> out;
   auto add = [&](std::string control, bool enforced, std::string how) {
     out.push_back(ControlSupport{std::move(control), enforced, std::move(how)});
   };
-
-  auto init = OpenInitBinary(opts_.init_path);
-  if (init.ok())
-    add("llm-sandbox-init", true, init->path);
-  else
-    add("llm-sandbox-init", false, init.error().message);
-
-  auto images = ImageMap::Load(opts_.images_file);
-  if (!images.ok()) {
-    add("container.image", false, images.error().message);
-  } else if (auto rootfs = images->Resolve(policy.image); !rootfs.ok()) {
-    add("container.image", false, rootfs.error().message);
-  } else {
-    add("container.image", true,
-        *rootfs == "host" ? "'" + policy.image + "' -> the host's system directories, read-only" +
-                                (images->source().empty() ? "" : " (" + images->source() + ")")
-                          : "'" + policy.image + "' -> rootfs " + *rootfs + " (" + images->source() + ")");
-  }
-
   if (policy.runtime != "runc" && !policy.runtime.empty())
     add("container.runtime", false,
         "runtime '" + policy.runtime + "' is a Docker runtime; the native backend runs boxes itself "
@@ -106,6 +92,34 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
   else
     add("network.enabled", true,
         "a new, empty network namespace (loopback only, down) + init's seccomp/connect watch");
+  return out;
+}
+
+std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
+  std::vector<ControlSupport> out;
+  auto add = [&](std::string control, bool enforced, std::string how) {
+    out.push_back(ControlSupport{std::move(control), enforced, std::move(how)});
+  };
+
+  auto init = OpenInitBinary(opts_.init_path);
+  if (init.ok())
+    add("llm-sandbox-init", true, init->path);
+  else
+    add("llm-sandbox-init", false, init.error().message);
+
+  auto images = ImageMap::Load(opts_.images_file);
+  if (!images.ok()) {
+    add("container.image", false, images.error().message);
+  } else if (auto rootfs = images->Resolve(policy.image); !rootfs.ok()) {
+    add("container.image", false, rootfs.error().message);
+  } else {
+    add("container.image", true,
+        *rootfs == "host" ? "'" + policy.image + "' -> the host's system directories, read-only" +
+                                (images->source().empty() ? "" : " (" + images->source() + ")")
+                          : "'" + policy.image + "' -> rootfs " + *rootfs + " (" + images->source() + ")");
+  }
+
+  for (auto& c : PlanControls(policy)) out.push_back(std::move(c));
 
   CgroupLimits limits = LimitsFor(policy, opts_);
   for (const auto& c : ProbeCgroups(Layout(), opts_.cgroup_parent, limits)) {
@@ -126,9 +140,11 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
   return out;
 }
 
-Status NativeBackend::Check(const Policy& policy) const {
+Status NativeBackend::Check(const Policy& policy) const { return Refusal(policy, Explain(policy)); }
+
+Status NativeBackend::Refusal(const Policy& policy, const std::vector<ControlSupport>& controls) {
   std::string problems;
-  for (const auto& c : Explain(policy))
+  for (const auto& c : controls)
     if (!c.enforced) problems += "\n  " + c.control + ": " + c.how;
   if (problems.empty()) return OkStatus();
   return Error{"the native backend cannot enforce policy '" + policy.name + "' here:" + problems};
@@ -157,26 +173,36 @@ size_t NativeBackend::RemoveStaleGroups() const {
 }
 
 Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
-  // Fail closed: never start a box that would silently lack a control.
-  LSB_TRY(Check(policy));
+  // Fail closed: never start a box that would silently lack a control. The steps below fail on
+  // what they cannot do (the init binary, a cgroup controller, a limit); what none of them would
+  // notice (runtime, user mapping, network) is checked first. A failure is then explained by the
+  // whole Check, which names every control this host cannot enforce, not only the first one hit.
+  // (Running Check before every start cost a third of a millisecond: it probes what Launch does.)
+  auto explained = [&](Error e) -> Error {
+    if (auto all = Check(policy); !all.ok()) return all.error();
+    return e;
+  };
+  if (auto st = Refusal(policy, PlanControls(policy)); !st.ok()) return explained(st.error());
+  auto box = Launch(policy);
+  if (!box.ok()) return explained(box.error());
+  return box;
+}
+
+Result<std::unique_ptr<Box>> NativeBackend::Launch(const Policy& policy) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   std::string id = NewBoxId();
-  auto cg = BoxCgroups::Create(Layout(), opts_.cgroup_parent, id, LimitsFor(policy, opts_));
-  if (!cg.ok()) return cg.error().Wrap("start native box");
-  std::unique_ptr<BoxCgroups> cgroups = std::move(*cg);
-
   LaunchOptions lo;
   lo.init_fd = init.fd.get();
   lo.new_net = !policy.network_enabled;
   lo.idmap = PlanFor(opts_);
-  BoxCgroups* groups = cgroups.get();
-  // v1 groups: init's process joins them itself before it executes init (launcher.h); the fds
-  // are close-on-exec and closed here once the launch is over.
-  auto attach = groups->SelfAttachFiles();
-  if (!attach.ok()) return attach.error().Wrap("start native box");
-  for (const auto& fd : *attach) lo.self_attach_fds.push_back(fd.get());
-  lo.before_release = [groups](pid_t pid) -> Status {
-    LSB_TRY(groups->AddProcess(pid, /*skip_v1=*/true));
+  // While init's process makes its namespaces: the box's groups, joined by init's process itself
+  // for v1 (launcher.h), by pid for v2.
+  std::unique_ptr<BoxCgroups> cgroups;
+  lo.prepare = [&](pid_t pid) -> Result<std::vector<UniqueFd>> {
+    auto cg = BoxCgroups::Create(Layout(), opts_.cgroup_parent, id, LimitsFor(policy, opts_));
+    if (!cg.ok()) return cg.error();
+    cgroups = std::move(*cg);
+    LSB_TRY(cgroups->AddProcess(pid, /*skip_v1=*/true));
     // init must survive the OOM killer so it can report; the program raises its own score.
     // Best effort by design (see Explain: init.oom_protection): without CAP_SYS_RESOURCE the
     // program's own +1000 is what steers the OOM killer away from init.
@@ -184,7 +210,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
       auto st = WriteFile("/proc/" + std::to_string(pid) + "/oom_score_adj", "-1000");
       if (!st.ok()) return st.error().Wrap("protect init from the OOM killer");
     }
-    return OkStatus();
+    return cgroups->SelfAttachFiles();
   };
   auto launched = LaunchInit(lo);
   if (!launched.ok()) return launched.error().Wrap("start native box (init " + init.path + ")");

@@ -37,6 +37,12 @@ class NativeBackend : public Backend {
   size_t RemoveStaleGroups() const;
 
  private:
+  // The controls no step of Launch would trip over: runtime, user mapping, network.
+  std::vector<ControlSupport> PlanControls(const Policy& policy) const;
+  // An error naming each control in `controls` that is not enforced; ok when there is none.
+  static Status Refusal(const Policy& policy, const std::vector<ControlSupport>& controls);
+  // Start's work: namespaces, cgroups, init.
+  Result<std::unique_ptr<Box>> Launch(const Policy& policy);
   // Mounts and our own cgroup do not change under a running process: detect once.
   const CgroupLayout& Layout() const;
 
