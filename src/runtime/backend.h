@@ -84,8 +84,10 @@ class Backend {
   virtual std::vector<ControlSupport> Explain(const Policy& /*policy*/) const { return {}; }
   // Starts a box for `policy`, failing closed as Check(policy) would (a backend may skip the
   // probes its own start makes anyway, and explain a failure with Check): never a box that would
-  // lack a control. The box is ready to receive kSetup on its stream.
-  virtual Result<std::unique_ptr<Box>> Start(const Policy& policy) = 0;
+  // lack a control. `setup` (SetupFor(policy)) is the stream's first frame (kSetup), delivered by
+  // the backend as early as it can: the native backend writes it before init's process is
+  // released, so init never waits for the host. A pool's box was set up ahead (ReadyAhead).
+  virtual Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) = 0;
   // The BoxSetup to send for `policy` on this backend (mode, rootfs...).
   virtual Result<protocol::BoxSetup> SetupFor(const Policy& policy) const = 0;
 };

@@ -187,10 +187,10 @@ Result<protocol::InitReady> AwaitInitReady(FrameChannel& channel, Box& box, std:
 
 Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
                                                      SessionOptions opts) {
-  // Made before the box starts: init waits for it from its first instant.
+  // Made before the box starts: Start delivers it as init's first frame.
   LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
   std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
-  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy));  // Start checks the policy first
+  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy, setup));  // Start checks the policy first
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
   s->channel_->set_cancel_fd(opts.cancel_fd);
   if (auto ready = s->box_->ReadyAhead()) {  // a warm pool's box: init was set up ahead
@@ -198,10 +198,8 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
     s->usable_ = true;
     return s;
   }
-  s->channel_->Queue(FrameType::kSetup, nlohmann::json(setup).dump());
   if (!opts.await_ready) {
-    // Sent now, so init sets the box up while the caller prepares the run.
-    (void)s->channel_->Flush(Clock::now());
+    // init sets the box up while the caller prepares the run; kReady is read on the way.
     s->ready_pending_ = true;
     s->usable_ = true;
     return s;

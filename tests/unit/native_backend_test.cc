@@ -114,12 +114,19 @@ class RootBox : public ::testing::Test {
 };
 
 TEST_F(RootBox, StartsInNamespacesWithCgroupLimitsAndCleansUp) {
-  auto box = backend_->Start(HostPolicy());
+  protocol::BoxSetup setup;
+  setup.rootfs = "host-for-the-test";
+  auto box = backend_->Start(HostPolicy(), setup);
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto* nb = static_cast<NativeBox*>(box->get());
   pid_t pid = nb->init_pid();
   std::string proc = "/proc/" + std::to_string(pid);
 
+  // The setup is the stream's first frame, there before init runs (cat echoes it).
+  auto first = protocol::ReadFrame((*box)->stream_fd());
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->type, protocol::FrameType::kSetup);
+  EXPECT_NE(first->payload.find("host-for-the-test"), std::string::npos) << first->payload;
   // The stream works both ways (cat echoes a frame).
   ASSERT_TRUE(protocol::WriteFrame((*box)->stream_fd(), protocol::FrameType::kStdout, "ping").ok());
   auto f = protocol::ReadFrame((*box)->stream_fd());
@@ -172,7 +179,7 @@ TEST_F(RootBox, NetworkEnabledIsRefusedAtStart) {
   // give (sharing the host's namespace would expose its loopback services).
   Policy p = HostPolicy();
   p.network_enabled = true;
-  auto box = backend_->Start(p);
+  auto box = backend_->Start(p, {});
   ASSERT_FALSE(box.ok());
   EXPECT_NE(box.error().message.find("network.enabled"), std::string::npos) << box.error().message;
 }
@@ -181,7 +188,7 @@ TEST_F(RootBox, InitThatCannotExecIsAClearError) {
   NativeOptions o;
   o.init_path = "/etc/hostname";  // a regular file, not executable
   NativeBackend b(o);
-  auto box = b.Start(HostPolicy());
+  auto box = b.Start(HostPolicy(), {});
   ASSERT_FALSE(box.ok());
   EXPECT_NE(box.error().message.find("llm-sandbox-init"), std::string::npos) << box.error().message;
 }
@@ -207,7 +214,7 @@ TEST_F(RootBox, BoxCgroupsAreRemovedEvenWithProcessesLeft) {
 
 
 TEST_F(RootBox, TeardownHelperRemovesTheBoxAfterDetach) {
-  auto box = backend_->Start(HostPolicy());
+  auto box = backend_->Start(HostPolicy(), {});
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto* nb = static_cast<NativeBox*>(box->get());
   auto layout = DetectCgroupLayout();
@@ -225,7 +232,7 @@ TEST_F(RootBox, TeardownHelperRemovesTheBoxAfterDetach) {
 }
 
 TEST_F(RootBox, ArmedBoxDestroyedWithoutDetachIsGoneOnReturn) {
-  auto box = backend_->Start(HostPolicy());
+  auto box = backend_->Start(HostPolicy(), {});
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto layout = DetectCgroupLayout();
   std::string pids_dir = layout.Get("pids").dir() + "/llm-sandbox/" + (*box)->id();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "protocol/frame.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_box.h"
 #include "runtime/docker/init_path.h"
@@ -208,7 +209,7 @@ Status DockerBackend::EnsureIsolatedNetwork() {
   return OkStatus();
 }
 
-Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy) {
+Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const protocol::BoxSetup& setup) {
   LSB_TRY(Check(policy));
   // The image must be in the engine before a create can work (a pull where a registry answers).
   // Once seen, an image is not asked about again (a later removal fails the create, clearly).
@@ -234,6 +235,8 @@ Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy) {
   LSB_ASSIGN_OR_RETURN(auto spec, SpecFor(policy, false));
   auto box = DockerBox::Launch(engine_, spec, reaper_);
   if (!box.ok()) return box.error().Wrap("docker: start box");
+  auto sent = protocol::WriteFrame((*box)->stream_fd(), protocol::FrameType::kSetup, nlohmann::json(setup).dump());
+  if (!sent.ok()) return sent.error().Wrap("docker: send kSetup to the box's init");
   return std::unique_ptr<Box>(std::move(*box));
 }
 

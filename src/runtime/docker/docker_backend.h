@@ -41,7 +41,7 @@ class DockerBackend : public Backend {
   std::string name() const override { return "docker"; }
   Status Check(const Policy& policy) const override;
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
-  Result<std::unique_ptr<Box>> Start(const Policy& policy) override;
+  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
 
   const EngineClient& engine() const { return *engine_; }

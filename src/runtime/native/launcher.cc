@@ -244,6 +244,13 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   child_end.reset();
   diag.w.reset();
 
+  if (!opts.first_frames.empty()) {
+    // Never blocks: nobody reads yet, so a frame the buffer cannot hold is an error, not a hang.
+    ssize_t n = ::send(host_end.get(), opts.first_frames.data(), opts.first_frames.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n != static_cast<ssize_t>(opts.first_frames.size()))
+      return Error{"write init's first frames (" + std::to_string(opts.first_frames.size()) +
+                   " bytes) into its stream: " + (n < 0 ? std::string(std::strerror(errno)) : "the socket buffer is full")};
+  }
   LSB_TRY(WriteIdMaps(process->pid(), opts.idmap));
   std::vector<UniqueFd> attach;
   if (opts.prepare) {

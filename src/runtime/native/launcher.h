@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -57,6 +58,9 @@ struct LaunchOptions {
   int init_fd = -1;           // O_PATH fd of llm-sandbox-init (init_binary.h)
   bool new_net = true;        // false: share the host's network namespace
   IdMapPlan idmap;
+  // Written into the stream before the child is released (kSetup): init reads it at once instead
+  // of waiting for the host to learn that init started. At most a socket buffer's worth.
+  std::string first_frames;
   // Runs in the parent after the id maps are written, while the child makes its namespaces.
   // Returns the cgroup v1 `tasks` files opened by the parent (BoxCgroups::SelfAttachFiles): the
   // released child writes "0" to each before anything else, so it is in its groups before it

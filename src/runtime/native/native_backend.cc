@@ -13,6 +13,7 @@
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
 #include "runtime/native/native_box.h"
+#include "protocol/frame.h"
 
 namespace lsb::native {
 namespace {
@@ -172,7 +173,7 @@ size_t NativeBackend::RemoveStaleGroups() const {
   return RemoveStaleBoxGroups(Layout(), opts_.cgroup_parent, std::chrono::seconds(60));
 }
 
-Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
+Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const protocol::BoxSetup& setup) {
   // Fail closed: never start a box that would silently lack a control. The steps below fail on
   // what they cannot do (the init binary, a cgroup controller, a limit); what none of them would
   // notice (runtime, user mapping, network) is checked first. A failure is then explained by the
@@ -183,18 +184,19 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy) {
     return e;
   };
   if (auto st = Refusal(policy, PlanControls(policy)); !st.ok()) return explained(st.error());
-  auto box = Launch(policy);
+  auto box = Launch(policy, setup);
   if (!box.ok()) return explained(box.error());
   return box;
 }
 
-Result<std::unique_ptr<Box>> NativeBackend::Launch(const Policy& policy) {
+Result<std::unique_ptr<Box>> NativeBackend::Launch(const Policy& policy, const protocol::BoxSetup& setup) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   std::string id = NewBoxId();
   LaunchOptions lo;
   lo.init_fd = init.fd.get();
   lo.new_net = !policy.network_enabled;
   lo.idmap = PlanFor(opts_);
+  lo.first_frames = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(setup).dump());
   // While init's process makes its namespaces: the box's groups, joined by init's process itself
   // for v1 (launcher.h), by pid for v2.
   std::unique_ptr<BoxCgroups> cgroups;

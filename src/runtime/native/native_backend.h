@@ -30,7 +30,7 @@ class NativeBackend : public Backend {
   std::string name() const override { return "native"; }
   Status Check(const Policy& policy) const override;
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
-  Result<std::unique_ptr<Box>> Start(const Policy& policy) override;
+  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
   // Box groups a killed CLI or daemon left behind (box_cgroup.h: RemoveStaleBoxGroups); the daemon
   // calls it at start, a CLI's teardown helper after its own box. Returns how many were removed.
@@ -42,7 +42,7 @@ class NativeBackend : public Backend {
   // An error naming each control in `controls` that is not enforced; ok when there is none.
   static Status Refusal(const Policy& policy, const std::vector<ControlSupport>& controls);
   // Start's work: namespaces, cgroups, init.
-  Result<std::unique_ptr<Box>> Launch(const Policy& policy);
+  Result<std::unique_ptr<Box>> Launch(const Policy& policy, const protocol::BoxSetup& setup);
   // Mounts and our own cgroup do not change under a running process: detect once.
   const CgroupLayout& Layout() const;
 
