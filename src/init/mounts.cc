@@ -138,7 +138,6 @@ Status MountDev(const std::string& root) {
     std::string dst = dev + "/" + node;
     LSB_TRY(MakeFile(dst));
     LSB_TRY(Mount(std::string("/dev/") + node, dst, nullptr, MS_BIND));
-    LSB_TRY(Restrict(dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false));
   }
   struct Link {
     const char* name;
@@ -151,6 +150,9 @@ Status MountDev(const std::string& root) {
   }
   LSB_TRY(MakeDirs(dev + "/shm"));
   LSB_TRY(Mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777"));
+  // The device binds (and shm, which has them already) nosuid+noexec in one recursive call, not
+  // one per node; then /dev itself read-only.
+  LSB_TRY(Restrict(dev, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true));
   return Restrict(dev, MOUNT_ATTR_RDONLY, false);
 }
 
