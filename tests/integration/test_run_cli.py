@@ -158,6 +158,21 @@ class RunLimits(SandboxTestCase):
         self.assertEqual(p.returncode, 137)
         self.assertIn("alert [oom_kill]", p.stderr)
 
+    def test_program_sees_only_its_box_cgroups(self):
+        # init joins the box's groups (kCgroups) and roots a cgroup namespace there: every
+        # hierarchy reads "/" from inside, and the memory limit is the policy's.
+        code = ("print(open('/proc/self/cgroup').read())\n")
+        p = run_cli(RUN + ["-"], stdin=code)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = [l for l in p.stdout.splitlines() if l]
+        self.assertTrue(lines, p.stdout)
+        for line in lines:
+            self.assertTrue(line.endswith(":/"), f"host cgroup path visible in the box: {line!r}")
+        # v1 hierarchies name their controllers; a v2-only host shows the single "0::/" line.
+        v1 = {c for l in lines if not l.startswith("0::") for c in l.split(":")[1].split(",")}
+        if v1:
+            self.assertTrue({"memory", "pids"} <= v1, p.stdout)
+
     def test_fork_bomb_is_contained_and_reported(self):
         code = ("import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
                 "            time.sleep(3); os._exit(0)\n        n += 1\nexcept OSError as e:\n"
