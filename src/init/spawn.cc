@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/fd_passing.h"
 #include "init/landlock.h"
 
 namespace lsb::init {
@@ -39,21 +40,7 @@ struct ChildMsg {
 // fd < 0: the 'L' message without a descriptor (no watch in the accepted weaker mode).
 bool SendFd(int sock, int fd) {
   char tag = 'L';
-  iovec iov{&tag, 1};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (fd >= 0) {
-    msg.msg_control = ctrl;
-    msg.msg_controllen = sizeof ctrl;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  return ::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+  return SendWithFds(sock, &tag, 1, &fd, fd >= 0 ? 1 : 0) == 1;
 }
 
 // close_range, or (gVisor answers EINVAL) close() of each number up to 1 << 16: init never holds
@@ -195,25 +182,16 @@ Result<Spawned> Spawn(const SpawnParams& p) {
 
   // The child answers with the listener or with why it could not confine itself.
   ChildMsg m{};
-  iovec iov{&m, sizeof m};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof ctrl;
-  ssize_t n;
-  do {
-    n = ::recvmsg(s.control.get(), &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
-  if (n > 0 && m.tag == 'L' && c && c->cmsg_type == SCM_RIGHTS) {
-    int fd;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    s.listener.reset(fd);
+  int fds[kMaxPassedFds];
+  size_t nfds = 0;
+  ssize_t n = RecvWithFds(s.control.get(), &m, sizeof m, fds, &nfds);
+  std::vector<UniqueFd> got;  // owned at once; only the first (the listener) is kept
+  for (size_t i = 0; i < nfds; ++i) got.emplace_back(fds[i]);
+  if (n > 0 && m.tag == 'L' && !got.empty()) {
+    s.listener = std::move(got[0]);
     return s;
   }
-  if (n > 0 && m.tag == 'L' && !c && !p.watch) return s;  // weaker mode: no listener expected
+  if (n > 0 && m.tag == 'L' && !p.watch) return s;  // weaker mode: no listener expected
   int status;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -1,5 +1,7 @@
 #include "runtime/native/launcher.h"
 
+#include "base/fd_passing.h"
+
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
@@ -35,8 +37,6 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
   return UniqueFd(n);
 }
 
-constexpr size_t kMaxAttachFds = 8;  // v1 groups a box joins: memory, pids, cpu, cpuacct
-
 // The child between clone3 and execveat: async-signal-safe calls only (the parent may have
 // threads whose locks were copied mid-use).
 [[noreturn]] void ChildMain(int sync, int sync_parent_end, int status_w, int stream, int diag_w,
@@ -50,30 +50,14 @@ constexpr size_t kMaxAttachFds = 8;  // v1 groups a box joins: memory, pids, cpu
   // Our new user namespace's full capabilities cover these; the parent works meanwhile.
   if (::unshare(unshare_flags) != 0) fail(10);
   char go = 0;
-  iovec iov{&go, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxAttachFds)];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do n = ::recvmsg(sync, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+  int attach[kMaxPassedFds];
+  size_t n_attach = 0;
+  ssize_t n = RecvWithFds(sync, &go, 1, attach, &n_attach);
+  if (n < 0) fail(9);
   if (n != 1) ::_exit(111);  // the parent gave up on us
-  if (msg.msg_flags & MSG_CTRUNC) {
-    errno = EMSGSIZE;
-    fail(9);
-  }
   // Join the box's v1 cgroups: "0" moves the calling thread, our only one (see launcher.h).
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (::write(fd, "0", 1) != 1) fail(9);
-    }
-  }
+  for (size_t i = 0; i < n_attach; ++i)
+    if (::write(attach[i], "0", 1) != 1) fail(9);
   // Become uid/gid 0 of the new user namespace: our credentials still carry the parent's host
   // ids, which the map does not cover, and execve would drop every capability. Raw syscalls:
   // glibc's wrappers would try to sync threads this copy of the process does not have.
@@ -105,28 +89,11 @@ constexpr size_t kMaxAttachFds = 8;  // v1 groups a box joins: memory, pids, cpu
 
 // Sends the child its go byte and the v1 tasks files it joins.
 Status ReleaseChild(int sync, const std::vector<UniqueFd>& attach) {
-  if (attach.size() > kMaxAttachFds) return Error{"too many cgroup files for the box's init to join"};
+  if (attach.size() > kMaxPassedFds) return Error{"too many cgroup files for the box's init to join"};
+  int fds[kMaxPassedFds];
+  for (size_t i = 0; i < attach.size(); ++i) fds[i] = attach[i].get();
   char go = 1;
-  iovec iov{&go, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxAttachFds)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!attach.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * attach.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * attach.size());
-    for (size_t i = 0; i < attach.size(); ++i) {
-      int fd = attach[i].get();
-      std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof fd);
-    }
-  }
-  ssize_t n;
-  do n = ::sendmsg(sync, &msg, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
-  if (n != 1) return Error::FromErrno("release the box's init");
+  if (SendWithFds(sync, &go, 1, fds, attach.size()) != 1) return Error::FromErrno("release the box's init");
   return OkStatus();
 }
 
