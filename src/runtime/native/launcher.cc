@@ -1,7 +1,5 @@
 #include "runtime/native/launcher.h"
 
-#include "base/fd_passing.h"
-
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
@@ -14,6 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "base/fd_passing.h"
 
 namespace lsb::native {
 namespace {
