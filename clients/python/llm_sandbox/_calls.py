@@ -10,11 +10,12 @@ import base64
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional,
+                    Sequence, Union)
 from urllib.parse import quote
 
 from .errors import ProtocolError, SandboxError, error_from_body
-from .sse import SSEEvent
+from .sse import SSEEvent, SSEParser
 
 #: Extra seconds of HTTP patience beyond the sandbox's own timeout: the daemon needs time to
 #: start a box and to collect the result after the program was killed at its deadline.
@@ -59,6 +60,19 @@ class StreamEvent(NamedTuple):
 
 def _json_body(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _post_json(path: str, obj: Any, http_timeout: float, parse: Optional[Callable[[Response], Any]],
+               accept: str = "application/json") -> Call:
+    """A POST whose body is ``obj`` as JSON."""
+    return Call("POST", path, _json_body(obj), "application/json", accept=accept,
+                http_timeout=http_timeout, parse=parse)
+
+
+def _given(**fields: Any) -> Dict[str, Any]:
+    """The fields that were given, in their order: None means unset, so the field is left out of
+    the request and the policy's (or the daemon's) value applies."""
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def decode_json(resp: Response) -> Any:
@@ -128,36 +142,21 @@ def execute_body(code: str, *, policy: Optional[str], language: Optional[str] = 
     """The POST /v1/execute body; unset options are left out so the policy's values apply."""
     if not isinstance(code, str):
         raise TypeError(f"code must be a str, not {type(code).__name__}")
-    body: Dict[str, Any] = {"code": code}
-    if language is not None:
-        body["language"] = language
-    if policy is not None:
-        body["policy"] = policy
-    if stdin is not None:
-        body["stdin"] = stdin
-    if timeout is not None:
-        body["timeout"] = timeout
-    if memory is not None:
-        body["memory"] = memory
-    if cpu is not None:
-        body["cpu"] = cpu
-    if env is not None:
-        body["env"] = {str(k): str(v) for k, v in env.items()}
-    encoded = encode_files(files)
-    if encoded is not None:
-        body["files"] = encoded
-    return body
+    return {"code": code, **_given(
+        language=language, policy=policy, stdin=stdin, timeout=timeout, memory=memory, cpu=cpu,
+        env=None if env is None else {str(k): str(v) for k, v in env.items()},
+        files=encode_files(files))}
 
 
 def execute(body: Dict[str, Any], base_timeout: float) -> Call:
-    return Call("POST", "/v1/execute", _json_body(body), "application/json",
-                http_timeout=_http_timeout(base_timeout, body.get("timeout")), parse=decode_json)
+    return _post_json("/v1/execute", body, _http_timeout(base_timeout, body.get("timeout")),
+                      decode_json)
 
 
 def execute_stream(body: Dict[str, Any], base_timeout: float) -> Call:
-    return Call("POST", "/v1/execute?stream=true", _json_body(body), "application/json",
-                accept="text/event-stream",
-                http_timeout=_http_timeout(base_timeout, body.get("timeout")), parse=None)
+    return _post_json("/v1/execute?stream=true", body,
+                      _http_timeout(base_timeout, body.get("timeout")), None,
+                      accept="text/event-stream")
 
 
 def stream_event(ev: SSEEvent) -> StreamEvent:
@@ -176,10 +175,38 @@ def stream_event(ev: SSEEvent) -> StreamEvent:
     return StreamEvent(ev.event, data)
 
 
+class StreamDecoder:
+    """The body of a streamed execution, bytes in, :class:`StreamEvent` out; the sync and asyncio
+    clients feed it the chunks their transports read. ``feed`` and ``close`` are lazy: an event
+    is decoded (an "error" event raised) only when the caller's iteration reaches it."""
+
+    def __init__(self) -> None:
+        self._parser = SSEParser()
+        self._got_result = False
+
+    def feed(self, chunk: bytes) -> Iterator[StreamEvent]:
+        """The events completed by this chunk."""
+        return self._decode(self._parser.feed(chunk))
+
+    def close(self) -> Iterator[StreamEvent]:
+        """The events completed by the end of the body; then ProtocolError if none was the
+        result."""
+        yield from self._decode(self._parser.close())
+        if not self._got_result:
+            raise ProtocolError("the event stream ended without a result event")
+
+    def _decode(self, events: List[SSEEvent]) -> Iterator[StreamEvent]:
+        for ev in events:
+            out = stream_event(ev)
+            self._got_result = self._got_result or out.kind == "result"
+            yield out
+
+
 def batch(tasks: Sequence[Union[str, Mapping[str, Any]]], *, policy: Optional[str],
-          concurrency: Optional[int], base_timeout: float) -> Call:
+          concurrency: Optional[int], base_timeout: float, raise_on_error: bool = False) -> Call:
     """POST /v1/batch. A task is code (str) or an execute body (dict); the client's default
-    policy fills in where a task names none."""
+    policy fills in where a task names none. With ``raise_on_error`` the answer's first failed
+    entry is raised as its typed exception."""
     encoded: List[Dict[str, Any]] = []
     for t in tasks:
         if isinstance(t, str):
@@ -202,8 +229,20 @@ def batch(tasks: Sequence[Union[str, Mapping[str, Any]]], *, policy: Optional[st
     longest = max([float(t.get("timeout") or base_timeout) for t in encoded] or [base_timeout])
     waves = math.ceil(len(encoded) / max(1, concurrency or 4)) if encoded else 1
     timeout = max(base_timeout, waves * (longest + TIMEOUT_MARGIN))
-    return Call("POST", "/v1/batch", _json_body(body), "application/json", http_timeout=timeout,
-                parse=_key("results"))
+    return _post_json("/v1/batch", body, timeout, _batch_results(raise_on_error))
+
+
+def _batch_results(raise_on_error: bool) -> Callable[[Response], Any]:
+    results_of = _key("results")
+
+    def parse(resp: Response) -> Any:
+        results = results_of(resp)
+        if raise_on_error:
+            for err in batch_errors(results):
+                if err is not None:
+                    raise err
+        return results
+    return parse
 
 
 def batch_errors(results: Sequence[Any]) -> List[Optional[SandboxError]]:
@@ -215,17 +254,16 @@ def batch_errors(results: Sequence[Any]) -> List[Optional[SandboxError]]:
 def create_session(*, policy: Optional[str], language: Optional[str],
                    idle_timeout: Optional[float], max_lifetime: Optional[float],
                    base_timeout: float) -> Call:
-    body: Dict[str, Any] = {}
-    if policy is not None:
-        body["policy"] = policy
-    if language is not None:
-        body["language"] = language
-    if idle_timeout is not None:
-        body["idle_timeout"] = idle_timeout
-    if max_lifetime is not None:
-        body["max_lifetime"] = max_lifetime
-    return Call("POST", "/v1/sessions", _json_body(body), "application/json",
-                http_timeout=base_timeout, parse=decode_json)
+    body = _given(policy=policy, language=language, idle_timeout=idle_timeout,
+                  max_lifetime=max_lifetime)
+    return _post_json("/v1/sessions", body, base_timeout, _new_session)
+
+
+def _new_session(resp: Response) -> Any:
+    info = decode_json(resp)
+    if not isinstance(info, dict) or "session_id" not in info:
+        raise ProtocolError(f"session created without a session_id: {str(info)[:200]}")
+    return info
 
 
 def _sid(session_id: str) -> str:
@@ -250,9 +288,8 @@ def session_execute(session_id: str, code: str, *, stdin: Optional[str],
                     timeout: Optional[float], env: Optional[Mapping[str, str]],
                     base_timeout: float) -> Call:
     body = execute_body(code, policy=None, stdin=stdin, timeout=timeout, env=env)
-    return Call("POST", f"/v1/sessions/{_sid(session_id)}/execute", _json_body(body),
-                "application/json", http_timeout=_http_timeout(base_timeout, timeout),
-                parse=decode_json)
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/execute", body,
+                      _http_timeout(base_timeout, timeout), decode_json)
 
 
 def _file_path(session_id: str, path: str) -> str:
@@ -274,7 +311,10 @@ def policies(base_timeout: float) -> Call:
     return Call("GET", "/v1/policies", http_timeout=base_timeout, parse=_key("policies"))
 
 
-def policy(name: str, base_timeout: float) -> Call:
+def policy(name: Optional[str], base_timeout: float) -> Call:
+    """GET /v1/policies/<name>; ``name`` is the one asked for, else the client's default."""
+    if not name:
+        raise ValueError("no policy name given and the client has no default policy")
     return Call("GET", f"/v1/policies/{quote(name, safe='')}", http_timeout=base_timeout,
                 parse=decode_json)
 

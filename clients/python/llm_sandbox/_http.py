@@ -1,5 +1,6 @@
-"""The synchronous HTTP transport (``http.client``) and what both transports share: the daemon's
-address, the request headers, the retry rule and the connection-failure message.
+"""The synchronous HTTP transport (``http.client``) and what both transports share
+(:class:`TransportBase`): the daemon's address, the request headers, the retry rule and decision,
+and the messages of a connection that fails, times out or breaks off.
 
 A fresh connection per request keeps the client safe to share between threads (a LangChain
 tool may be called from several at once) at the cost of one local TCP handshake, which is small
@@ -7,13 +8,14 @@ next to starting a sandbox.
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
 import ssl
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple, Type
 from urllib.parse import urlsplit
 
 from ._version import __version__
@@ -76,16 +78,6 @@ def resolve_token(token: Optional[str]) -> Optional[str]:
     return token if token is not None else (os.environ.get("LLM_SANDBOX_TOKEN") or None)
 
 
-def request_headers(ep: Endpoint, call: Call, token: Optional[str]) -> Dict[str, str]:
-    headers = {"Host": ep.host_header(), "User-Agent": USER_AGENT, "Accept": call.accept}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    if call.body is not None:
-        headers["Content-Type"] = call.content_type or "application/octet-stream"
-        headers["Content-Length"] = str(len(call.body))
-    return headers
-
-
 def connection_failed(ep: Endpoint, reason: object) -> ConnectionFailed:
     return ConnectionFailed(
         f"cannot reach the LLM Sandbox daemon at {ep.url} ({reason}). Is it running? Start it "
@@ -107,8 +99,13 @@ def make_transport(cls: Any, base_url: str, token: Optional[str], retries: int, 
                RetryRule(retries=retries, max_wait=max_retry_wait), ssl_context)
 
 
-class SyncTransport:
-    """Runs :class:`Call` objects with ``http.client``, with the retry rule applied."""
+class TransportBase:
+    """What the sync and asyncio transports share; each adds its own I/O: sending a request and
+    reading the answer, waiting before a retry."""
+
+    #: What this transport's reads raise when they time out, and when the connection breaks.
+    timeout_errors: Tuple[Type[BaseException], ...] = ()
+    read_errors: Tuple[Type[BaseException], ...] = ()
 
     def __init__(self, ep: Endpoint, token: Optional[str], retry: RetryRule,
                  ssl_context: Optional[ssl.SSLContext] = None) -> None:
@@ -116,6 +113,48 @@ class SyncTransport:
         self.token = token
         self.retry = retry
         self.ssl_context = ssl_context
+
+    def _headers(self, call: Call) -> Dict[str, str]:
+        headers = {"Host": self.ep.host_header(), "User-Agent": USER_AGENT, "Accept": call.accept}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if call.body is not None:
+            headers["Content-Type"] = call.content_type or "application/octet-stream"
+            headers["Content-Length"] = str(len(call.body))
+        headers["Connection"] = "close"  # one request per connection; frees the daemon's thread
+        return headers
+
+    def _retry_wait(self, attempt: int, status: int, headers: Dict[str, str], body: bytes) -> float:
+        """For a refused request (a non-2xx answer) on its ``attempt``-th try: the seconds to wait
+        before sending it again, per the retry rule; else the answer is raised as its typed
+        exception."""
+        err = error_from_response(status, headers, body, self.ep.url)
+        wait = self.retry.delay(attempt, err)
+        if wait is None:
+            raise err
+        return wait
+
+    @contextlib.contextmanager
+    def _reading(self, call: Call, what: str) -> Iterator[None]:
+        """Around reads of a 2xx answer's body: a timeout becomes RequestTimedOut, a broken
+        connection a ProtocolError saying that ``what`` ("the answer") broke off."""
+        try:
+            yield
+        except self.timeout_errors:
+            raise timed_out(self.ep, call) from None
+        except self.read_errors as e:
+            raise ProtocolError(f"{what} from {self.ep.url} broke off: {e!r}") from None
+
+
+def _lower_headers(resp: http.client.HTTPResponse) -> Dict[str, str]:
+    return {k.lower(): v for k, v in resp.getheaders()}
+
+
+class SyncTransport(TransportBase):
+    """Runs :class:`Call` objects with ``http.client``, with the retry rule applied."""
+
+    timeout_errors = (socket.timeout,)
+    read_errors = (OSError, http.client.HTTPException)
 
     def _connect(self, timeout: Optional[float]) -> http.client.HTTPConnection:
         if self.ep.scheme == "https":
@@ -133,9 +172,7 @@ class SyncTransport:
             try:
                 conn.putrequest(call.method, self.ep.prefix + call.path, skip_host=True,
                                 skip_accept_encoding=True)
-                headers = request_headers(self.ep, call, self.token)
-                headers["Connection"] = "close"  # one request per connection; frees the daemon's thread
-                for k, v in headers.items():
+                for k, v in self._headers(call).items():
                     conn.putheader(k, v)
                 conn.endheaders(call.body)
                 resp = conn.getresponse()
@@ -156,38 +193,25 @@ class SyncTransport:
                 body = b""
             finally:
                 conn.close()
-            headers = {k.lower(): v for k, v in resp.getheaders()}
-            err = error_from_response(resp.status, headers, body, self.ep.url)
-            wait = self.retry.delay(attempt, err)
-            if wait is None:
-                raise err
-            time.sleep(wait)
+            time.sleep(self._retry_wait(attempt, resp.status, _lower_headers(resp), body))
 
     def run(self, call: Call) -> object:
         conn, resp = self._open(call)
         try:
-            body = resp.read()
-        except socket.timeout:
-            raise timed_out(self.ep, call) from None
-        except (OSError, http.client.HTTPException) as e:
-            raise ProtocolError(f"the answer from {self.ep.url} broke off: {e!r}") from None
+            with self._reading(call, "the answer"):
+                body = resp.read()
         finally:
             conn.close()
-        headers = {k.lower(): v for k, v in resp.getheaders()}
         assert call.parse is not None
-        return call.parse(Response(resp.status, headers, body))
+        return call.parse(Response(resp.status, _lower_headers(resp), body))
 
     def stream(self, call: Call) -> Iterator[bytes]:
         """Yields the body's bytes as they arrive (chunked decoding done by http.client)."""
         conn, resp = self._open(call)
         try:
             while True:
-                try:
+                with self._reading(call, "the event stream"):
                     chunk = resp.read1(STREAM_READ)
-                except socket.timeout:
-                    raise timed_out(self.ep, call) from None
-                except (OSError, http.client.HTTPException) as e:
-                    raise ProtocolError(f"the event stream from {self.ep.url} broke off: {e!r}") from None
                 if not chunk:
                     return
                 yield chunk

@@ -13,15 +13,13 @@ from typing import Any, AsyncIterator, Awaitable, Dict, Generator, List, Mapping
 
 from . import _calls
 from ._calls import Call, FilesArg, Response, StreamEvent
-from ._http import Endpoint, RetryRule, connection_failed, make_transport, request_headers, timed_out
-from .client import DEFAULT_POLICY, DEFAULT_URL
-from .errors import NotFound, ProtocolError, error_from_response
+from ._http import STREAM_READ, TransportBase, connection_failed, timed_out
+from .client import ClientBase
+from .errors import NotFound, ProtocolError
 from .session import SessionBase
-from .sse import SSEParser
 
 #: Bound on the status line plus headers; the daemon's are a few hundred bytes.
 MAX_HEADER_BYTES = 64 * 1024
-STREAM_READ = 8192
 
 
 class _Conn:
@@ -125,13 +123,11 @@ class _Conn:
             pass
 
 
-class AsyncTransport:
-    def __init__(self, ep: Endpoint, token: Optional[str], retry: RetryRule,
-                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        self.ep = ep
-        self.token = token
-        self.retry = retry
-        self.ssl_context = ssl_context
+class AsyncTransport(TransportBase):
+    """Runs :class:`Call` objects on asyncio streams, with the retry rule applied."""
+
+    timeout_errors = (asyncio.TimeoutError,)
+    read_errors = (OSError,)
 
     async def _send(self, call: Call) -> _Conn:
         ssl_arg: Union[ssl.SSLContext, bool, None] = None
@@ -146,8 +142,7 @@ class AsyncTransport:
         except OSError as e:
             raise connection_failed(self.ep, e) from None
         conn = _Conn(reader, writer, call.http_timeout)
-        headers = request_headers(self.ep, call, self.token)
-        headers["Connection"] = "close"
+        headers = self._headers(call)
         if call.body is None and call.method in ("POST", "PUT"):
             headers["Content-Length"] = "0"
         head = f"{call.method} {self.ep.prefix + call.path} HTTP/1.1\r\n" + "".join(
@@ -180,20 +175,13 @@ class AsyncTransport:
                 body = b""
             finally:
                 await conn.close()
-            err = error_from_response(conn.status, conn.headers, body, self.ep.url)
-            wait = self.retry.delay(attempt, err)
-            if wait is None:
-                raise err
-            await asyncio.sleep(wait)
+            await asyncio.sleep(self._retry_wait(attempt, conn.status, conn.headers, body))
 
     async def run(self, call: Call) -> Any:
         conn = await self._open(call)
         try:
-            body = await conn.read_body(call.method)
-        except asyncio.TimeoutError:
-            raise timed_out(self.ep, call) from None
-        except OSError as e:
-            raise ProtocolError(f"the answer from {self.ep.url} broke off: {e!r}") from None
+            with self._reading(call, "the answer"):
+                body = await conn.read_body(call.method)
         finally:
             await conn.close()
         assert call.parse is not None
@@ -202,13 +190,9 @@ class AsyncTransport:
     async def stream(self, call: Call) -> AsyncIterator[bytes]:
         conn = await self._open(call)
         try:
-            try:
+            with self._reading(call, "the event stream"):
                 async for chunk in conn.body_chunks(call.method):
                     yield chunk
-            except asyncio.TimeoutError:
-                raise timed_out(self.ep, call) from None
-            except OSError as e:
-                raise ProtocolError(f"the event stream from {self.ep.url} broke off: {e!r}") from None
         finally:
             await conn.close()
 
@@ -277,19 +261,11 @@ class _SessionStarter:
             await self._session.close()
 
 
-class AsyncSandboxClient:
+class AsyncSandboxClient(ClientBase):
     """Same arguments and methods as :class:`llm_sandbox.SandboxClient`, as coroutines;
     :meth:`stream` is an async iterator and :meth:`session` works with ``async with``."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, policy: Optional[str] = DEFAULT_POLICY,
-                 token: Optional[str] = None, timeout: float = 60.0, *, retries: int = 0,
-                 max_retry_wait: float = 30.0,
-                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        self.base_url = base_url
-        self.policy_name = policy
-        self.timeout = float(timeout)
-        self._transport = make_transport(AsyncTransport, base_url, token, retries, max_retry_wait,
-                                         ssl_context)
+    _transport_class = AsyncTransport
 
     async def _run(self, call: Call) -> Any:
         return await self._transport.run(call)
@@ -313,45 +289,31 @@ class AsyncSandboxClient:
         body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
                                    stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
                                    files=files)
-        parser = SSEParser()
-        got_result = False
+        events = _calls.StreamDecoder()
         chunks = self._transport.stream(_calls.execute_stream(body, self.timeout))
         try:
             async for chunk in chunks:
-                for ev in parser.feed(chunk):
-                    out = _calls.stream_event(ev)
-                    got_result = got_result or out.kind == "result"
+                for out in events.feed(chunk):
                     yield out
-            for ev in parser.close():
-                out = _calls.stream_event(ev)
-                got_result = got_result or out.kind == "result"
+            for out in events.close():
                 yield out
         finally:
             await chunks.aclose()
-        if not got_result:
-            raise ProtocolError("the event stream ended without a result event")
 
     async def batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
                     concurrency: Optional[int] = None, policy: Optional[str] = None,
                     raise_on_error: bool = False) -> List[Dict[str, Any]]:
-        results = await self._run(_calls.batch(tasks, policy=policy or self.policy_name,
-                                               concurrency=concurrency, base_timeout=self.timeout))
-        if raise_on_error:
-            for err in _calls.batch_errors(results):
-                if err is not None:
-                    raise err
-        return results
+        return await self._run(_calls.batch(tasks, policy=policy or self.policy_name,
+                                            concurrency=concurrency, base_timeout=self.timeout,
+                                            raise_on_error=raise_on_error))
 
     def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
                 idle_timeout: Optional[float] = None,
                 max_lifetime: Optional[float] = None) -> _SessionStarter:
         async def create() -> AsyncSession:
-            info = await self._run(_calls.create_session(
+            return AsyncSession(self, await self._run(_calls.create_session(
                 policy=policy or self.policy_name, language=language, idle_timeout=idle_timeout,
-                max_lifetime=max_lifetime, base_timeout=self.timeout))
-            if not isinstance(info, dict) or "session_id" not in info:
-                raise ProtocolError(f"session created without a session_id: {str(info)[:200]}")
-            return AsyncSession(self, info)
+                max_lifetime=max_lifetime, base_timeout=self.timeout)))
         return _SessionStarter(create)
 
     async def attach_session(self, session_id: str) -> AsyncSession:
@@ -364,10 +326,7 @@ class AsyncSandboxClient:
         return await self._run(_calls.policies(self.timeout))
 
     async def policy(self, name: Optional[str] = None) -> Dict[str, Any]:
-        target = name or self.policy_name
-        if not target:
-            raise ValueError("no policy name given and the client has no default policy")
-        return await self._run(_calls.policy(target, self.timeout))
+        return await self._run(_calls.policy(name or self.policy_name, self.timeout))
 
     async def health(self) -> Dict[str, Any]:
         return await self._run(_calls.health(self.timeout))

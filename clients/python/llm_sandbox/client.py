@@ -9,20 +9,35 @@ The requirements' example works as written::
 from __future__ import annotations
 
 import ssl
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _calls
 from ._calls import FilesArg, StreamEvent
 from ._http import SyncTransport, make_transport
-from .errors import ProtocolError
 from .session import Session
-from .sse import SSEParser
 
 DEFAULT_URL = "http://localhost:8080"
 DEFAULT_POLICY = "code-sandbox"
 
 
-class SandboxClient:
+class ClientBase:
+    """The settings :class:`SandboxClient` and its asyncio twin share; each runs the calls of
+    ``_calls`` on its own transport (``_transport_class``)."""
+
+    _transport_class: Callable[..., Any]
+
+    def __init__(self, base_url: str = DEFAULT_URL, policy: Optional[str] = DEFAULT_POLICY,
+                 token: Optional[str] = None, timeout: float = 60.0, *, retries: int = 0,
+                 max_retry_wait: float = 30.0,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.base_url = base_url
+        self.policy_name = policy
+        self.timeout = float(timeout)
+        self._transport = make_transport(self._transport_class, base_url, token, retries,
+                                         max_retry_wait, ssl_context)
+
+
+class SandboxClient(ClientBase):
     """Talks to ``llm-sandbox serve``.
 
     Args:
@@ -40,15 +55,7 @@ class SandboxClient:
     The client holds no connection between calls and may be shared between threads.
     """
 
-    def __init__(self, base_url: str = DEFAULT_URL, policy: Optional[str] = DEFAULT_POLICY,
-                 token: Optional[str] = None, timeout: float = 60.0, *, retries: int = 0,
-                 max_retry_wait: float = 30.0,
-                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        self.base_url = base_url
-        self.policy_name = policy
-        self.timeout = float(timeout)
-        self._transport = make_transport(SyncTransport, base_url, token, retries, max_retry_wait,
-                                         ssl_context)
+    _transport_class = SyncTransport
 
     def _run(self, call: _calls.Call) -> Any:
         return self._transport.run(call)
@@ -93,23 +100,14 @@ class SandboxClient:
         return self._stream(_calls.execute_stream(body, self.timeout))
 
     def _stream(self, call: _calls.Call) -> Iterator[StreamEvent]:
-        parser = SSEParser()
-        got_result = False
+        events = _calls.StreamDecoder()
         chunks = self._transport.stream(call)
         try:
             for chunk in chunks:
-                for ev in parser.feed(chunk):
-                    out = _calls.stream_event(ev)
-                    got_result = got_result or out.kind == "result"
-                    yield out
-            for ev in parser.close():
-                out = _calls.stream_event(ev)
-                got_result = got_result or out.kind == "result"
-                yield out
+                yield from events.feed(chunk)
+            yield from events.close()
         finally:
             chunks.close()
-        if not got_result:
-            raise ProtocolError("the event stream ended without a result event")
 
     def batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
               concurrency: Optional[int] = None, policy: Optional[str] = None,
@@ -121,13 +119,9 @@ class SandboxClient:
         ``{"error": {"code", "message"}}`` for a task the daemon refused; with
         ``raise_on_error=True`` the first such entry is raised as its typed exception instead.
         """
-        results = self._run(_calls.batch(tasks, policy=policy or self.policy_name,
-                                         concurrency=concurrency, base_timeout=self.timeout))
-        if raise_on_error:
-            for err in _calls.batch_errors(results):
-                if err is not None:
-                    raise err
-        return results
+        return self._run(_calls.batch(tasks, policy=policy or self.policy_name,
+                                      concurrency=concurrency, base_timeout=self.timeout,
+                                      raise_on_error=raise_on_error))
 
     # --- sessions
 
@@ -136,12 +130,9 @@ class SandboxClient:
                 max_lifetime: Optional[float] = None) -> Session:
         """Creates a session (one box kept for several executions). Use it with ``with`` so the
         box is released: ``with client.session(language="python") as s: s.execute("x = 1")``."""
-        info = self._run(_calls.create_session(
+        return Session(self, self._run(_calls.create_session(
             policy=policy or self.policy_name, language=language, idle_timeout=idle_timeout,
-            max_lifetime=max_lifetime, base_timeout=self.timeout))
-        if not isinstance(info, dict) or "session_id" not in info:
-            raise ProtocolError(f"session created without a session_id: {str(info)[:200]}")
-        return Session(self, info)
+            max_lifetime=max_lifetime, base_timeout=self.timeout)))
 
     def attach_session(self, session_id: str) -> Session:
         """A Session object for an existing session id (e.g. created by another process)."""
@@ -159,10 +150,7 @@ class SandboxClient:
 
     def policy(self, name: Optional[str] = None) -> Dict[str, Any]:
         """One policy, resolved, with its per-control explain view (default: the client's)."""
-        target = name or self.policy_name
-        if not target:
-            raise ValueError("no policy name given and the client has no default policy")
-        return self._run(_calls.policy(target, self.timeout))
+        return self._run(_calls.policy(name or self.policy_name, self.timeout))
 
     def health(self) -> Dict[str, Any]:
         """GET /healthz: {"status": "ok"} when the daemon is up."""

@@ -466,6 +466,17 @@ class SyncClientTest(FakeServerTest):
         SandboxClient(base_url=self.fake.url + "/sandbox/").health()
         self.assertEqual(self.fake.requests[0].path, "/sandbox/healthz")
 
+    def test_policy_needs_a_name_and_a_session_an_id(self) -> None:
+        c = self.client(policy=None)
+        with self.assertRaisesRegex(ValueError, "no policy name given and the client has no "
+                                                "default policy"):
+            c.policy()
+        self.assertEqual(self.fake.requests, [])
+        self.fake.script = lambda req: json_reply(201, {"state": "ready"})
+        with self.assertRaisesRegex(ProtocolError, r"^\[protocol_error\] session created without "
+                                                   r"a session_id: \{'state': 'ready'\}$"):
+            c.session()
+
 
 class SSEParserTest(unittest.TestCase):
     def feed_all(self, data: bytes, step: int) -> List[Tuple[str, str]]:
@@ -560,6 +571,29 @@ class AsyncClientTest(FakeServerTest):
             "code": "too_many_requests", "message": "later"}}))])
         with self.assertRaises(RateLimited):
             asyncio.run(go())
+        self.fake.script = lambda req: (200, {}, [sse(("stdout", {"data": "x"}))])
+        with self.assertRaisesRegex(ProtocolError, "the event stream ended without a result event"):
+            asyncio.run(go())
+
+    def test_refusals_like_sync(self) -> None:
+        c = self.aclient(policy=None)
+        with self.assertRaisesRegex(ValueError, "no policy name given and the client has no "
+                                                "default policy"):
+            asyncio.run(c.policy())
+        self.assertEqual(self.fake.requests, [])
+
+        async def start() -> Any:
+            return await c.session()
+        self.fake.script = lambda req: json_reply(201, {"state": "ready"})
+        with self.assertRaisesRegex(ProtocolError, r"^\[protocol_error\] session created without "
+                                                   r"a session_id: \{'state': 'ready'\}$"):
+            asyncio.run(start())
+        failed = {"error": {"code": "forbidden", "message": "memory 1G exceeds 256M"}}
+        self.fake.script = lambda req: json_reply(200, {"results": [RESULT, failed]})
+        self.assertEqual(asyncio.run(c.batch(["a", "b"])), [RESULT, failed])
+        with self.assertRaises(Forbidden) as cm:
+            asyncio.run(c.batch(["a", "b"], raise_on_error=True))
+        self.assertEqual(cm.exception.message, "memory 1G exceeds 256M")
 
     def test_session_batch_policies(self) -> None:
         def script(req: Request) -> Reply:
