@@ -3,7 +3,8 @@
 The daemon is replaced by a small fake HTTP server built here with http.server. That checks what
 the client itself is responsible for: the request bodies, paths and headers it sends, how every
 error status maps to its exception, Retry-After handling, SSE parsing (pieces split anywhere,
-CRLF, comments), chunked and Content-Length framing in the asyncio transport. It is NOT a
+CRLF, comments), chunked and Content-Length framing in the asyncio transport, and what the
+LangChain and LlamaIndex adapters hand their frameworks (stand-ins of the tool classes). It is NOT a
 substitute for tests/integration/test_python_client.py, which runs the client against the real
 `llm-sandbox serve`.
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import importlib.util
 import json
 import os
 import socket
@@ -21,7 +24,8 @@ import threading
 import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from types import ModuleType
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 from urllib.parse import parse_qs, urlsplit
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -637,6 +641,85 @@ class AsyncClientTest(FakeServerTest):
         methods = [(r.method, r.path) for r in self.fake.requests]
         self.assertIn(("DELETE", "/v1/sessions/s-1"), methods)
         self.assertEqual(methods.count(("DELETE", "/v1/sessions/s-1")), 2)
+
+
+def fake_framework(module: str, class_name: str, factory: str) -> Dict[str, Any]:
+    """sys.modules entries for a framework's tool class whose ``factory`` classmethod returns the
+    keyword arguments it was given (LangChain and LlamaIndex are not installed here)."""
+    cls = type(class_name, (), {factory: classmethod(lambda cls, **kw: kw)})
+    parts = module.split(".")
+    mods = {".".join(parts[:i]): ModuleType(".".join(parts[:i])) for i in range(1, len(parts) + 1)}
+    setattr(mods[module], class_name, cls)
+    return mods
+
+
+@contextlib.contextmanager
+def modules_set(entries: Dict[str, Any]) -> Iterator[None]:
+    """These sys.modules entries for a while (None: "not installed"). Unlike mock.patch.dict it
+    restores only them, so what gets imported meanwhile (pydantic's lazy parts) stays."""
+    saved = {name: sys.modules.get(name) for name in entries}
+    sys.modules.update(entries)
+    try:
+        yield
+    finally:
+        for name, mod in saved.items():
+            if mod is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = mod
+
+
+@unittest.skipUnless(importlib.util.find_spec("pydantic"),
+                     "pydantic is not installed (the tools' argument model needs it)")
+class IntegrationAdapterTest(FakeServerTest):
+    """The LangChain and LlamaIndex adapters against stand-ins of the frameworks' tool classes:
+    what they hand the framework, and the install hint when it is missing. The real frameworks
+    are tested in tests/integration/test_integrations.py where they are installed."""
+
+    # adapter module, its create function, the framework's module, class and factory, the
+    # factory's keywords for the sync function, the async one and the input schema, install hint
+    ADAPTERS = [
+        ("langchain", "create_run_python_code_tool", "langchain_core.tools", "StructuredTool",
+         "from_function", ("func", "coroutine", "args_schema"),
+         "the LangChain tool needs langchain-core: pip install langchain-core (llm_sandbox"),
+        ("llamaindex", "create_function_tool", "llama_index.core.tools", "FunctionTool",
+         "from_defaults", ("fn", "async_fn", "fn_schema"),
+         "the LlamaIndex tool needs llama-index-core: pip install llama-index-core (llm_sandbox"),
+    ]
+
+    def setUp(self) -> None:
+        super().setUp()
+        policies = [{"name": "code-sandbox", "description": "general", "languages": ["python"]},
+                    {"name": "python-strict", "description": "", "network": True}]
+
+        def script(req: Request) -> Reply:
+            if req.path == "/v1/policies":
+                return json_reply(200, {"policies": policies})
+            return json_reply(200, RESULT)
+        self.fake.script = script
+
+    def test_adapters(self) -> None:
+        for adapter, create, module, cls, factory, (fn, async_fn, schema), hint in self.ADAPTERS:
+            with self.subTest(adapter=adapter):
+                create_tool = getattr(importlib.import_module(
+                    f"llm_sandbox.integrations.{adapter}"), create)
+                framework = fake_framework(module, cls, factory)
+                with modules_set(framework):
+                    kw = create_tool(self.client(), policies=["python-strict", "code-sandbox"])
+                self.assertEqual(sorted(kw), sorted([fn, async_fn, schema, "name", "description"]))
+                self.assertEqual(kw["name"], "run_python_code")
+                self.assertIn("- python-strict (default): general-purpose sandbox",
+                              kw["description"])
+                self.assertEqual(kw[schema].model_json_schema()["required"], ["code"])
+                self.assertIn("stdout:\n42\n", kw[fn]("print(42)"))
+                self.assertIn("policy code-sandbox)",
+                              asyncio.run(kw[async_fn]("print(42)", "code-sandbox")))
+                self.assertEqual(self.fake.requests[-1].json()["policy"], "code-sandbox")
+                self.assertIn("is not available to you", kw[fn]("x", "bash-tools"))
+                with modules_set(dict.fromkeys(framework)):  # not installed
+                    with self.assertRaises(ImportError) as cm:
+                        create_tool(self.client())
+                self.assertTrue(str(cm.exception).startswith(hint), str(cm.exception))
 
 
 class PackageTest(unittest.TestCase):

@@ -8,6 +8,7 @@ sent, so a model cannot talk its way into a looser policy.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -235,6 +236,15 @@ def error_for_model(exc: SandboxError) -> str:
     if isinstance(exc, SandboxFailure):
         return f"error: the sandbox itself failed (sandbox_error): {exc.message}"
     return f"error ({exc.code}): {exc.message}"
+
+
+def framework_class(module: str, name: str, install_hint: str) -> Any:
+    """``from module import name`` for an adapter, imported only when its tool is built; when the
+    framework is not installed, an ImportError saying how to install it."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(install_hint) from exc
 
 
 def input_model(config: SandboxToolConfig) -> Any:

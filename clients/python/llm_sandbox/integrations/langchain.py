@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..client import SandboxClient
-from .common import SandboxToolConfig, input_model, resolve_tool_config
+from .common import SandboxToolConfig, framework_class, input_model, resolve_tool_config
 
 INSTALL_HINT = ("the LangChain tool needs langchain-core: pip install langchain-core "
                 "(llm_sandbox itself does not)")
@@ -29,11 +29,7 @@ INSTALL_HINT = ("the LangChain tool needs langchain-core: pip install langchain-
 
 def tool_from_config(config: SandboxToolConfig) -> Any:
     """A ``StructuredTool`` for an already resolved configuration (no request to the daemon)."""
-    try:
-        from langchain_core.tools import StructuredTool
-    except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
-
+    StructuredTool = framework_class("langchain_core.tools", "StructuredTool", INSTALL_HINT)
     run_python_code, arun_python_code = config.tool_functions()
     return StructuredTool.from_function(
         func=run_python_code, coroutine=arun_python_code, name=config.name,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..client import SandboxClient
-from .common import SandboxToolConfig, input_model, resolve_tool_config
+from .common import SandboxToolConfig, framework_class, input_model, resolve_tool_config
 
 INSTALL_HINT = ("the LlamaIndex tool needs llama-index-core: pip install llama-index-core "
                 "(llm_sandbox itself does not)")
@@ -24,11 +24,7 @@ INSTALL_HINT = ("the LlamaIndex tool needs llama-index-core: pip install llama-i
 
 def tool_from_config(config: SandboxToolConfig) -> Any:
     """A ``FunctionTool`` for an already resolved configuration (no request to the daemon)."""
-    try:
-        from llama_index.core.tools import FunctionTool
-    except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
-
+    FunctionTool = framework_class("llama_index.core.tools", "FunctionTool", INSTALL_HINT)
     run_python_code, arun_python_code = config.tool_functions()
     return FunctionTool.from_defaults(
         fn=run_python_code, async_fn=arun_python_code, name=config.name,
