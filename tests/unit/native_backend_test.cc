@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,6 +173,32 @@ TEST_F(RootBox, StartsInNamespacesWithCgroupLimitsAndCleansUp) {
   EXPECT_FALSE(DirExists(mem_dir));
   EXPECT_FALSE(DirExists(pids_dir));
   EXPECT_NE(::access(proc.c_str(), F_OK), 0);
+}
+
+TEST_F(RootBox, SetupLargerThanTheSocketBufferStillArrivesWhole) {
+  // The launcher writes kSetup before init runs, without blocking; what the buffer cannot hold
+  // (a policy with a very long allow list) follows once init reads (cat echoes it here).
+  // 1.5 socket buffers: more than one send can place, less than cat can hold in flight both
+  // ways (its echo is not read until Start returns).
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int sndbuf = 0;
+  socklen_t len = sizeof sndbuf;
+  ASSERT_EQ(::getsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, &len), 0);
+  ::close(sv[0]);
+  ::close(sv[1]);
+  protocol::BoxSetup setup;
+  std::string payload;
+  for (int i = 0; payload.size() < static_cast<size_t>(sndbuf) * 3 / 2; ++i) {
+    for (int j = 0; j < 100; ++j) setup.allow.push_back("/opt/tools/bin/tool-" + std::to_string(i * 100 + j));
+    payload = nlohmann::json(setup).dump();
+  }
+  auto box = backend_->Start(HostPolicy(), setup);
+  ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
+  auto first = protocol::ReadFrame((*box)->stream_fd());
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->type, protocol::FrameType::kSetup);
+  EXPECT_EQ(first->payload, payload);
 }
 
 TEST_F(RootBox, NetworkEnabledIsRefusedAtStart) {

@@ -211,12 +211,13 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   child_end.reset();
   diag.w.reset();
 
-  if (!opts.first_frames.empty()) {
-    // Never blocks: nobody reads yet, so a frame the buffer cannot hold is an error, not a hang.
-    ssize_t n = ::send(host_end.get(), opts.first_frames.data(), opts.first_frames.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n != static_cast<ssize_t>(opts.first_frames.size()))
-      return Error{"write init's first frames (" + std::to_string(opts.first_frames.size()) +
-                   " bytes) into its stream: " + (n < 0 ? std::string(std::strerror(errno)) : "the socket buffer is full")};
+  // As much of the first frames as the socket holds now (all of any usual setup); nobody reads
+  // yet, so this must not block. The rest follows once init runs and reads.
+  std::string_view unsent = opts.first_frames;
+  if (!unsent.empty()) {
+    ssize_t n = ::send(host_end.get(), unsent.data(), unsent.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return Error::FromErrno("write init's setup into its stream");
+    if (n > 0) unsent.remove_prefix(static_cast<size_t>(n));
   }
   LSB_TRY(WriteIdMaps(process->pid(), opts.idmap));
   std::vector<UniqueFd> attach;
@@ -230,6 +231,16 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
     // The child is gone already: its own report says why.
     if (auto failure = ChildFailure(status.r.get())) return *failure;
     return released.error();
+  }
+  while (!unsent.empty()) {
+    ssize_t n = ::send(host_end.get(), unsent.data(), unsent.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      if (auto failure = ChildFailure(status.r.get())) return *failure;
+      return Error::FromErrno("write init's setup into its stream", err);
+    }
+    unsent.remove_prefix(static_cast<size_t>(n));
   }
   if (auto failure = ChildFailure(status.r.get())) return *failure;
   return LaunchedInit{std::move(process), std::move(host_end), std::move(diag.r)};

@@ -59,7 +59,8 @@ struct LaunchOptions {
   bool new_net = true;        // false: share the host's network namespace
   IdMapPlan idmap;
   // Written into the stream before the child is released (kSetup): init reads it at once instead
-  // of waiting for the host to learn that init started. At most a socket buffer's worth.
+  // of waiting for the host to learn that init started. What the socket buffer cannot hold
+  // follows once init reads.
   std::string first_frames;
   // Runs in the parent after the id maps are written, while the child makes its namespaces.
   // Returns the cgroup v1 `tasks` files opened by the parent (BoxCgroups::SelfAttachFiles): the
