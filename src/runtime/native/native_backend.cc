@@ -7,13 +7,13 @@
 
 #include "base/io.h"
 #include "base/random_id.h"
+#include "protocol/frame.h"
 #include "runtime/image_map.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
 #include "runtime/native/native_box.h"
-#include "protocol/frame.h"
 
 namespace lsb::native {
 namespace {
