@@ -23,6 +23,7 @@
 #include "init/mounts.h"
 #include "init/notify_watch.h"
 #include "init/seccomp_filter.h"
+#include "init/seccomp_prebuilt.h"
 #include "init/spawn.h"
 #include "init/stream.h"
 #include "init/supervisor.h"
@@ -33,8 +34,10 @@ namespace {
 using protocol::BoxSetup;
 using protocol::FrameType;
 
-// The policies' default resources.open_files: the hand-off fd of the programs compiled at setup.
+// The policies' default resources.open_files: the hand-off fd of the programs prepared at setup
+// (built with the binary: seccomp_prebuilt.h).
 constexpr uint64_t kDefaultHandoffFd = 256;
+static_assert(kDefaultHandoffFd == kPrebuiltHandoffFd, "the build-time seccomp programs are for the default nofile");
 
 struct Setup {
   BoxSetup box;
@@ -131,8 +134,7 @@ Status Prepare(Setup& s) {
     if (!rs.ok()) return rs.error();
     s.ruleset = std::move(*rs);
   }
-  // 5. The seccomp programs compile (checked here; kept for runs with the default nofile, each
-  //    run's child loads them).
+  // 5. The seccomp programs for runs with the default nofile (each run's child loads them).
   auto progs = BuildSeccompPrograms(kDefaultHandoffFd, SeccompOptions{box.trace, s.watch});
   if (!progs.ok()) return progs.error().Wrap("seccomp");
   s.programs = std::make_unique<SeccompPrograms>(std::move(*progs));

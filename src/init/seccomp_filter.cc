@@ -1,133 +1,22 @@
 #include "init/seccomp_filter.h"
 
-#include <fcntl.h>
 #include <linux/seccomp.h>
-#include <sched.h>
 #include <seccomp.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <memory>
-#include <string>
-
-#include "base/unique_fd.h"
+#include "init/seccomp_prebuilt.h"
 #include "protocol/escape_syscalls.h"
 
 namespace lsb::init {
-namespace {
-
-struct CtxDeleter {
-  void operator()(void* c) const { seccomp_release(c); }
-};
-using Ctx = std::unique_ptr<void, CtxDeleter>;
-
-Status Rule(const Ctx& ctx, uint32_t action, const char* name, std::initializer_list<scmp_arg_cmp> args = {}) {
-  int nr = seccomp_syscall_resolve_name(name);
-  if (nr == __NR_SCMP_ERROR) return OkStatus();  // not a syscall on this architecture
-  int rc = seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(args.size()),
-                                  args.size() ? args.begin() : nullptr);
-  if (rc != 0) return Error{std::string("seccomp: rule for ") + name + ": " + std::strerror(-rc), -rc};
-  return OkStatus();
-}
-
-Result<std::vector<sock_filter>> Export(const Ctx& ctx) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Error::FromErrno("seccomp: pipe");
-  UniqueFd r(p[0]), w(p[1]);
-  int rc = seccomp_export_bpf(ctx.get(), w.get());
-  if (rc != 0) return Error{std::string("seccomp: export BPF: ") + std::strerror(-rc), -rc};
-  w.reset();
-  std::string bytes;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(r.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::FromErrno("seccomp: read BPF");
-    if (n == 0) break;
-    bytes.append(buf, static_cast<size_t>(n));
-  }
-  if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) return Error{"seccomp: bad BPF export"};
-  std::vector<sock_filter> prog(bytes.size() / sizeof(sock_filter));
-  std::memcpy(prog.data(), bytes.data(), bytes.size());
-  return prog;
-}
-
-Result<Ctx> NewCtx(uint32_t def) {
-  Ctx ctx(seccomp_init(def));
-  if (!ctx) return Error{"seccomp: seccomp_init failed"};
-  // Foreign-architecture calls (int 0x80, x32) are killed outright: no filter was written for them.
-  seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
-  return ctx;
-}
-
-Result<std::vector<sock_filter>> BuildEscape(bool watched) {
-  LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
-  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
-  // TRACE ranks below the watch's USER_NOTIF: init answers (EPERM + alert); with no listener the
-  // kernel refuses (ENOSYS). Without the watch these stay plain EPERM.
-  const uint32_t escape = watched ? SCMP_ACT_TRACE(EPERM) : eperm;
-  for (const char* name : protocol::kWatchedEscapeSyscalls) LSB_TRY(Rule(ctx, escape, name));
-  for (const char* name : protocol::kRefusedSyscalls)
-    if (!protocol::IsWatchedEscapeSyscall(name)) LSB_TRY(Rule(ctx, eperm, name));
-  // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
-  LSB_TRY(Rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
-  for (uint64_t f : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
-                     CLONE_NEWPID, CLONE_NEWNET})
-    LSB_TRY(Rule(ctx, eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, f, f)}));
-  // fexecve of a memfd or any fd: execveat(fd, "", AT_EMPTY_PATH) is invisible to Landlock.
-  LSB_TRY(Rule(ctx, eperm, "execveat", {SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)}));
-  // ioctl's cmd is an unsigned int: compare the low 32 bits only, or high garbage slips past.
-  for (uint64_t cmd : {0x5412ULL /* TIOCSTI */, 0x541CULL /* TIOCLINUX */})
-    LSB_TRY(Rule(ctx, eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, cmd)}));
-  // Signals to PID 1 (init): Linux drops them when sent from inside init's pid namespace, gVisor
-  // delivers them (init, and the box with it, died). Refused everywhere. pid_t is 32 bits: compare
-  // the low half only, so high garbage cannot slip a 1 past. The program runs in its own session,
-  // so the process-group forms (kill(0), kill(-pgid)) never reach init.
-  for (const char* call : {"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"})
-    LSB_TRY(Rule(ctx, eperm, call, {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, 1)}));
-  // A program's own USER_NOTIF listener would take precedence over ours for the calls we watch.
-  LSB_TRY(Rule(ctx, eperm, "seccomp",
-               {SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER)}));
-  // Socket families: only AF_UNIX (1), AF_INET (2), AF_INET6 (10). Any value with high bits set is
-  // >= 11 as a 64-bit number, so the kernel's int truncation cannot smuggle a family through.
-  for (const char* call : {"socket", "socketpair"}) {
-    LSB_TRY(Rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), call, {SCMP_A0(SCMP_CMP_EQ, 0)}));
-    for (uint64_t fam = 3; fam <= 9; ++fam) LSB_TRY(Rule(ctx, eperm, call, {SCMP_A0(SCMP_CMP_EQ, fam)}));
-    LSB_TRY(Rule(ctx, eperm, call, {SCMP_A0(SCMP_CMP_GE, 11)}));
-    for (uint64_t type : {uint64_t{SOCK_RAW}, uint64_t{SOCK_PACKET}})
-      LSB_TRY(Rule(ctx, eperm, call, {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)}));
-  }
-  return Export(ctx);
-}
-
-Result<std::vector<sock_filter>> BuildWatch(int handoff_fd, const SeccompOptions& opts) {
-  LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
-  for (const char* name : {"execve", "execveat", "connect", "sendto", "sendmmsg", "bind"})
-    LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
-  for (const char* name : protocol::kWatchedEscapeSyscalls) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
-  if (opts.trace_opens)
-    for (const char* name : {"open", "openat", "openat2", "creat"}) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
-  LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, "sendmsg",
-               {SCMP_A0(SCMP_CMP_NE, static_cast<uint64_t>(handoff_fd))}));
-  return Export(ctx);
-}
-
-}  // namespace
 
 Result<SeccompPrograms> BuildSeccompPrograms(int handoff_fd, SeccompOptions opts) {
-  SeccompPrograms p;
-  LSB_ASSIGN_OR_RETURN(p.escape, BuildEscape(opts.watched));
-  // Without the watch (gVisor's weaker mode) its program is not even built: libseccomp refuses
-  // SCMP_ACT_NOTIFY rules where the kernel has no user notification.
-  if (opts.watched) {
-    LSB_ASSIGN_OR_RETURN(p.watch, BuildWatch(handoff_fd, opts));
+  for (size_t i = 0; i < kPrebuiltSeccompCount; ++i) {
+    const PrebuiltSeccomp& p = kPrebuiltSeccomp[i];
+    if (p.handoff_fd != handoff_fd || p.trace_opens != opts.trace_opens || p.watched != opts.watched) continue;
+    return SeccompPrograms{{p.escape, p.escape + p.escape_len}, {p.watch, p.watch + p.watch_len}};
   }
-  return p;
+  return CompileSeccompPrograms(handoff_fd, opts);
 }
 
 const char* WatchedEscapeName(int nr) {
