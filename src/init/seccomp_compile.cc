@@ -61,6 +61,10 @@ Result<Ctx> NewCtx(uint32_t def) {
   // Foreign-architecture calls (int 0x80, x32) are killed outright: no filter was written for them.
   seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
   seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
+  // A binary tree over syscall numbers instead of a linear list: fewer instructions per call, and
+  // the kernel's per-syscall action cache, computed by running the filter for every number when it
+  // is loaded, takes less time to build (each run's child loads it).
+  seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   return ctx;
 }
 
