@@ -3,19 +3,19 @@
 // The setup is an ordered checklist; each step fails closed with a kError that names the control
 // it could not enforce. Frames go to fd 1 only; diagnostics go to fd 2.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "base/io.h"
+#include "base/capabilities.h"
 #include "base/unique_fd.h"
 #include "init/diag.h"
 #include "init/exec_policy.h"
@@ -69,16 +69,6 @@ bool EscapeFilterLoads(bool watched) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// CAP_SYS_ADMIN (bit 21) in the effective set, from /proc/self/status (no libcap in a static init).
-bool HasCapSysAdmin() {
-  auto status = ReadFile("/proc/self/status");
-  if (!status.ok()) return false;
-  auto at = status->find("CapEff:");
-  if (at == std::string::npos) return false;
-  uint64_t caps = std::strtoull(status->c_str() + at + 7, nullptr, 16);
-  return (caps >> 21) & 1;
-}
-
 Status Prepare(Setup& s) {
   const BoxSetup& box = s.box;
   // 1. The contract: protocol version, an unprivileged program, PID 1 of a pid namespace (the
@@ -113,7 +103,7 @@ Status Prepare(Setup& s) {
     s.controls_off.push_back("seccomp escape filter: does not load in this kernel");
   }
   // 3. The filesystem view.
-  if (box.mode == "build_root" && (::geteuid() != 0 || !HasCapSysAdmin()))
+  if (box.mode == "build_root" && (::geteuid() != 0 || !HasEffectiveCapability(CAP_SYS_ADMIN)))
     return Error{"filesystem (build_root): init has no capabilities in its user namespace (euid " +
                  std::to_string(::geteuid()) + "); the launcher must map uid/gid 0 and call "
                  "setresgid(0,0,0), setgroups(0), setresuid(0,0,0) inside the new user namespace "

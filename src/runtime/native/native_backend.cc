@@ -1,10 +1,12 @@
 #include "runtime/native/native_backend.h"
 
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/capabilities.h"
 #include "base/io.h"
 #include "base/random_id.h"
 #include "protocol/frame.h"
@@ -22,18 +24,9 @@ std::string NewBoxId() { return RandomHex("native-", 6); }
 
 bool Privileged() { return ::geteuid() == 0; }
 
-// Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
-bool ReadCanLowerOomScore() {
-  auto status = ReadFile("/proc/self/status");
-  if (!status.ok()) return false;
-  auto pos = status->find("CapEff:");
-  if (pos == std::string::npos) return false;
-  uint64_t caps = std::strtoull(status->c_str() + pos + 7, nullptr, 16);
-  return (caps >> 24) & 1;  // CAP_SYS_RESOURCE
-}
-
 bool CanLowerOomScore() {
-  static const bool can = ReadCanLowerOomScore();  // a process's capabilities do not grow
+  // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
+  static const bool can = HasEffectiveCapability(CAP_SYS_RESOURCE);  // capabilities do not grow
   return can;
 }
 
