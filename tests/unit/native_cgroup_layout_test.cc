@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "base/io.h"
+
 #include "runtime/native/cgroup_layout.h"
 
 namespace lsb::native {
@@ -113,6 +115,119 @@ TEST(CgroupLayout, LiveDetectionFindsMemoryAndPids) {
     if (p.version == CgroupVersion::kNone) EXPECT_FALSE(p.reason.empty()) << c;
     else EXPECT_FALSE(p.mount_point.empty()) << c;
   }
+}
+
+// --- the standard layout, confirmed without mountinfo
+
+// A probe answering like the kernel would for the given mounts: each mount point a hierarchy root
+// (inode 1) on its own device, `files` existing inside them.
+struct FakeMounts {
+  std::map<std::string, ProbedPath> paths;
+  void Hierarchy(const std::string& mount_point, CgroupVersion v, uint64_t inode = kHierarchyRootInode) {
+    paths[mount_point] = ProbedPath{v, 100 + paths.size(), inode};
+  }
+  void File(const std::string& path) { paths[path] = ProbedPath{CgroupVersion::kV1, 0, 99}; }
+  MountProbe Probe() const {
+    return [p = paths](const std::string& path) -> std::optional<ProbedPath> {
+      auto it = p.find(path);
+      if (it == p.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+};
+
+void ExpectSameLayout(const CgroupLayout& a, const CgroupLayout& b) {
+  for (const char* c : {"memory", "cpu", "cpuacct", "pids"}) {
+    EXPECT_EQ(a.Get(c).version, b.Get(c).version) << c;
+    EXPECT_EQ(a.Get(c).mount_point, b.Get(c).mount_point) << c;
+    EXPECT_EQ(a.Get(c).own_path, b.Get(c).own_path) << c;
+    EXPECT_EQ(a.Get(c).reason, b.Get(c).reason) << c;
+  }
+}
+
+FakeMounts HybridMounts() {
+  FakeMounts m;
+  m.Hierarchy("/sys/fs/cgroup", CgroupVersion::kNone);  // the tmpfs holding the mount points
+  for (const char* c : {"cpu", "cpuacct", "memory", "pids", "systemd"})
+    m.Hierarchy(std::string("/sys/fs/cgroup/") + c, CgroupVersion::kV1);
+  m.Hierarchy("/sys/fs/cgroup/unified", CgroupVersion::kV2);
+  m.File("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  m.File("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  m.File("/sys/fs/cgroup/cpuacct/cpuacct.usage");
+  return m;
+}
+
+TEST(StandardCgroupLayout, HybridGivesWhatMountinfoGives) {
+  auto files = Files({{"/sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n"}});
+  auto fast = StandardCgroupLayout(kHybridCgroup, HybridMounts().Probe(), files);
+  ASSERT_TRUE(fast.has_value());
+  ExpectSameLayout(*fast, ParseCgroupLayout(kHybridMountinfo, kHybridCgroup, files));
+  EXPECT_EQ(fast->Get("memory").dir(), "/sys/fs/cgroup/memory/process_api/839f");
+}
+
+TEST(StandardCgroupLayout, PureV2GivesWhatMountinfoGives) {
+  FakeMounts m;
+  m.Hierarchy("/sys/fs/cgroup", CgroupVersion::kV2);
+  auto files = Files({{"/sys/fs/cgroup/user.slice/user-1000.slice/session-3.scope/cgroup.controllers",
+                       "cpuset cpu io memory pids\n"}});
+  auto fast = StandardCgroupLayout(kV2Cgroup, m.Probe(), files);
+  ASSERT_TRUE(fast.has_value());
+  ExpectSameLayout(*fast, ParseCgroupLayout(kV2Mountinfo, kV2Cgroup, files));
+}
+
+TEST(StandardCgroupLayout, CoMountedCpuCpuacctGivesWhatMountinfoGives) {
+  FakeMounts m;
+  for (const char* h : {"cpu,cpuacct", "memory", "pids"}) m.Hierarchy(std::string("/sys/fs/cgroup/") + h, CgroupVersion::kV1);
+  m.File("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  m.File("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us");
+  m.File("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage");
+  auto fast = StandardCgroupLayout(kV1CoCgroup, m.Probe(), Files({}));
+  ASSERT_TRUE(fast.has_value());
+  ExpectSameLayout(*fast, ParseCgroupLayout(kV1CoMountinfo, kV1CoCgroup, Files({})));
+}
+
+TEST(StandardCgroupLayout, AnyDoubtLeavesItToMountinfo) {
+  auto files = Files({{"/sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n"}});
+  {  // the memory mount shows a subtree (a container's bind), not the hierarchy's root
+    FakeMounts m = HybridMounts();
+    m.Hierarchy("/sys/fs/cgroup/memory", CgroupVersion::kV1, 7);
+    EXPECT_FALSE(StandardCgroupLayout(kHybridCgroup, m.Probe(), files).has_value());
+  }
+  {  // not a cgroup file system at all
+    FakeMounts m = HybridMounts();
+    m.Hierarchy("/sys/fs/cgroup/pids", CgroupVersion::kNone);
+    EXPECT_FALSE(StandardCgroupLayout(kHybridCgroup, m.Probe(), files).has_value());
+  }
+  {  // nothing at the standard place
+    FakeMounts m = HybridMounts();
+    m.paths.erase("/sys/fs/cgroup/cpu");
+    EXPECT_FALSE(StandardCgroupLayout(kHybridCgroup, m.Probe(), files).has_value());
+  }
+  {  // two names for one hierarchy (same device)
+    FakeMounts m = HybridMounts();
+    m.paths["/sys/fs/cgroup/cpuacct"].device = m.paths["/sys/fs/cgroup/cpu"].device;
+    EXPECT_FALSE(StandardCgroupLayout(kHybridCgroup, m.Probe(), files).has_value());
+  }
+  {  // the directory named memory does not hold the memory hierarchy
+    FakeMounts m = HybridMounts();
+    m.paths.erase("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    EXPECT_FALSE(StandardCgroupLayout(kHybridCgroup, m.Probe(), files).has_value());
+  }
+  {  // a v2-only host whose v2 tree is not where expected
+    FakeMounts m;
+    EXPECT_FALSE(StandardCgroupLayout(kV2Cgroup, m.Probe(), Files({})).has_value());
+  }
+}
+
+TEST(StandardCgroupLayout, LiveAgreesWithMountinfo) {
+  auto read = LiveFileReader();
+  auto cg = ReadFile("/proc/self/cgroup");
+  auto mi = ReadFile("/proc/self/mountinfo");
+  ASSERT_TRUE(cg.ok() && mi.ok());
+  auto fast = StandardCgroupLayout(*cg, LiveMountProbe(), read);
+  if (!fast) GTEST_SKIP() << "this host's cgroups are not in the standard layout";
+  ExpectSameLayout(*fast, ParseCgroupLayout(*mi, *cg, read));
+  ExpectSameLayout(DetectCgroupLayout(), *fast);
 }
 
 }  // namespace

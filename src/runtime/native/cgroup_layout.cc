@@ -1,5 +1,11 @@
 #include "runtime/native/cgroup_layout.h"
 
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -110,26 +116,42 @@ std::string UnescapeMountinfo(std::string_view s) {
   return out;
 }
 
-CgroupLayout ParseCgroupLayout(std::string_view mountinfo, std::string_view proc_cgroup,
-                               const FileReader& read) {
-  // /proc/self/cgroup: "hierarchy-id:controller,list:/path"; the v2 line is "0::/path".
-  std::map<std::string, std::string> v1_paths;  // controller -> our path in its hierarchy
+namespace {
+
+// /proc/self/cgroup: "hierarchy-id:controller,list:/path" per v1 hierarchy; the v2 line is "0::/path".
+struct ProcCgroup {
+  std::vector<std::pair<std::string, std::string>> v1_hierarchies;  // controller list, our path
+  std::map<std::string, std::string> v1_paths;                      // controller -> our path
   std::optional<std::string> v2_path;
-  std::istringstream in{std::string(proc_cgroup)};
-  for (std::string line; std::getline(in, line);) {
+};
+
+ProcCgroup ParseProcCgroup(std::string_view text) {
+  ProcCgroup pc;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(start, nl - start);
+    start = nl + 1;
     size_t a = line.find(':');
-    if (a == std::string::npos) continue;
+    if (a == std::string_view::npos) continue;
     size_t b = line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    std::string ids = line.substr(0, a), ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (b == std::string_view::npos) continue;
+    std::string ids(line.substr(0, a)), ctrls(line.substr(a + 1, b - a - 1)), path(line.substr(b + 1));
     if (ids == "0" && ctrls.empty()) {
-      v2_path = path;
+      pc.v2_path = path;
       continue;
     }
-    for (auto& c : Split(ctrls, ',')) v1_paths[c] = path;
+    for (auto& c : Split(ctrls, ',')) pc.v1_paths[c] = path;
+    pc.v1_hierarchies.emplace_back(ctrls, path);
   }
-  auto mounts = ParseCgroupMounts(mountinfo);
+  return pc;
+}
 
+// Where each known controller lives, given the cgroup mounts and our groups.
+CgroupLayout Resolve(const std::vector<Mount>& mounts, const ProcCgroup& pc, const FileReader& read) {
+  const auto& v1_paths = pc.v1_paths;
+  const auto& v2_path = pc.v2_path;
   // The v2 group (if any) and the controllers it offers.
   std::optional<ControllerPlace> v2_place;
   std::set<std::string> v2_controllers;
@@ -182,15 +204,84 @@ CgroupLayout ParseCgroupLayout(std::string_view mountinfo, std::string_view proc
   return layout;
 }
 
+}  // namespace
+
+CgroupLayout ParseCgroupLayout(std::string_view mountinfo, std::string_view proc_cgroup,
+                               const FileReader& read) {
+  return Resolve(ParseCgroupMounts(mountinfo), ParseProcCgroup(proc_cgroup), read);
+}
+
+std::optional<CgroupLayout> StandardCgroupLayout(std::string_view proc_cgroup, const MountProbe& probe,
+                                                 const FileReader& read) {
+  const ProcCgroup pc = ParseProcCgroup(proc_cgroup);
+  // A file each v1 controller has in its hierarchy's root: the directory named after the
+  // controller must really hold that controller's hierarchy. (pids has none at the root; a
+  // wrong pids hierarchy would fail the box's pids.max write, loudly.)
+  static const std::map<std::string, std::string> kRootFile = {
+      {"memory", "memory.limit_in_bytes"}, {"cpu", "cpu.cfs_period_us"}, {"cpuacct", "cpuacct.usage"}};
+  std::vector<Mount> mounts;
+  std::set<uint64_t> devices;  // each v1 hierarchy is its own file system
+  for (const auto& [list, path] : pc.v1_hierarchies) {
+    auto controllers = Split(list, ',');
+    bool needed = std::any_of(controllers.begin(), controllers.end(), [](const std::string& c) {
+      return std::find(std::begin(kControllers), std::end(kControllers), c) != std::end(kControllers);
+    });
+    if (!needed) continue;
+    const std::string mount_point = "/sys/fs/cgroup/" + list;
+    auto m = probe(mount_point);
+    if (!m || m->version != CgroupVersion::kV1 || m->inode != kHierarchyRootInode || !devices.insert(m->device).second)
+      return std::nullopt;
+    for (const auto& c : controllers) {
+      auto file = kRootFile.find(c);
+      if (file != kRootFile.end() && !probe(mount_point + "/" + file->second)) return std::nullopt;
+    }
+    mounts.push_back(Mount{"/", mount_point, "cgroup", std::set<std::string>(controllers.begin(), controllers.end())});
+  }
+  if (pc.v2_path) {
+    // Hybrid hosts mount v2 at .../unified; unified hosts at /sys/fs/cgroup itself.
+    for (const char* mount_point : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+      auto m = probe(mount_point);
+      if (m && m->version == CgroupVersion::kV2 && m->inode == kHierarchyRootInode) {
+        mounts.push_back(Mount{"/", mount_point, "cgroup2", {}});
+        break;
+      }
+    }
+    bool v2_found = !mounts.empty() && mounts.back().fstype == "cgroup2";
+    bool all_v1 = std::all_of(std::begin(kControllers), std::end(kControllers),
+                              [&](const char* c) { return pc.v1_paths.count(c) > 0; });
+    if (!v2_found && !all_v1) return std::nullopt;
+  }
+  return Resolve(mounts, pc, read);
+}
+
+FileReader LiveFileReader() {
+  return [](const std::string& path) -> std::optional<std::string> {
+    auto r = ReadFile(path);
+    if (!r.ok()) return std::nullopt;
+    return *r;
+  };
+}
+
+MountProbe LiveMountProbe() {
+  return [](const std::string& path) -> std::optional<ProbedPath> {
+    struct statfs fs {};
+    struct stat st {};
+    if (::statfs(path.c_str(), &fs) != 0 || ::stat(path.c_str(), &st) != 0) return std::nullopt;
+    ProbedPath p;
+    if (fs.f_type == CGROUP_SUPER_MAGIC) p.version = CgroupVersion::kV1;
+    if (fs.f_type == CGROUP2_SUPER_MAGIC) p.version = CgroupVersion::kV2;
+    p.device = st.st_dev;
+    p.inode = st.st_ino;
+    return p;
+  };
+}
+
 CgroupLayout DetectCgroupLayout() {
-  auto mi = ReadFile("/proc/self/mountinfo");
   auto cg = ReadFile("/proc/self/cgroup");
-  return ParseCgroupLayout(mi.ok() ? *mi : "", cg.ok() ? *cg : "",
-                           [](const std::string& path) -> std::optional<std::string> {
-                             auto r = ReadFile(path);
-                             if (!r.ok()) return std::nullopt;
-                             return *r;
-                           });
+  const std::string proc_cgroup = cg.ok() ? *cg : "";
+  if (auto standard = StandardCgroupLayout(proc_cgroup, LiveMountProbe(), LiveFileReader())) return *standard;
+  auto mi = ReadFile("/proc/self/mountinfo");
+  return ParseCgroupLayout(mi.ok() ? *mi : "", proc_cgroup, LiveFileReader());
 }
 
 }  // namespace lsb::native
