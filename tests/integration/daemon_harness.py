@@ -200,7 +200,11 @@ class Daemon:
                                      env=full_env)
         self.base = f"http://127.0.0.1:{self.port}"
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                self.close()  # the error already carries the log; nobody gets a Daemon to close
+                raise
 
     def log(self):
         with open(self.log_file.name, encoding="utf-8", errors="replace") as f:
@@ -251,9 +255,13 @@ class Daemon:
         return self.proc.returncode
 
     def close(self):
+        """Kills the daemon if it still runs and removes its log (kept until now, with delete=False,
+        so that failure messages can quote it). Idempotent: tests register it with addCleanup /
+        addClassCleanup right after the start, so it runs on failures too."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.log_file.close()
         try:
             os.unlink(self.log_file.name)
         except OSError:

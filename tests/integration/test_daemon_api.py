@@ -23,11 +23,11 @@ class DaemonApiTest(unittest.TestCase):
         skip_unless_daemon_suite()
         cls.api = OpenApi()
         cls.d = Daemon("--max-body", "256K", "--max-concurrency", "4", "--queue", "32")
+        cls.addClassCleanup(cls.d.close)
 
     @classmethod
     def tearDownClass(cls):
         cls.d.stop()
-        cls.d.close()
 
     def call(self, method, path, template=None, body=None, **kw):
         r = request(self.d.base, method, path, body=body, **kw)
@@ -323,9 +323,11 @@ class DaemonAuthTest(unittest.TestCase):
         cls.api = OpenApi()
 
     def test_tokens_are_required_when_configured(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", prefix="lsb-tokens-", suffix=".tokens", delete=False) as f:
+            self.addCleanup(os.unlink, f.name)
             f.write("# comment\nsecret-one\n")
         d = Daemon("--token-file", f.name, env={"LLM_SANDBOX_TOKENS": "env-two,env-three"})
+        self.addCleanup(d.close)
         try:
             r = request(d.base, "GET", "/v1/policies")
             self.assertEqual(r.status, 401)
@@ -340,8 +342,6 @@ class DaemonAuthTest(unittest.TestCase):
             self.assertEqual(request(d.base, "GET", "/healthz").status, 200)
         finally:
             d.stop()
-            d.close()
-            os.unlink(f.name)
 
     def test_refuses_to_listen_beyond_loopback_without_tokens(self):
         d = Daemon(host="0.0.0.0", wait=False)
@@ -361,6 +361,7 @@ class DaemonLimitsTest(unittest.TestCase):
 
     def test_full_queue_answers_429_with_retry_after(self):
         d = Daemon("--max-concurrency", "1", "--queue", "1")
+        self.addCleanup(d.close)
         try:
             statuses, lock = [], threading.Lock()
 
@@ -384,13 +385,13 @@ class DaemonLimitsTest(unittest.TestCase):
                     self.assertEqual(body["error"]["code"], "too_many_requests")
         finally:
             d.stop()
-            d.close()
 
     def test_sighup_reloads_and_a_bad_file_keeps_the_old_set(self):
         pdir = tempfile.mkdtemp(prefix="lsb-policies-")
         try:
             shutil.copy(os.path.join(POLICY_DIR, "code-sandbox.yaml"), pdir)
             d = Daemon(policies=pdir)
+            self.addCleanup(d.close)  # also when d.stop() fails
             try:
                 self.assertEqual(request(d.base, "GET", "/v1/policies/extra").status, 404)
                 with open(os.path.join(POLICY_DIR, "code-sandbox.yaml")) as f:
@@ -413,7 +414,6 @@ class DaemonLimitsTest(unittest.TestCase):
                 self.assertEqual(request(d.base, "GET", "/v1/policies/bad").status, 404)
             finally:
                 d.stop()
-                d.close()
         finally:
             shutil.rmtree(pdir)
 

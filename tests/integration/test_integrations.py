@@ -55,12 +55,12 @@ class DaemonCase(unittest.TestCase):
             raise unittest.SkipTest(f"{BINARY} not built")
         prepare_test_backend()
         cls.daemon = Daemon(*serve_backend_args())
+        cls.addClassCleanup(cls.daemon.close)
         cls.client = CountingClient(base_url=cls.daemon.base)
 
     @classmethod
     def tearDownClass(cls):
         cls.daemon.stop()
-        cls.daemon.close()
 
 
 class TestImportIsLazy(unittest.TestCase):
@@ -175,6 +175,7 @@ class TestErrorMapping(DaemonCase):
 
     def test_a_wrong_token_is_raised(self):
         secured = Daemon(env={"LLM_SANDBOX_TOKENS": "right-token"})
+        self.addCleanup(secured.close)
         try:
             cfg = resolve_tool_config(SandboxClient(base_url=secured.base, token="right-token"),
                                       policies=["python-strict"])
@@ -184,7 +185,6 @@ class TestErrorMapping(DaemonCase):
                 cfg.run("print(1)")
         finally:
             secured.stop()
-            secured.close()
 
     def test_each_class(self):
         self.assertEqual(error_for_model(RateLimited("queue full", status=429, retry_after=2)),

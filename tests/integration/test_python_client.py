@@ -123,6 +123,7 @@ class DaemonTestCase(unittest.TestCase):
         policies = os.path.join(SOURCE_DIR, "policies")
         if cls.extra_policies:
             cls.policy_dir = tempfile.TemporaryDirectory(prefix="lsb-policies-")
+            cls.addClassCleanup(cls.policy_dir.cleanup)  # also when the daemon fails to start or stop
             for name in os.listdir(policies):
                 shutil.copy(os.path.join(policies, name), cls.policy_dir.name)
             for name, text in cls.extra_policies.items():
@@ -134,8 +135,6 @@ class DaemonTestCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.daemon.stop()
-        if getattr(cls, "policy_dir", None):
-            cls.policy_dir.cleanup()
 
     def client(self, **kw):
         kw.setdefault("policy", "code-sandbox")

@@ -134,6 +134,7 @@ class TestReferenceAgent(unittest.TestCase):
             raise unittest.SkipTest(f"{BINARY} not built")
         prepare_test_backend()
         cls.daemon = Daemon(*serve_backend_args())
+        cls.addClassCleanup(cls.daemon.close)
         cls.llm = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedLLM)
         threading.Thread(target=cls.llm.serve_forever, daemon=True).start()
 
@@ -143,7 +144,6 @@ class TestReferenceAgent(unittest.TestCase):
         cls.llm.server_close()
         cls.daemon.stop()
         left = boxes_left_by(cls.daemon.proc.pid)
-        cls.daemon.close()
         assert not left, f"boxes left after SIGTERM: {left}"
 
     def test_ten_subagents_in_isolated_parallel_sessions(self):
