@@ -81,8 +81,12 @@ def skip_unless_native(why):
         raise unittest.SkipTest(f"backend-independent ({why}); run by integration_monitoring on native")
 
 
-def policy_dir():
+def policy_dir(add_cleanup):
+    """A temp directory with the mon and mon-trace policies, removed at the end by `add_cleanup` (a
+    test's addCleanup or a class's addClassCleanup; cleanups run last in, first out, so a daemon's
+    close registered after this call runs before the directory goes)."""
     d = tempfile.mkdtemp(prefix="lsb-mon-policies-")
+    add_cleanup(shutil.rmtree, d, True)
     for name, text in (("mon", POLICY), ("mon-trace", TRACE_POLICY)):
         with open(os.path.join(d, name + ".yaml"), "w") as f:
             f.write(text)

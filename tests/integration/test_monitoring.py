@@ -6,6 +6,7 @@ independent daemon behaviour (webhook retries, the audit log's durability when t
 SIGKILLed, rotation) runs on native only."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -42,21 +43,23 @@ class MonitoringAlerts(unittest.TestCase):
     def setUpClass(cls):
         skip_unless_monitoring_suite()
         cls.tmp = tempfile.mkdtemp(prefix="lsb-mon-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.audit = os.path.join(cls.tmp, "audit.log")
         secret_file = os.path.join(cls.tmp, "secret")
         with open(secret_file, "w") as f:
             f.write(SECRET + "\n")
         cls.hook = WebhookReceiver()
+        cls.addClassCleanup(cls.hook.close)
         cls.daemon = Daemon("--audit-log", cls.audit, "--webhook", cls.hook.url, "--webhook-secret-file",
                             secret_file, "--webhook-min-severity", "info", "--usage-interval", "200",
-                            "--default-policy", "mon", policies=policy_dir())
+                            "--default-policy", "mon", policies=policy_dir(cls.addClassCleanup))
+        cls.addClassCleanup(cls.daemon.close)
         cls.events = EventReader(cls.daemon.port)
 
     @classmethod
     def tearDownClass(cls):
         cls.events.close()
         cls.daemon.stop()
-        cls.hook.close()
 
     def execute(self, code, policy="mon", **extra):
         r = request(self.daemon.base, "POST", "/v1/execute", {"code": code, "policy": policy, **extra})
@@ -226,10 +229,14 @@ class WebhookRetry(unittest.TestCase):
 
     def test_retried_with_backoff_and_never_blocking(self):
         hook = WebhookReceiver(fail_first=2)  # two 503s, then accepted
-        tmp = tempfile.mkdtemp()
+        self.addCleanup(hook.close)
+        tmp = tempfile.mkdtemp(prefix="lsb-mon-secret-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         with open(os.path.join(tmp, "s"), "w") as f:
             f.write(SECRET)
-        d = Daemon("--webhook", hook.url, "--webhook-secret-file", os.path.join(tmp, "s"), policies=policy_dir())
+        d = Daemon("--webhook", hook.url, "--webhook-secret-file", os.path.join(tmp, "s"),
+                   policies=policy_dir(self.addCleanup))
+        self.addCleanup(d.close)
         try:
             start = time.time()
             res = request(d.base, "POST", "/v1/execute", {"code": RULES["network_attempt"][0], "policy": "mon"}).json()
@@ -247,7 +254,6 @@ class WebhookRetry(unittest.TestCase):
             self.assertIn('lsb_webhook_deliveries_total{outcome="delivered"} 1', m)
         finally:
             d.stop()
-            hook.close()
 
 
 class AuditDurability(unittest.TestCase):
@@ -257,8 +263,10 @@ class AuditDurability(unittest.TestCase):
 
     def test_every_acknowledged_execution_survives_sigkill(self):
         tmp = tempfile.mkdtemp(prefix="lsb-audit-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         audit = os.path.join(tmp, "audit.log")
-        d = Daemon("--audit-log", audit, "--max-concurrency", "4", policies=policy_dir())
+        d = Daemon("--audit-log", audit, "--max-concurrency", "4", policies=policy_dir(self.addCleanup))
+        self.addCleanup(d.close)
         acked, lock, stop = [], threading.Lock(), threading.Event()
 
         def client():
@@ -290,8 +298,11 @@ class AuditDurability(unittest.TestCase):
 
     def test_rotation_by_size(self):
         tmp = tempfile.mkdtemp(prefix="lsb-audit-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         audit = os.path.join(tmp, "audit.log")
-        d = Daemon("--audit-log", audit, "--audit-max-size", "2k", "--audit-keep", "2", policies=policy_dir())
+        d = Daemon("--audit-log", audit, "--audit-max-size", "2k", "--audit-keep", "2",
+                   policies=policy_dir(self.addCleanup))
+        self.addCleanup(d.close)
         try:
             ids = [request(d.base, "POST", "/v1/execute", {"code": "print(1)", "policy": "mon"}).json()["execution_id"]
                    for _ in range(8)]

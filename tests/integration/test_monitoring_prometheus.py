@@ -42,7 +42,8 @@ class Prometheus(unittest.TestCase):
         skip_unless_monitoring_suite()
         if not ensure_prometheus():
             raise unittest.SkipTest("Debian's prometheus package is not installed and this is not root")
-        cls.daemon = Daemon(policies=policy_dir())
+        cls.daemon = Daemon(policies=policy_dir(cls.addClassCleanup))
+        cls.addClassCleanup(cls.daemon.close)
 
     @classmethod
     def tearDownClass(cls):
@@ -69,6 +70,7 @@ class Prometheus(unittest.TestCase):
 
     def test_a_real_prometheus_scrapes_and_sees_counters_move(self):
         tmp = tempfile.mkdtemp(prefix="lsb-prom-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         port = free_port()
         with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
@@ -107,7 +109,6 @@ class Prometheus(unittest.TestCase):
         finally:
             prom.terminate()
             prom.wait(20)
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
