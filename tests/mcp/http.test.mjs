@@ -19,8 +19,11 @@ describe("llm-sandbox serve /mcp (Streamable HTTP)", () => {
     assert.ok(transport.sessionId, "the server assigned an Mcp-Session-Id");
   });
   after(async () => {
-    await client?.close();
-    await daemon?.stop();
+    try {
+      await client?.close();
+    } finally {
+      await daemon?.stop();
+    }
   });
 
   toolTests(() => client);
