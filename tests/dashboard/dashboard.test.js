@@ -1,13 +1,13 @@
 // The dashboard (GET /) in headless Chromium: a sandbox's connect to 127.0.0.1:6379 must appear
 // on the page as an alert while the page is open, its execution in the recent list with its
-// output, and its detail on click. Saves a screenshot in the temp dir, or where
-// LSB_DASHBOARD_SCREENSHOT says (LSB_DASHBOARD_SCREENSHOT=docs/dashboard.png refreshes the docs' one).
+// output, and its detail on click. Saves a screenshot in the build dir (dashboard-screenshot.png,
+// replaced by each run; a test leaves nothing in the temp dir), or where LSB_DASHBOARD_SCREENSHOT
+// says (LSB_DASHBOARD_SCREENSHOT=docs/dashboard.png refreshes the docs' one).
 "use strict";
 const { chromium } = require("playwright-core");
 const { spawn } = require("child_process");
 const fs = require("fs");
 const net = require("net");
-const os = require("os");
 const path = require("path");
 const http = require("http");
 
@@ -90,7 +90,7 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
     check(errors.length === 0, "no script errors on the page " + errors.join("; "));
     const shot = process.env.LSB_DASHBOARD_SCREENSHOT
       ? path.resolve(SRC, process.env.LSB_DASHBOARD_SCREENSHOT)
-      : path.join(os.tmpdir(), "dashboard-screenshot.png")  // not lsb-*: hygiene tests watch those;
+      : path.join(BUILD, "dashboard-screenshot.png");
     await page.screenshot({ path: shot, fullPage: true });
     console.log("screenshot: " + shot);
   } catch (e) {
