@@ -168,13 +168,15 @@ class Leftovers:
 
 class Daemon:
     """`llm-sandbox serve --backend docker` on a free port; its log goes to `log_dir` (default
-    $TMPDIR), which the hygiene tests keep out of the temp dirs they watch."""
+    $TMPDIR), which the hygiene tests keep out of the temp dirs they watch. close() removes the log
+    (register it with addCleanup / addClassCleanup: failure messages quote output() before that)."""
 
     def __init__(self, pool_size=2, env=None, log_dir=None, extra=()):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         log_dir = log_dir or os.environ.get("TMPDIR", "/tmp")
-        self.log = open(os.path.join(log_dir, f"lsb-docker-serve-{self.port}.log"), "w+")
+        self.log_path = os.path.join(log_dir, f"lsb-docker-serve-{self.port}.log")
+        self.log = open(self.log_path, "w+")
         self.proc = subprocess.Popen(
             [BINARY, "serve", "--backend", "docker", "--listen", f"127.0.0.1:{self.port}", "--policies", POLICIES,
              "--images", IMAGES, "--pool-size", str(pool_size), "--max-concurrency", "4", "--shutdown-grace", "2",
@@ -182,7 +184,9 @@ class Daemon:
             stdout=self.log, stderr=subprocess.STDOUT, cwd=SOURCE_DIR, env=env)
         if not wait_healthy(self.base, self.proc):
             self.stop()
-            raise AssertionError("daemon did not come up:\n" + self.output())
+            text = self.output()
+            self.close()  # nobody gets this Daemon to close
+            raise AssertionError("daemon did not come up:\n" + text)
 
     def output(self):
         self.log.flush()
@@ -192,6 +196,10 @@ class Daemon:
     def close(self):
         self.stop()
         self.log.close()
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
