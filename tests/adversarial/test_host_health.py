@@ -122,7 +122,9 @@ class Daemon:
                 if self.proc.poll() is not None:
                     break
                 time.sleep(0.1)
-        raise AssertionError("the daemon did not come up: " + self.log_text())
+        text = self.log_text()
+        self.stop()  # nobody gets this Daemon to stop: end it and remove its log here
+        raise AssertionError("the daemon did not come up: " + text)
 
     def log_text(self):
         with open(self.log.name) as f:
@@ -149,7 +151,11 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        os.unlink(self.log.name)
+        self.log.close()
+        try:
+            os.unlink(self.log.name)  # kept until now (delete=False) for log_text()
+        except OSError:
+            pass
 
 
 class Prober(threading.Thread):
