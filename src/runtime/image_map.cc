@@ -66,37 +66,42 @@ Result<ImageMap> ImageMap::Parse(std::string_view yaml_text, const std::string& 
   return map;
 }
 
-Result<ImageMap> ImageMap::Load(const std::string& explicit_file) {
+ImageMap::Choice ImageMap::Choose(const std::string& explicit_file) {
   const char* env = std::getenv("LLM_SANDBOX_IMAGES");
-  std::string searched;
-  auto note = [&](const std::string& s) { searched += (searched.empty() ? "" : ", ") + s; };
-  std::string chosen;
+  Choice c;
+  auto note = [&](const std::string& s) { c.searched += (c.searched.empty() ? "" : ", ") + s; };
   if (!explicit_file.empty()) {
-    chosen = explicit_file;
+    c.file = explicit_file;
     note(explicit_file + " (--images)");
   } else {
     note("--images (not given)");
     if (env && *env) {
-      chosen = env;
+      c.file = env;
       note(std::string(env) + " ($LLM_SANDBOX_IMAGES)");
     } else {
       note("$LLM_SANDBOX_IMAGES (unset)");
-      if (::access(kEtcImages, F_OK) == 0) chosen = kEtcImages;
-      note(std::string(kEtcImages) + (chosen.empty() ? " (absent)" : ""));
+      if (::access(kEtcImages, F_OK) == 0) c.file = kEtcImages;
+      note(std::string(kEtcImages) + (c.file.empty() ? " (absent)" : ""));
     }
   }
-  if (chosen.empty()) {
+  return c;
+}
+
+Result<ImageMap> ImageMap::LoadChoice(const Choice& choice) {
+  if (choice.file.empty()) {
     ImageMap empty;
-    empty.searched_ = searched;
+    empty.searched_ = choice.searched;
     return empty;
   }
-  auto text = ReadFile(chosen);
+  auto text = ReadFile(choice.file);
   if (!text.ok()) return text.error().Wrap("image map");
-  auto map = Parse(*text, chosen);
+  auto map = Parse(*text, choice.file);
   if (!map.ok()) return map.error().Wrap("image map");
-  map->searched_ = searched;
+  map->searched_ = choice.searched;
   return map;
 }
+
+Result<ImageMap> ImageMap::Load(const std::string& explicit_file) { return LoadChoice(Choose(explicit_file)); }
 
 Result<std::string> ImageMap::Resolve(const std::string& image) const {
   if (image == "host") return std::string("host");

@@ -27,6 +27,14 @@ class ImageMap {
   // Loads per SearchPath(). A file named explicitly (flag or env) must exist; when none is found
   // the map is empty (only "host" resolves).
   static Result<ImageMap> Load(const std::string& explicit_file = "");
+  // The file Load would read now ("" when none), and what was looked at, for messages.
+  struct Choice {
+    std::string file;
+    std::string searched;
+  };
+  static Choice Choose(const std::string& explicit_file);
+  // Reads and parses the chosen file (an empty map when none was chosen).
+  static Result<ImageMap> LoadChoice(const Choice& choice);
   static Result<ImageMap> Parse(std::string_view yaml_text, const std::string& file_name);
 
   // "host" or an absolute directory path.

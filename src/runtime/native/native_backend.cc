@@ -45,7 +45,7 @@ CgroupLimits LimitsFor(const Policy& p, const NativeOptions& o) {
 
 }  // namespace
 
-NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)) {}
+NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)), images_(opts_.images_file) {}
 
 const CgroupLayout& NativeBackend::Layout() const {
   std::call_once(layout_once_, [this] { layout_ = DetectCgroupLayout(); });
@@ -101,7 +101,7 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
   else
     add("llm-sandbox-init", false, init.error().message);
 
-  auto images = ImageMap::Load(opts_.images_file);
+  auto images = images_.Get();
   if (!images.ok()) {
     add("container.image", false, images.error().message);
   } else if (auto rootfs = images->Resolve(policy.image); !rootfs.ok()) {
@@ -145,7 +145,7 @@ Status NativeBackend::Refusal(const Policy& policy, const std::vector<ControlSup
 }
 
 Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
-  LSB_ASSIGN_OR_RETURN(ImageMap images, ImageMap::Load(opts_.images_file));
+  LSB_ASSIGN_OR_RETURN(ImageMap images, images_.Get());
   LSB_ASSIGN_OR_RETURN(std::string rootfs, images.Resolve(policy.image));
   protocol::BoxSetup s;
   s.mode = "build_root";

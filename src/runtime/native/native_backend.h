@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/image_map_cache.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/idmap.h"
 
@@ -47,6 +48,7 @@ class NativeBackend : public Backend {
   const CgroupLayout& Layout() const;
 
   NativeOptions opts_;
+  ImageMapCache images_;  // read for every box (SetupFor) and every Explain
   mutable std::once_flag layout_once_;
   mutable CgroupLayout layout_;
 };
