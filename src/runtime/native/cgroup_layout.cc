@@ -127,17 +127,12 @@ struct ProcCgroup {
 
 ProcCgroup ParseProcCgroup(std::string_view text) {
   ProcCgroup pc;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(start, nl - start);
-    start = nl + 1;
+  for (const std::string& line : Split(text, '\n')) {
     size_t a = line.find(':');
-    if (a == std::string_view::npos) continue;
+    if (a == std::string::npos) continue;
     size_t b = line.find(':', a + 1);
-    if (b == std::string_view::npos) continue;
-    std::string ids(line.substr(0, a)), ctrls(line.substr(a + 1, b - a - 1)), path(line.substr(b + 1));
+    if (b == std::string::npos) continue;
+    std::string ids = line.substr(0, a), ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     if (ids == "0" && ctrls.empty()) {
       pc.v2_path = path;
       continue;
