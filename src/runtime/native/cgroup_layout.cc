@@ -145,15 +145,13 @@ ProcCgroup ParseProcCgroup(std::string_view text) {
 
 // Where each known controller lives, given the cgroup mounts and our groups.
 CgroupLayout Resolve(const std::vector<Mount>& mounts, const ProcCgroup& pc, const FileReader& read) {
-  const auto& v1_paths = pc.v1_paths;
-  const auto& v2_path = pc.v2_path;
   // The v2 group (if any) and the controllers it offers.
   std::optional<ControllerPlace> v2_place;
   std::set<std::string> v2_controllers;
-  if (v2_path) {
+  if (pc.v2_path) {
     for (auto& m : mounts) {
       if (m.fstype != "cgroup2") continue;
-      auto rel = RelativeTo(m.root, *v2_path);
+      auto rel = RelativeTo(m.root, *pc.v2_path);
       if (!rel) continue;
       v2_place = ControllerPlace{CgroupVersion::kV2, m.mount_point, *rel, ""};
       if (auto text = read(v2_place->dir() + "/cgroup.controllers")) {
@@ -169,8 +167,8 @@ CgroupLayout Resolve(const std::vector<Mount>& mounts, const ProcCgroup& pc, con
     ControllerPlace place;
     std::string ctl = name;
     // v1 first: a controller bound to a v1 hierarchy is absent from v2 (the kernel allows one).
-    auto p = v1_paths.find(ctl);
-    if (p != v1_paths.end()) {
+    auto p = pc.v1_paths.find(ctl);
+    if (p != pc.v1_paths.end()) {
       for (auto& m : mounts) {
         if (m.fstype != "cgroup" || !m.options.count(ctl)) continue;
         auto rel = RelativeTo(m.root, p->second);
@@ -234,14 +232,15 @@ std::optional<CgroupLayout> StandardCgroupLayout(std::string_view proc_cgroup, c
   }
   if (pc.v2_path) {
     // Hybrid hosts mount v2 at .../unified; unified hosts at /sys/fs/cgroup itself.
+    bool v2_found = false;
     for (const char* mount_point : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
       auto m = probe(mount_point);
       if (m && m->version == CgroupVersion::kV2 && m->inode == kHierarchyRootInode) {
         mounts.push_back(Mount{"/", mount_point, "cgroup2", {}});
+        v2_found = true;
         break;
       }
     }
-    bool v2_found = !mounts.empty() && mounts.back().fstype == "cgroup2";
     bool all_v1 = std::all_of(std::begin(kControllers), std::end(kControllers),
                               [&](const char* c) { return pc.v1_paths.count(c) > 0; });
     if (!v2_found && !all_v1) return std::nullopt;

@@ -3,9 +3,6 @@
 #include <linux/capability.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "base/capabilities.h"
 #include "base/io.h"
 #include "base/random_id.h"
