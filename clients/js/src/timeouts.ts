@@ -5,11 +5,12 @@
  * /v1/policies/{name}), which may be longer than the client's own `timeout`: waiting only that
  * long would give up while the daemon still runs the program, and its result would be lost. The
  * client looks the policy's timeout up once, keeps it for TTL_MS (a policy reload is picked up
- * after that) and waits at least that long plus TIMEOUT_MARGIN_S. As in the Python client's
+ * after that) and waits at least that long plus TIMEOUT_MARGIN_S. A lookup is not retried, and a
+ * busy or unreachable daemon's answer is not remembered. As in the Python client's
  * _policy_timeouts module.
  */
 import { segment } from "./body.js";
-import { ConnectionFailed, RequestTimedOut, SandboxError } from "./errors.js";
+import { ConnectionFailed, RateLimited, RequestTimedOut, SandboxError, Unavailable } from "./errors.js";
 import type { Transport } from "./http.js";
 
 /** Milliseconds a looked-up policy timeout is trusted before it is asked for again. */
@@ -38,7 +39,9 @@ export class PolicyTimeouts {
       const name = policy ?? await this.defaultName();
       seconds = name === undefined ? undefined : await this.lookup(name);
     } catch (err) {
-      if (err instanceof ConnectionFailed || err instanceof RequestTimedOut || !(err instanceof SandboxError)) {
+      // Busy or unreachable: not remembered, the call goes on with the client's own timeout.
+      if (err instanceof ConnectionFailed || err instanceof RequestTimedOut || err instanceof RateLimited
+          || err instanceof Unavailable || !(err instanceof SandboxError)) {
         return undefined;
       }
       seconds = undefined;
@@ -49,7 +52,7 @@ export class PolicyTimeouts {
 
   private async lookup(name: string): Promise<number | undefined> {
     const detail = await this.transport.json<{ policy?: { resources?: { timeout_ms?: unknown } } }>({
-      method: "GET", path: `/v1/policies/${segment(name)}`, timeoutMs: this.baseTimeoutMs(),
+      method: "GET", path: `/v1/policies/${segment(name)}`, timeoutMs: this.baseTimeoutMs(), retry: false,
     });
     const ms = detail?.policy?.resources?.timeout_ms;
     return typeof ms === "number" && ms > 0 ? ms / 1000 : undefined;
@@ -57,7 +60,7 @@ export class PolicyTimeouts {
 
   private async defaultName(): Promise<string | undefined> {
     const list = await this.transport.json<{ policies?: Array<{ name?: unknown; default?: unknown }> }>({
-      method: "GET", path: "/v1/policies", timeoutMs: this.baseTimeoutMs(),
+      method: "GET", path: "/v1/policies", timeoutMs: this.baseTimeoutMs(), retry: false,
     });
     const found = (list?.policies ?? []).find((p) => p?.default === true && typeof p.name === "string");
     return found?.name as string | undefined;

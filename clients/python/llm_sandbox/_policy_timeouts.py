@@ -7,12 +7,15 @@ the policy's timeout up once, keep it for :data:`TTL` seconds (policies change r
 picked up after that), and wait at least that long plus ``_calls.TIMEOUT_MARGIN``.
 
 Sans-IO like ``_calls``: the sync and asyncio clients run the :class:`Call` objects built here.
+A lookup is not retried and a busy or unreachable daemon's answer is not remembered: the call
+that needed it goes on with the client's own timeout (and its own retries), the next one asks
+again.
 """
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 from urllib.parse import quote
 
 from ._calls import Call, Response, decode_json
@@ -67,18 +70,9 @@ def _default_name(resp: Response) -> Optional[str]:
 def timeout_call(name: str, base_timeout: float) -> Call:
     """GET /v1/policies/<name>, answered as the policy's timeout in seconds (or None)."""
     return Call("GET", f"/v1/policies/{quote(name, safe='')}", http_timeout=base_timeout,
-                parse=_timeout_of_detail)
+                parse=_timeout_of_detail, retry=False)
 
 
 def default_name_call(base_timeout: float) -> Call:
     """GET /v1/policies, answered as the name of the daemon's default policy (or None)."""
-    return Call("GET", "/v1/policies", http_timeout=base_timeout, parse=_default_name)
-
-
-def uncached(cache: PolicyTimeouts, names: Any) -> list:
-    """The distinct names of ``names`` whose timeout must be looked up, in order."""
-    out: list = []
-    for n in names:
-        if n not in out and not cache.get(n)[0]:
-            out.append(n)
-    return out
+    return Call("GET", "/v1/policies", http_timeout=base_timeout, parse=_default_name, retry=False)

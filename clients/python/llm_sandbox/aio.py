@@ -15,7 +15,8 @@ from . import _calls, _policy_timeouts
 from ._calls import Call, FilesArg, Response, StreamEvent
 from ._http import STREAM_READ, TransportBase, connection_failed, timed_out
 from .client import ClientBase
-from .errors import ConnectionFailed, NotFound, ProtocolError, RequestTimedOut, SandboxError
+from .errors import (ConnectionFailed, NotFound, ProtocolError, RateLimited, RequestTimedOut,
+                     SandboxError, Unavailable)
 from .session import SessionBase
 
 #: Bound on the status line plus headers; the daemon's are a few hundred bytes.
@@ -282,7 +283,7 @@ class AsyncSandboxClient(ClientBase):
             name = policy or await self._run(_policy_timeouts.default_name_call(self.timeout))
             seconds = (await self._run(_policy_timeouts.timeout_call(name, self.timeout))
                        if name else None)
-        except (ConnectionFailed, RequestTimedOut):
+        except (ConnectionFailed, RequestTimedOut, RateLimited, Unavailable):
             return None
         except SandboxError:
             seconds = None

@@ -18,7 +18,7 @@ from ._http import (DEFAULT_MAX_RETRY_WAIT, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGE
                     SyncTransport, make_transport)
 from . import _policy_timeouts
 from ._policy_timeouts import PolicyTimeouts
-from .errors import ConnectionFailed, RequestTimedOut, SandboxError
+from .errors import ConnectionFailed, RateLimited, RequestTimedOut, SandboxError, Unavailable
 from .session import Session
 
 DEFAULT_URL = "http://localhost:8080"
@@ -121,8 +121,8 @@ class SandboxClient(ClientBase):
         try:
             name = policy or self._run(_policy_timeouts.default_name_call(self.timeout))
             seconds = self._run(_policy_timeouts.timeout_call(name, self.timeout)) if name else None
-        except (ConnectionFailed, RequestTimedOut):
-            return None  # not an answer: ask again next time; the call itself will say what failed
+        except (ConnectionFailed, RequestTimedOut, RateLimited, Unavailable):
+            return None  # busy or unreachable: ask again next time; the call itself will say
         except SandboxError:
             seconds = None  # unknown policy, older daemon: the client's timeout applies
         self._policy_timeouts.put(policy, seconds)

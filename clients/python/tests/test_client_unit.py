@@ -326,6 +326,16 @@ class SyncClientTest(FakeServerTest):
         with self.assertRaises(RequestTimedOut):
             self.client(timeout=0.2).execute("x")
 
+    def test_busy_policy_lookup_is_neither_retried_nor_remembered(self) -> None:
+        self.fake.answer_policy_lookups = False
+        self.fake.script = lambda req: (error_reply(503, "unavailable", "draining", Retry_After="0")
+                                        if req.method == "GET" else json_reply(200, RESULT))
+        c = self.client()
+        self.assertEqual(c.execute("x")["stdout"], "42\n")
+        self.assertEqual(c.execute("x")["stdout"], "42\n")
+        self.assertEqual([(r.method, r.path) for r in self.fake.requests],
+                         [("GET", "/v1/policies/code-sandbox"), ("POST", "/v1/execute")] * 2)
+
     def test_default_policy_timeout_and_batch_and_session(self) -> None:
         def slow(req: Request) -> Reply:
             if req.path == "/v1/sessions":
