@@ -28,12 +28,16 @@ def raise_fd_limit(need):
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
-def threads_of(pid):
+def status_field(pid, name):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("Threads:"):
+            if line.startswith(name + ":"):
                 return int(line.split()[1])
     return -1
+
+
+def threads_of(pid):
+    return status_field(pid, "Threads")
 
 
 def timed_healthz(port, source="127.0.0.1"):
@@ -151,11 +155,12 @@ class SlowClientsTest(unittest.TestCase):
             time.sleep(0.05)
         r = request(d.base, "POST", "/v1/execute", {"code": "print(6 * 7)"}, timeout=60)
         threads = threads_of(d.proc.pid)
+        rss_kib = status_field(d.proc.pid, "VmRSS")
         with tricklers.lock:
             held = len(tricklers.socks)
         print(f"\n{label}: {SLOW} slow connections from {len(sources)} address(es) held; /healthz "
               f"median {statistics.median(latencies) * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms; "
-              f"reconnects {tricklers.reconnects}; daemon threads {threads}", flush=True)
+              f"reconnects {tricklers.reconnects}; daemon threads {threads}, RSS {rss_kib / 1024:.1f} MiB", flush=True)
         self.assertEqual(held, SLOW)
         self.assertEqual(statuses, [200] * len(statuses), statuses)
         self.assertEqual(r.status, 200, r.body[:500])
