@@ -44,6 +44,8 @@ class ResponseStream {
   virtual bool Begin(int status, const std::string& content_type) = 0;
   // Sends one chunk. False when the client is gone (further writes are dropped).
   virtual bool Write(std::string_view chunk) = 0;
+  // A header for the streamed answer, before Begin() (the front door's CORS headers).
+  virtual void AddHeader(std::string /*name*/, std::string /*value*/) {}
 };
 
 // What a route handler gives back: a whole response, or "streamed" when it used the stream.

@@ -202,7 +202,8 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
     return res;
   });
   router.Add("POST", "/v1/sessions/{id}/execute", [&ctx](HttpRequest& req, ResponseStream&) { return Execute(ctx, req); });
-  router.Add("PUT", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return PutFile(ctx, req); });
+  router.Add("PUT", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return PutFile(ctx, req); },
+             BodyKind::kRaw);
   router.Add("GET", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return GetFile(ctx, req); });
 }
 
