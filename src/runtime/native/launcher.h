@@ -23,6 +23,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "runtime/native/box_user_limits.h"
 #include "runtime/native/idmap.h"
 
 namespace lsb::native {
@@ -57,7 +58,13 @@ class ChildProcess {
 struct LaunchOptions {
   int init_fd = -1;           // O_PATH fd of llm-sandbox-init (init_binary.h)
   bool new_net = true;        // false: share the host's network namespace
+  bool loopback_up = false;   // bring `lo` up in the new network namespace (the box's own)
   IdMapPlan idmap;
+  // The host uid that owns the box's user namespace (box_user_limits.h); 0 or our own euid: ours.
+  // Another uid needs CAP_SETUID (root).
+  uid_t ns_owner = 0;
+  // Written in the box's user namespace before init runs; empty: the kernel's defaults.
+  BoxUserLimits user_limits;
   // Written into the stream before the child is released (kSetup): init reads it at once instead
   // of waiting for the host to learn that init started. What the socket buffer cannot hold
   // follows once init reads.
