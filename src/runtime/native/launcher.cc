@@ -95,7 +95,7 @@ bool ApplyUserLimits(const BoxUserLimits& l) {
   };
   // Our new user namespace's full capabilities cover these; the parent works meanwhile.
   if (::unshare(p.unshare_flags) != 0) fail(10);
-  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(13);
+  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(12);
   char go = 0;
   int attach[kMaxPassedFds];
   size_t n_attach = 0;
@@ -159,7 +159,7 @@ const char* StageName(int stage) {
     case 9: return "join the box's cgroup (write to its tasks file)";
     case 10: return "unshare(mount, ipc, uts, net namespaces)";
     case 11: return "set the box's per-user limits (/proc/sys/user/max_*, rlimits) in its user namespace";
-    case 13: return "bring the loopback device up in the box's network namespace";
+    case 12: return "bring the loopback device up in the box's network namespace";
   }
   return "setup";
 }
