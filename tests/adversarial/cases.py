@@ -629,3 +629,8 @@ add("iso.box_to_box", "box B cannot see box A's files, processes or abstract soc
     lambda c: (_assert(_status_of(c.r["_box_a"]) == "ok", "box A did not run to the end: " + c.r["_box_a"][-300:]),
                c.eq(0, "[]"), c.eq(1, "True"), c.is_in(2, ("ECONNREFUSED", "EPERM", "EACCES"))),
     host=_two_boxes)
+
+
+# What a box shares with the host (per-user kernel limits, loopback, /etc and /proc identity): its
+# own module, which adds to CASES through `add` above.
+import cases_shared_host  # noqa: E402,F401
