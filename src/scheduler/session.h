@@ -28,6 +28,7 @@ struct SessionConfig {
   std::string language;             // "" = the policy's default language
   uint64_t idle_timeout_ms = 300000;
   uint64_t max_lifetime_ms = 3600000;
+  std::string owner;                // who created it (server/owner.h); "" = the daemon's one user
 };
 
 struct SessionInfo {
@@ -66,6 +67,7 @@ class Session {
   SessionInfo Info() const;
   const Policy& policy() const { return policy_; }
   const std::string& id() const { return id_; }
+  const std::string& owner() const { return config_.owner; }
   // True when idle past the idle timeout or past the max lifetime.
   bool Expired(std::chrono::steady_clock::time_point now) const;
   // Ends the session: a running operation is killed, the box destroyed. Idempotent.

@@ -18,6 +18,7 @@
 #include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/owner.h"
 #include "server/routes.h"
 
 namespace lsb::server {
@@ -35,7 +36,9 @@ bool SameToken(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
+// Sets `req.owner` to the identity of the token presented ("" without tokens: one user).
+bool Authorized(const ServerContext& ctx, HttpRequest& req) {
+  req.owner.clear();
   if (ctx.tokens.empty()) return true;
   std::string h = req.Header("authorization");
   const std::string scheme = "Bearer ";
@@ -43,6 +46,7 @@ bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
   std::string tok = h.substr(scheme.size());
   bool ok = false;
   for (const auto& t : ctx.tokens) ok |= SameToken(tok, t);
+  if (ok) req.owner = OwnerOfToken(tok);
   return ok;
 }
 
