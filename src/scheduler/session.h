@@ -59,6 +59,12 @@ class Session {
     std::unique_lock<std::mutex> lock_;
   };
 
+  // Whether an execution in `language` ("" = the session's) runs in the persistent interpreter,
+  // which keeps the environment it started with (a request's env cannot reach it).
+  bool RunsInInterpreter(const std::string& language) const {
+    return config_.language == "python" && (language.empty() || language == "python");
+  }
+
   // These need a Use that owns the session.
   Result<ExecResult> Execute(const ExecRequest& req);
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);

@@ -112,6 +112,10 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   er.timeout_ms = body->timeout_ms;
   auto spec = BuildRunSpec(session.policy(), er);
   if (!spec.ok()) return ErrorResponse(BadRequest(spec.error().message));
+  // Refused rather than dropped: the caller must not believe the program saw it.
+  if (!er.env.empty() && session.RunsInInterpreter(er.language))
+    return ErrorResponse(BadRequest("env: a python session's interpreter keeps the environment it started with and "
+                                    "cannot take one per execution; leave env out, or use a one-shot execution"));
   if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
   auto r = OnSession<ExecResult>(ctx, session, [&]() -> ApiOr<ExecResult> {
     std::shared_ptr<monitor::Execution> ex;

@@ -92,6 +92,9 @@ class EnvAndLimitsTest(unittest.TestCase):
             self.assertBad(r, f"env.{name}", words)
         for name, words in BAD_NAMES:
             self.assertBad(self.post(f"/v1/sessions/{sid}/execute", {"code": "1", "env": {name: "x"}}), words)
+        # Allowed names are refused too where the interpreter cannot apply them: never dropped.
+        self.assertBad(self.post(f"/v1/sessions/{sid}/execute", {"code": "1", "env": {"X_MODE": "t"}}),
+                       "env", "keeps the environment it started with")
         # A session is created without an environment of its own: env there is an unknown field.
         self.assertBad(self.post("/v1/sessions", {"env": {"LD_PRELOAD": "/x.so"}}), "env", "unknown field")
         # The session is unharmed: nothing ran, the next execution works.
