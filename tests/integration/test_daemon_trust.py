@@ -205,6 +205,7 @@ print("installed")
     def test_forged_interpreter_is_reported_as_session_trust(self):
         one = self.post("/v1/execute", {"code": "import sys\nprint('real')\nsys.exit(3)"}).json()
         self.assertEqual((one["stdout"], one["exit_code"], one["trust"]), ("real\n", 3, "execution"), one)
+        self.assertEqual(one["backend"], os.environ.get("LLM_SANDBOX_BACKEND", "native"))  # the suite's backend
 
         sid = self.post("/v1/sessions", {"language": "python"}).json()["session_id"]
         self.addCleanup(request, self.d.base, "DELETE", f"/v1/sessions/{sid}")
