@@ -25,22 +25,28 @@ struct LiveEvent {
   uint64_t seq = 0;
   std::string type;   // "alert", "trace", "usage", "execution_started", "execution_finished", ...
   nlohmann::json data;
+  std::string owner;  // of the execution or session it is about (server/owner.h)
 };
 
 class Subscription {
  public:
-  Subscription(std::set<std::string> types, size_t limit) : types_(std::move(types)), limit_(limit) {}
+  Subscription(std::set<std::string> types, std::string owner, size_t limit)
+      : types_(std::move(types)), owner_(std::move(owner)), limit_(limit) {}
   // Waits up to `timeout` for the next event; nullopt on timeout or once closed.
   std::optional<LiveEvent> Next(std::chrono::milliseconds timeout);
   // Events dropped for this subscriber since the last call (it fell behind).
   uint64_t TakeDropped();
   void Close();
-  bool Wants(const std::string& type) const { return types_.empty() || types_.count(type) > 0; }
+  // Only the events of the subscriber's own owner: another token's executions are not its to see.
+  bool Wants(const std::string& type, const std::string& owner) const {
+    return owner == owner_ && (types_.empty() || types_.count(type) > 0);
+  }
   // Returns false when the event was dropped (queue full: the oldest went).
   bool Push(const LiveEvent& e);
 
  private:
   const std::set<std::string> types_;  // empty = all
+  const std::string owner_;
   const size_t limit_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -52,10 +58,11 @@ class Subscription {
 class EventBus {
  public:
   explicit EventBus(size_t per_subscriber_limit = 1024) : limit_(per_subscriber_limit) {}
-  std::shared_ptr<Subscription> Subscribe(std::set<std::string> types = {});
+  // Events of `owner` only ("" = the daemon's one user, when it has no tokens).
+  std::shared_ptr<Subscription> Subscribe(std::set<std::string> types, const std::string& owner);
   void Unsubscribe(const std::shared_ptr<Subscription>& s);
   // Returns the number of subscribers that had to drop an event for it.
-  size_t Publish(const std::string& type, nlohmann::json data);
+  size_t Publish(const std::string& type, nlohmann::json data, const std::string& owner);
   size_t subscribers() const;
   void CloseAll();
 

@@ -19,6 +19,7 @@
 #include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/owner.h"
 #include "server/routes.h"
 #include "server/web_guard.h"
 
@@ -37,7 +38,9 @@ bool SameToken(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
+// Sets `req.owner` to the identity of the token presented ("" without tokens: one user).
+bool Authorized(const ServerContext& ctx, HttpRequest& req) {
+  req.owner.clear();
   if (ctx.tokens.empty()) return true;
   std::string h = req.Header("authorization");
   const std::string scheme = "Bearer ";
@@ -45,6 +48,7 @@ bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
   std::string tok = h.substr(scheme.size());
   bool ok = false;
   for (const auto& t : ctx.tokens) ok |= SameToken(tok, t);
+  if (ok) req.owner = OwnerOfToken(tok);
   return ok;
 }
 

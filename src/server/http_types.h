@@ -18,6 +18,10 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::map<std::string, std::string> params;   // filled by the router: {id}, {name}
+  // Who asked (daemon.cc, after the token check): "" when the daemon has no tokens (one user),
+  // else the id of the bearer token ("tok-" + 16 hex digits of its SHA-256). Every object a
+  // request creates belongs to it; another owner gets 404 (docs/security.md "Ownership").
+  std::string owner;
 
   std::string Header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
