@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LSB_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${LSB_FUZZ_SECONDS:-60}
-targets=${LSB_FUZZ_TARGETS:-"policy_parser http_request init_frame attach_demux"}
+targets=${LSB_FUZZ_TARGETS:-"policy_parser http_request init_frame attach_demux mcp_dispatch"}
 command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
 if [[ ! -f $build/CMakeCache.txt ]]; then
   CC=clang-14 CXX=clang++-14 cmake -S "$root/fuzz" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
 #include "monitor/monitor.h"
@@ -25,6 +26,9 @@ namespace lsb::cli {
 namespace {
 
 using nlohmann::json;
+
+// Longer lines are not records this daemon writes (an execution record is a few KiB).
+constexpr size_t kMaxRecordBytes = 16u << 20;
 
 constexpr const char* kLogsUsage =
     "usage: llm-sandbox logs [--file FILE] [filters] [-f] [--json]\n"
@@ -112,9 +116,14 @@ void Consume(std::string& buf, const Filter& f, bool raw) {
     std::string line = buf.substr(start, nl - start);
     start = nl + 1;
     if (line.empty()) continue;
-    json r = json::parse(line, nullptr, false);
-    if (r.is_discarded() || !r.is_object()) continue;  // not a record (never written whole)
-    if (f.Match(r)) Print(r, raw, line);
+    // The file is the daemon's, but anyone who can write it can shape it: bounded like any
+    // outside JSON, and a record with a field of the wrong type is skipped, not fatal.
+    ParsedJson r = ParseBoundedJson(line, {kMaxRecordBytes, kJsonMaxDepth, kJsonMaxElements});
+    if (!r.ok() || !r->is_object()) continue;  // not a record (never written whole)
+    try {
+      if (f.Match(*r)) Print(*r, raw, line);
+    } catch (const json::exception&) {
+    }
   }
   buf.erase(0, start);
   std::fflush(stdout);

@@ -7,13 +7,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "base/bounded_json.h"
 #include "cli/commands.h"
 #include "runtime/backend_select.h"
 #include "scheduler/box_registry.h"
@@ -53,6 +56,47 @@ bool ParseCount(const std::string& v, size_t* out) {
   *out = static_cast<size_t>(n);
   return true;
 }
+
+// A message is one line; a line longer than this is read to its end and dropped, never kept
+// whole (the same as the daemon's default --max-body; base/bounded_json.h).
+constexpr size_t kMaxMessageBytes = kJsonMaxBytes;
+
+// Newline-delimited lines of a fd, each kept to at most `cap` bytes.
+class LineReader {
+ public:
+  LineReader(int fd, size_t cap) : fd_(fd), cap_(cap) {}
+  // The next line without its '\n' (a last line without one counts); false at the end of input.
+  // *too_long: the line was longer than the cap; `line` then holds only its first cap bytes.
+  bool Next(std::string* line, bool* too_long) {
+    line->clear();
+    *too_long = false;
+    bool any = false;
+    for (;;) {
+      if (pos_ == len_) {
+        ssize_t n = ::read(fd_, buf_, sizeof buf_);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return any;
+        pos_ = 0;
+        len_ = static_cast<size_t>(n);
+      }
+      any = true;
+      const char* start = buf_ + pos_;
+      const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
+      size_t take = nl ? static_cast<size_t>(nl - start) : len_ - pos_;
+      size_t room = cap_ - std::min(cap_, line->size());
+      if (take > room) *too_long = true;
+      line->append(start, std::min(take, room));
+      pos_ += take + (nl ? 1 : 0);
+      if (nl) return true;
+    }
+  }
+
+ private:
+  int fd_;
+  size_t cap_;
+  char buf_[65536];
+  size_t pos_ = 0, len_ = 0;
+};
 
 }  // namespace
 
@@ -150,10 +194,19 @@ int McpCommand(const Args& args) {
   Log("ready on stdio (backend " + (*backend)->name() + ", " + std::to_string(*loaded) + " policies from " +
       policies_dir + ")");
   std::string line;
-  while (std::getline(std::cin, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    auto answer = mcp.HandleText(line);
+  bool too_long = false;
+  LineReader in(STDIN_FILENO, kMaxMessageBytes);
+  while (in.Next(&line, &too_long)) {
+    std::optional<nlohmann::json> answer;
+    if (too_long) {
+      answer = server::mcp::RefusalMessage({JsonErrorKind::kTooLarge, kMaxMessageBytes,
+                                            "the message is longer than the limit of " +
+                                                std::to_string(kMaxMessageBytes) + " bytes"});
+    } else {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      answer = mcp.HandleText(line);
+    }
     if (!answer) continue;
     std::string out = answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out += '\n';

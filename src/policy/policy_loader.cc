@@ -3,8 +3,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <sys/stat.h>
+
+#include "policy/bounded_yaml.h"
 
 namespace lsb {
 namespace {
@@ -25,10 +26,13 @@ Result<Policy> LoadPolicyFile(const std::string& path) {
   if (!in) {
     return Error::FromErrno("cannot read policy file " + path).Wrap("policy");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // One byte past the cap is enough for the parser to refuse it; a huge (or endless) file is
+  // never read whole.
+  std::string text(kYamlMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return Error::FromErrno("cannot read policy file " + path).Wrap("policy");
-  return ParsePolicyText(text.str(), path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParsePolicyText(text, path);
 }
 
 std::vector<std::string> PolicySearchPath() {

@@ -12,6 +12,7 @@
 
 #include "policy/alert_rules.h"
 #include "policy/env_rules.h"
+#include "policy/bounded_yaml.h"
 #include "policy/languages.h"
 #include "policy/policy_checks.h"
 #include "policy/policy_loader.h"
@@ -541,6 +542,15 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
   PolicyParse out;
   YamlReader reader(file_name, yaml_text);
   YAML::Node root;
+  // Over a size, depth or node limit: refused before yaml-cpp builds (or recurses into) anything.
+  // A syntax error is left to YAML::Load below, which reports it in the words users know.
+  if (auto refused = CheckYamlBounds(yaml_text); refused && refused->kind != YamlErrorKind::kSyntax) {
+    reader.Report(refused->mark, "the policy is refused: " + refused->message,
+                  "a policy is a few levels of plain mappings and lists; check for runaway [ or { or a "
+                  "generated file");
+    out.diagnostics = reader.diagnostics();
+    return out;
+  }
   try {
     const std::string text(yaml_text);
     root = YAML::Load(text);

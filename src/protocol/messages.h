@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
+#include "protocol/frame.h"
+
 namespace lsb::protocol {
 
 inline constexpr int kProtocolVersion = 1;
@@ -119,14 +122,17 @@ struct InitError {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitError, stage, message, sys_errno)
 
-// Parses a control message as T. No field of the protocol is fractional, so a floating-point
-// number anywhere is refused: nlohmann would static_cast it into an integer field, which is
-// undefined behaviour out of range (found by fuzzing). The walk is iterative: a payload may nest
-// deeper than a stack. Throws (nlohmann's exceptions, std::invalid_argument); callers catch
-// std::exception.
+// Parses a control message as T, within the limits of base/bounded_json.h (one frame's bytes,
+// kJsonMaxDepth levels): the host reads what a subverted init sends, and no message of the
+// protocol nests more than three levels. No field of the protocol is fractional, so a
+// floating-point number anywhere is refused: nlohmann would static_cast it into an integer field,
+// which is undefined behaviour out of range (found by fuzzing). Throws (std::invalid_argument,
+// nlohmann's exceptions); callers catch std::exception.
 template <typename T>
 T ParseMessage(std::string_view payload) {
-  nlohmann::json j = nlohmann::json::parse(payload);
+  ParsedJson parsed = ParseBoundedJson(payload, {kMaxFramePayload, kJsonMaxDepth, kJsonMaxElements});
+  if (!parsed.ok()) throw std::invalid_argument("a protocol message is refused: " + parsed.error().message);
+  nlohmann::json j = std::move(parsed).value();
   std::vector<const nlohmann::json*> todo{&j};
   while (!todo.empty()) {
     const nlohmann::json* v = todo.back();

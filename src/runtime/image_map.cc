@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/io.h"
+#include "policy/bounded_yaml.h"
 
 namespace lsb {
 namespace {
@@ -31,37 +32,40 @@ std::vector<std::string> ImageMap::SearchPath(const std::string& explicit_file) 
 Result<ImageMap> ImageMap::Parse(std::string_view yaml_text, const std::string& file_name) {
   ImageMap map;
   map.source_ = file_name;
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return Error{Pos(file_name, e.mark) + ": invalid YAML: " + e.msg};
-  }
+  auto loaded = LoadBoundedYaml(yaml_text, file_name);
+  if (!loaded.ok()) return loaded.error();
+  const YAML::Node root = *loaded;
   if (!root || root.IsNull()) return map;
-  if (!root.IsMap()) return Error{Pos(file_name, root.Mark()) + ": expected a mapping with key 'images'"};
-  for (const auto& top : root) {
-    std::string key = top.first.as<std::string>();
-    if (key == "docker") continue;  // the Docker backend's section (runtime/docker/image_resolver.h)
-    if (key != "images")
-      return Error{Pos(file_name, top.first.Mark()) + ": unknown key '" + key +
-                   "' (the only key is 'images')"};
-    const YAML::Node& images = top.second;
-    if (images.IsNull()) continue;
-    if (!images.IsMap())
-      return Error{Pos(file_name, images.Mark()) +
-                   ": 'images' must map image names to 'host' or a rootfs directory"};
-    for (const auto& e : images) {
-      if (!e.second.IsScalar())
-        return Error{Pos(file_name, e.second.Mark()) + ": the rootfs of an image is 'host' or an absolute directory path"};
-      std::string name = e.first.as<std::string>();
-      std::string rootfs = e.second.as<std::string>();
-      if (rootfs != "host" && (rootfs.empty() || rootfs[0] != '/'))
-        return Error{Pos(file_name, e.second.Mark()) + ": rootfs '" + rootfs + "' of image '" + name +
-                     "' must be 'host' or an absolute directory path"};
-      if (map.images_.count(name))
-        return Error{Pos(file_name, e.first.Mark()) + ": image '" + name + "' is mapped twice"};
-      map.images_[name] = rootfs;
+  // A key or value of the wrong kind (a list as an image name) is a conversion error, not a crash.
+  try {
+    if (!root.IsMap()) return Error{Pos(file_name, root.Mark()) + ": expected a mapping with key 'images'"};
+    for (const auto& top : root) {
+      std::string key = top.first.as<std::string>();
+      if (key == "docker") continue;  // the Docker backend's section (runtime/docker/image_resolver.h)
+      if (key != "images")
+        return Error{Pos(file_name, top.first.Mark()) + ": unknown key '" + key +
+                     "' (the only key is 'images')"};
+      const YAML::Node& images = top.second;
+      if (images.IsNull()) continue;
+      if (!images.IsMap())
+        return Error{Pos(file_name, images.Mark()) +
+                     ": 'images' must map image names to 'host' or a rootfs directory"};
+      for (const auto& e : images) {
+        if (!e.second.IsScalar())
+          return Error{Pos(file_name, e.second.Mark()) +
+                       ": the rootfs of an image is 'host' or an absolute directory path"};
+        std::string name = e.first.as<std::string>();
+        std::string rootfs = e.second.as<std::string>();
+        if (rootfs != "host" && (rootfs.empty() || rootfs[0] != '/'))
+          return Error{Pos(file_name, e.second.Mark()) + ": rootfs '" + rootfs + "' of image '" + name +
+                       "' must be 'host' or an absolute directory path"};
+        if (map.images_.count(name))
+          return Error{Pos(file_name, e.first.Mark()) + ": image '" + name + "' is mapped twice"};
+        map.images_[name] = rootfs;
+      }
     }
+  } catch (const YAML::Exception& e) {
+    return Error{Pos(file_name, e.mark) + ": " + e.msg};
   }
   return map;
 }

@@ -85,11 +85,27 @@ std::string Base64Decode(const std::string& in, bool* ok) {
   return out;
 }
 
+ApiError JsonRefusal(const JsonError& e, const std::string& what) {
+  switch (e.kind) {
+    case JsonErrorKind::kTooLarge:
+    case JsonErrorKind::kTooManyElements: return {ApiCode::kPayloadTooLarge, what + ": " + e.message};
+    case JsonErrorKind::kTooDeep: return BadRequest(what + ": " + e.message);
+    case JsonErrorKind::kSyntax: break;
+  }
+  return BadRequest(what + " is " + e.message + "; send a JSON object");
+}
+
+JsonLimits RequestJsonLimits() {
+  JsonLimits l;
+  l.max_bytes = SIZE_MAX;  // the HTTP server's --max-body (413) bounds a body before it is read
+  return l;
+}
+
 ApiOr<json> ParseObject(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return BadRequest("the request body is not valid JSON; send a JSON object");
-  if (!j.is_object()) return BadRequest("the request body must be a JSON object");
-  return j;
+  ParsedJson j = ParseBoundedJson(body, RequestJsonLimits());
+  if (!j.ok()) return JsonRefusal(j.error(), "the request body");
+  if (!j->is_object()) return BadRequest("the request body must be a JSON object");
+  return std::move(j).value();
 }
 
 ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::string& where) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/time_format.h"
 #include "policy/policy.h"
 #include "runtime/exec_result.h"
@@ -45,7 +46,13 @@ struct SessionBody {
   std::optional<uint64_t> max_lifetime_ms;
 };
 
-// Parses a request body as a JSON object (400 when it is not one).
+// The limits of base/bounded_json.h for request bodies (JSON API and /mcp): depth and element
+// count as there; bytes are the HTTP server's --max-body, checked before the body is read.
+JsonLimits RequestJsonLimits();
+// A refused JSON text as the API's error: 413 over a size limit, 400 otherwise. `what` names the
+// text ("the request body").
+ApiError JsonRefusal(const JsonError& e, const std::string& what);
+// Parses a request body as a JSON object within RequestJsonLimits() (400/413 when it is not one).
 ApiOr<nlohmann::json> ParseObject(const std::string& body);
 // `where` prefixes field names in messages ("tasks[3].").
 ApiOr<ExecuteBody> ParseExecuteBody(const nlohmann::json& j, bool session, const std::string& where = "");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "server/api_error.h"
+#include "server/json_codec.h"
 #include "server/router.h"
 #include "server/routes.h"
 
@@ -129,19 +130,32 @@ ApiCall InProcessApi(ServerContext& ctx, const std::string& owner) {
     ApiAnswer a;
     a.status = r.response.status;
     if (!r.response.body.empty()) {
-      a.body = json::parse(r.response.body, nullptr, false);
-      if (a.body.is_discarded()) a.body = r.response.body;
+      // The daemon's own answer, but it carries the box's output: parsed like any other text.
+      ParsedJson parsed = ParseBoundedJson(r.response.body, {SIZE_MAX, kJsonMaxDepth, SIZE_MAX});
+      a.body = parsed.ok() ? std::move(parsed).value() : json(r.response.body);
     }
     return a;
   };
 }
 
+ParsedJson ParseMessageText(std::string_view text, size_t max_bytes) {
+  JsonLimits limits = RequestJsonLimits();
+  limits.max_bytes = max_bytes;
+  return ParseBoundedJson(text, limits);
+}
+
+json RefusalMessage(const JsonError& e) {
+  if (e.kind == JsonErrorKind::kSyntax)
+    return ErrorMessage(nullptr, kParseError, "parse error: the message is " + e.message);
+  return ErrorMessage(nullptr, kInvalidRequest, "invalid request: " + e.message);
+}
+
 McpServer::McpServer(ApiCall api) : api_(std::move(api)) {}
 
 std::optional<json> McpServer::HandleText(const std::string& text) {
-  json msg = json::parse(text, nullptr, false);
-  if (msg.is_discarded()) return ErrorMessage(nullptr, kParseError, "parse error: the message is not valid JSON");
-  return Handle(msg);
+  ParsedJson msg = ParseMessageText(text);
+  if (!msg.ok()) return RefusalMessage(msg.error());
+  return Handle(*msg);
 }
 
 std::optional<json> McpServer::Handle(const json& message) {
@@ -165,9 +179,13 @@ std::optional<json> McpServer::Handle(const json& message) {
 json McpServer::HandleOne(const json& m, bool* has_answer) {
   *has_answer = true;
   if (!m.is_object()) return ErrorMessage(nullptr, kInvalidRequest, "invalid request: a message is a JSON object");
-  json id = m.contains("id") ? m["id"] : json(nullptr);
-  bool id_ok = m.contains("id") && (id.is_string() || id.is_number_integer() || id.is_number_unsigned());
-  if (m.value("jsonrpc", json()) != "2.0")
+  // Members are looked at in place, never copied: a message's values are the sender's, and only
+  // the id (a string or an integer) is echoed back.
+  const json* raw_id = m.contains("id") ? &m["id"] : nullptr;
+  bool id_ok = raw_id && (raw_id->is_string() || raw_id->is_number_integer() || raw_id->is_number_unsigned());
+  json id = id_ok ? *raw_id : json(nullptr);
+  auto version = m.find("jsonrpc");
+  if (version == m.end() || *version != "2.0")
     return ErrorMessage(id_ok ? id : json(nullptr), kInvalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\"");
   if (!m.contains("method")) {
     // A response to a request of ours (we send none) or junk.
@@ -185,7 +203,8 @@ json McpServer::HandleOne(const json& m, bool* has_answer) {
     return nullptr;
   }
   if (!id_ok) return ErrorMessage(nullptr, kInvalidRequest, "invalid request: \"id\" must be a string or an integer");
-  json params = m.contains("params") ? m["params"] : json::object();
+  static const json kNoParams = json::object();
+  const json& params = m.contains("params") ? m["params"] : kNoParams;
   if (!params.is_object())
     return ErrorMessage(id, kInvalidParams, "invalid params: \"params\" must be an object");
   auto result = [&](json r) { return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(r)}}; };
@@ -286,7 +305,9 @@ json McpServer::CallTool(const json& id, const json& params, bool* rpc_error) {
     *rpc_error = true;
     return ErrorMessage(id, kInvalidParams, "invalid params: tools/call needs \"name\" (a string)");
   }
-  json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : json::object();
+  static const json kNoArguments = json::object();
+  const json& args =
+      params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : kNoArguments;
   if (!args.is_object()) {
     *rpc_error = true;
     return ErrorMessage(id, kInvalidParams, "invalid params: \"arguments\" must be an object");

@@ -11,10 +11,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "server/server_context.h"
 
 namespace lsb::server::mcp {
@@ -45,6 +47,13 @@ ApiCall InProcessApi(ServerContext& ctx, const std::string& owner);
 
 // {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":message}}
 nlohmann::json ErrorMessage(const nlohmann::json& id, int code, const std::string& message);
+
+// One message as received (a stdio line, an HTTP body), parsed within the request limits of
+// base/bounded_json.h (json_codec.h RequestJsonLimits); the stdio transport caps the line's bytes.
+ParsedJson ParseMessageText(std::string_view text, size_t max_bytes = SIZE_MAX);
+// The JSON-RPC error for a refused message: -32700 when it is not JSON, -32600 when it is over a
+// limit; the message names the limit and its value.
+nlohmann::json RefusalMessage(const JsonError& e);
 
 class McpServer {
  public:

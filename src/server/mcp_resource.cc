@@ -112,7 +112,11 @@ bool LoopbackOrigin(const std::string& origin) {
 }
 
 bool IsInitialize(const json& m) {
-  auto one = [](const json& x) { return x.is_object() && x.value("method", json()) == "initialize" && x.contains("id"); };
+  auto one = [](const json& x) {
+    if (!x.is_object()) return false;
+    auto method = x.find("method");
+    return method != x.end() && *method == "initialize" && x.contains("id");
+  };
   if (m.is_array()) {
     for (const auto& x : m)
       if (one(x)) return true;
@@ -136,9 +140,13 @@ void AddMcpRoutes(Router& router, ServerContext& ctx) {
     if (!origin_ok(req))
       return RpcResponse(403, mcp::ErrorMessage(nullptr, mcp::kInvalidRequest,
                                                 "Origin " + req.Header("origin") + " is not allowed"));
-    json msg = json::parse(req.body, nullptr, false);
-    if (msg.is_discarded())
-      return RpcResponse(400, mcp::ErrorMessage(nullptr, mcp::kParseError, "parse error: the body is not valid JSON"));
+    ParsedJson parsed = mcp::ParseMessageText(req.body);
+    if (!parsed.ok()) {
+      const JsonErrorKind kind = parsed.error().kind;
+      bool too_large = kind == JsonErrorKind::kTooLarge || kind == JsonErrorKind::kTooManyElements;
+      return RpcResponse(too_large ? 413 : 400, mcp::RefusalMessage(parsed.error()));
+    }
+    const json msg = std::move(parsed).value();
     std::string sid = req.Header("mcp-session-id");
     std::string new_sid;
     auto server = servers->For(req.owner);

@@ -35,14 +35,19 @@ Status ReadResponse(int fd, ResponseParser* parser, bool until_headers, const st
 }
 
 std::string EngineMessage(const HttpResponse& resp) {
-  auto j = Json::parse(resp.body, nullptr, false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"].get<std::string>();
+  ParsedJson j = ParseEngineJson(resp.body);
+  if (j.ok() && j->is_object() && j->contains("message") && (*j)["message"].is_string())
+    return (*j)["message"].get<std::string>();
   std::string body = resp.body.substr(0, 300);
   while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
   return body.empty() ? resp.reason : body;
 }
 
 }  // namespace
+
+ParsedJson ParseEngineJson(std::string_view text) {
+  return ParseBoundedJson(text, {kMaxBodyBytes, kJsonMaxDepth, 1u << 22});
+}
 
 int CompareApiVersions(const std::string& a, const std::string& b) {
   int amaj = 0, amin = 0, bmaj = 0, bmin = 0;
@@ -61,7 +66,10 @@ Result<EngineClient> EngineClient::Open(const Endpoint& ep, ClientOptions opts) 
   if (resp.status != 200)
     return Error{"Docker engine at " + ep.ToString() + ": GET /version: " + std::to_string(resp.status) + ": " +
                  EngineMessage(resp)};
-  auto j = Json::parse(resp.body, nullptr, false);
+  ParsedJson parsed = ParseEngineJson(resp.body);
+  if (!parsed.ok())
+    return Error{"Docker engine at " + ep.ToString() + ": GET /version: " + parsed.error().message};
+  Json j = std::move(parsed).value();
   if (!j.is_object() || !j.contains("ApiVersion") || !j["ApiVersion"].is_string())
     return Error{"Docker engine at " + ep.ToString() + ": GET /version did not name an ApiVersion"};
   std::string engine = j["ApiVersion"].get<std::string>();
@@ -71,7 +79,7 @@ Result<EngineClient> EngineClient::Open(const Endpoint& ep, ClientOptions opts) 
   c.api_version_ = CompareApiVersions(engine, kMaxApiVersion) < 0 ? engine : kMaxApiVersion;
   if (j.contains("Components") && j["Components"].is_array())
     for (const auto& comp : j["Components"])
-      if (comp.is_object() && comp.value("Name", "").find("Podman") != std::string::npos) c.is_podman_ = true;
+      if (JsonStringOr(comp, "Name", "").find("Podman") != std::string::npos) c.is_podman_ = true;
   c.version_info_ = std::move(j);
   return c;
 }
@@ -108,9 +116,9 @@ Result<Json> EngineClient::CallJson(const std::string& method, const std::string
                  std::to_string(resp.status) + ": " + EngineMessage(resp)};
   }
   if (resp.body.empty()) return Json(nullptr);
-  auto j = Json::parse(resp.body, nullptr, false);
-  if (j.is_discarded()) return Error{"Docker engine: " + method + " " + path + ": answer is not JSON"};
-  return j;
+  ParsedJson j = ParseEngineJson(resp.body);
+  if (!j.ok()) return Error{"Docker engine: " + method + " " + path + ": answer refused: " + j.error().message};
+  return std::move(j).value();
 }
 
 Result<Hijacked> EngineClient::Hijack(const std::string& path) const {
@@ -227,9 +235,11 @@ Result<Json> EngineClient::EnsureNetwork(const std::string& name, const Json& cr
   if (resp.status != 200)
     return Error{"Docker engine: inspect network " + name + ": " + std::to_string(resp.status) + ": " +
                  EngineMessage(resp)};
-  auto j = Json::parse(resp.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error{"Docker engine: inspect network " + name + ": answer is not JSON"};
-  return j;
+  ParsedJson j = ParseEngineJson(resp.body);
+  if (!j.ok() || !j->is_object())
+    return Error{"Docker engine: inspect network " + name + ": answer refused: " +
+                 (j.ok() ? std::string("not a JSON object") : j.error().message)};
+  return std::move(j).value();
 }
 
 }  // namespace lsb::docker

@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/docker/endpoint.h"
@@ -17,6 +19,11 @@
 namespace lsb::docker {
 
 using Json = nlohmann::json;
+
+// The engine's answers are parsed within these limits (base/bounded_json.h): a body's bytes
+// (http_codec.h kMaxBodyBytes), kJsonMaxDepth levels (its answers nest about six), and 4M
+// elements (a long container or image list).
+ParsedJson ParseEngineJson(std::string_view text);
 
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{3000};

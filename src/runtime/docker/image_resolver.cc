@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/io.h"
+#include "policy/bounded_yaml.h"
 #include "runtime/docker/http_codec.h"
 
 namespace lsb::docker {
@@ -15,23 +16,26 @@ namespace lsb::docker {
 Result<std::map<std::string, std::string>> ImageResolver::ParseDockerSection(std::string_view yaml_text,
                                                                               const std::string& file_name) {
   std::map<std::string, std::string> out;
-  YAML::Node root;
+  auto loaded = LoadBoundedYaml(yaml_text, file_name);
+  if (!loaded.ok()) return loaded.error();
+  const YAML::Node root = *loaded;
+  // A key of the wrong kind (a list as an image name) is a conversion error, not a crash.
   try {
-    root = YAML::Load(std::string(yaml_text));
+    if (!root || !root.IsMap() || !root["docker"]) return out;
+    const YAML::Node docker = root["docker"];
+    if (docker.IsNull()) return out;
+    auto pos = [&](const YAML::Node& n) {
+      return file_name + ":" + std::to_string(n.Mark().line + 1) + ":" + std::to_string(n.Mark().column + 1);
+    };
+    if (!docker.IsMap()) return Error{pos(docker) + ": 'docker' must map policy image names to engine images"};
+    for (auto it = docker.begin(); it != docker.end(); ++it) {
+      if (!it->second.IsScalar() || it->second.as<std::string>().empty())
+        return Error{pos(it->second) + ": the engine image for '" + it->first.as<std::string>() + "' must be a name"};
+      out[it->first.as<std::string>()] = it->second.as<std::string>();
+    }
   } catch (const YAML::Exception& e) {
-    return Error{file_name + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg};
-  }
-  if (!root || !root.IsMap() || !root["docker"]) return out;
-  const YAML::Node docker = root["docker"];
-  if (docker.IsNull()) return out;
-  auto pos = [&](const YAML::Node& n) {
-    return file_name + ":" + std::to_string(n.Mark().line + 1) + ":" + std::to_string(n.Mark().column + 1);
-  };
-  if (!docker.IsMap()) return Error{pos(docker) + ": 'docker' must map policy image names to engine images"};
-  for (auto it = docker.begin(); it != docker.end(); ++it) {
-    if (!it->second.IsScalar() || it->second.as<std::string>().empty())
-      return Error{pos(it->second) + ": the engine image for '" + it->first.as<std::string>() + "' must be a name"};
-    out[it->first.as<std::string>()] = it->second.as<std::string>();
+    return Error{file_name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
+                 e.msg};
   }
   return out;
 }
@@ -100,16 +104,17 @@ Result<std::string> ImageResolver::Ensure(const EngineClient& engine, const std:
   if (!resp.ok()) return Error{named + " is not in the engine and pulling it failed: " + resp.error().message + "; " + how};
   std::string pull_error;
   if (resp->status / 100 != 2) {
-    auto j = Json::parse(resp->body, nullptr, false);
-    pull_error = j.is_object() ? j.value("message", resp->body) : resp->body;
+    ParsedJson j = ParseEngineJson(resp->body);
+    pull_error = j.ok() ? JsonStringOr(*j, "message", resp->body) : resp->body;
   }
   std::istringstream lines(resp->body);
   std::string line;
   while (pull_error.empty() && std::getline(lines, line)) {
-    auto j = Json::parse(line, nullptr, false);
-    if (!j.is_object()) continue;
-    if (j.contains("error")) pull_error = j.value("error", "pull failed");
-    else if (progress && j.contains("status")) progress(j.value("status", "") + " " + j.value("progress", ""));
+    ParsedJson j = ParseEngineJson(line);
+    if (!j.ok() || !j->is_object()) continue;
+    if (j->contains("error")) pull_error = JsonStringOr(*j, "error", "pull failed");
+    else if (progress && j->contains("status"))
+      progress(JsonStringOr(*j, "status", "") + " " + JsonStringOr(*j, "progress", ""));
   }
   if (!pull_error.empty()) return Error{named + " is not in the engine and pulling it failed (" + pull_error + "); " + how};
   LSB_ASSIGN_OR_RETURN(have, engine.ImageExists(target));
