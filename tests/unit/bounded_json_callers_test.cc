@@ -99,7 +99,14 @@ TEST(BoundedJsonCallers, McpArgumentsAreEchoedOnlyAsStrings) {
   auto r = s.HandleText(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code",)"
                         R"("arguments":{"code":"x","junk":)" + Nested(60) + "}}}");
   ASSERT_TRUE(r);
-  EXPECT_EQ(sent, R"({"code":"x"})");
+  // An argument the tool does not take is refused by name (Class 8), so nothing reaches the API.
+  EXPECT_EQ(sent, "");
+  EXPECT_NE(r->dump().find("junk: not an argument of execute_code"), std::string::npos) << r->dump();
+  // A deep value where a string belongs reaches the API only as what the tool reads of it.
+  auto typed = s.HandleText(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code",)"
+                            R"("arguments":{"code":"x","language":)" + Nested(60) + "}}}");
+  ASSERT_TRUE(typed);
+  EXPECT_EQ(sent.find('['), std::string::npos) << sent;
 }
 
 TEST(BoundedJsonCallers, InitMessagesDeepOrHugeAreRefused) {
