@@ -19,6 +19,34 @@ json EventJson(const protocol::Event& e) {
   return j;
 }
 
+size_t JsonBytes(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace).size(); }
+
+// A recent execution's view bounded to `max` bytes of JSON: the trace goes first, then the
+// alerts past the first ten, then the output (issue 15: the view's cost is fixed per execution).
+size_t BoundView(json& view, size_t max) {
+  size_t bytes = JsonBytes(view);
+  if (bytes <= max) return bytes;
+  if (view.contains("trace")) {
+    view["trace_omitted"] = view["trace"].size();
+    view.erase("trace");
+    bytes = JsonBytes(view);
+  }
+  if (bytes > max && view.contains("alerts") && view["alerts"].size() > 10) {
+    json& a = view["alerts"];
+    view["alerts_omitted"] = a.size() - 10;
+    a.erase(a.begin() + 10, a.end());
+    bytes = JsonBytes(view);
+  }
+  for (const char* k : {"stdout", "stderr", "alerts"}) {
+    if (bytes <= max) break;
+    if (!view.contains(k)) continue;
+    view[k] = view[k].is_string() ? json("") : json::array();
+    view["view_truncated"] = true;
+    bytes = JsonBytes(view);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Monitor::Monitor(MonitorOptions opts) : opts_(std::move(opts)) {
@@ -111,8 +139,13 @@ json Monitor::RunningJson(const Execution& ex) const {
 }
 
 void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
-  metrics_.Inc("lsb_alerts_total", {{"rule", e.rule}, {"severity", e.severity}});
-  if (ex.alerts_recorded_ >= opts_.alert_record_limit) {
+  // A summary stands for `count` alerts past the runner's bound (protocol/alert_coalescer.h); the
+  // runner passes at most one per rule, so it is always recorded.
+  bool summary = e.kind == "summary";
+  double weight = summary && e.count > 0 ? static_cast<double>(e.count) : 1.0;
+  metrics_.Inc("lsb_alerts_total", {{"rule", e.rule}, {"severity", e.severity}}, weight);
+  if (summary) metrics_.Inc("lsb_alerts_suppressed_total", {}, weight);
+  if (!summary && ex.alerts_recorded_ >= opts_.alert_record_limit) {
     metrics_.Inc("lsb_alerts_suppressed_total");
     return;
   }
@@ -158,7 +191,9 @@ RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks in
     if (ev.rule.empty()) {
       metrics_.Inc("lsb_trace_events_total", {{"kind", ev.kind}});
       json t = EventJson(ev);
-      if (e->trace_.size() < opts_.trace_limit) {
+      size_t bytes = JsonBytes(t);
+      if (e->trace_.size() < opts_.trace_limit && e->trace_bytes_ + bytes <= opts_.trace_max_bytes) {
+        e->trace_bytes_ += bytes;
         e->trace_.push_back(t);
       } else {
         ++e->trace_dropped_;
@@ -258,11 +293,16 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
   summary.erase("stdout");
   summary.erase("stderr");
   summary.erase("trace");
+  size_t view_bytes = BoundView(view, opts_.recent_entry_bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(ex->info_.id);
-    recent_.push_front(std::move(view));
-    while (recent_.size() > opts_.recent_limit) recent_.pop_back();
+    recent_.push_front({std::move(view), view_bytes});
+    recent_bytes_ += view_bytes;
+    while (recent_.size() > 1 && (recent_.size() > opts_.recent_limit || recent_bytes_ > opts_.recent_max_bytes)) {
+      recent_bytes_ -= recent_.back().bytes;
+      recent_.pop_back();
+    }
   }
   events_.Publish("execution_finished", std::move(summary));
 }
@@ -288,9 +328,9 @@ json Monitor::Running() const {
 json Monitor::Recent(size_t limit) const {
   std::lock_guard<std::mutex> lock(mu_);
   json list = json::array();
-  for (const auto& v : recent_) {
+  for (const auto& entry : recent_) {
     if (list.size() >= limit) break;
-    json s = v;
+    json s = entry.view;
     s.erase("stdout");
     s.erase("stderr");
     s.erase("trace");
@@ -301,8 +341,8 @@ json Monitor::Recent(size_t limit) const {
 
 std::optional<json> Monitor::FindExecution(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& v : recent_)
-    if (v.value("execution_id", "") == id) return v;
+  for (const auto& entry : recent_)
+    if (entry.view.value("execution_id", "") == id) return entry.view;
   auto it = running_.find(id);
   if (it != running_.end()) return RunningJson(*it->second);
   return std::nullopt;

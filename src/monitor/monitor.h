@@ -36,9 +36,13 @@ struct MonitorOptions {
   int audit_keep = 5;
   WebhookOptions webhooks;             // no URLs = no webhooks
   size_t recent_limit = 100;           // executions kept for the dashboard
+  size_t recent_max_bytes = 16 << 20;  // ... and their JSON, in all (the oldest go first)
+  size_t recent_entry_bytes = 1 << 20; // one recent execution's JSON (past it: alerts/trace cut)
   size_t output_keep_bytes = 64 << 10; // of stdout and of stderr, per recent execution
-  size_t trace_limit = 10000;          // trace records kept per execution (the rest counted)
-  size_t alert_record_limit = 100;     // alert records/webhooks per execution (the rest counted)
+  size_t trace_limit = 1000;           // trace records kept per execution (the rest counted)
+  size_t trace_max_bytes = 1 << 20;    // ... and their JSON
+  size_t alert_record_limit = 100;     // alert records/webhooks per execution (the rest counted;
+                                       // the runner's per-rule summaries always pass)
   uint64_t usage_interval_ms = 1000;
 };
 
@@ -71,6 +75,7 @@ class Execution {
   std::vector<nlohmann::json> alert_records_;  // audit records, written with the execution's
   nlohmann::json trace_ = nlohmann::json::array();
   uint64_t trace_dropped_ = 0;
+  size_t trace_bytes_ = 0;
   std::optional<BoxUsage> last_usage_;
   std::chrono::steady_clock::time_point last_usage_at_;
 };
@@ -115,7 +120,12 @@ class Monitor {
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Execution>> running_;
-  std::deque<nlohmann::json> recent_;  // newest first
+  struct RecentEntry {
+    nlohmann::json view;
+    size_t bytes = 0;  // of view, serialized
+  };
+  std::deque<RecentEntry> recent_;  // newest first
+  size_t recent_bytes_ = 0;
 };
 
 }  // namespace lsb::monitor
