@@ -37,6 +37,8 @@ uint64_t NowMs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
+constexpr uint64_t kSummaryEveryMs = 1000;
+
 uint64_t TvMs(const timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
 }
@@ -221,6 +223,15 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     if (!coalescer.Admit(ev)) return;
     if (!stream_.OfferJson(FrameType::kEvent, ev)) coalescer.Undelivered(ev);
   };
+  // What was held back goes out as summaries every second while it lasts (the host sees the
+  // count as it grows; a session's executions get theirs), and before kExit. A summary the queue
+  // has no room for is held again.
+  uint64_t last_summary_ms = start;
+  auto send_summaries = [&] {
+    last_summary_ms = NowMs();
+    for (Event& s : coalescer.TakeSummaries())
+      if (!stream_.OfferJson(FrameType::kEvent, s)) coalescer.Undelivered(s);
+  };
   // The run's own alerts (timeout, output cap): one each per run, always queued.
   auto emit_always = [&](Event ev) {
     ev.time_ms = NowMs() - start;
@@ -349,7 +360,15 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     int i_sig = add(sigfd_, POLLIN);
     int i_timer = out.exited ? -1 : add(timer.get(), POLLIN);
     int i_stdin = stdin_pending.empty() ? -1 : add(child.stdin_w.get(), POLLOUT);
-    if (::poll(fds, static_cast<nfds_t>(nfds), -1) < 0) {
+    int wait_ms = -1;
+    if (coalescer.holding()) {
+      uint64_t due = last_summary_ms + kSummaryEveryMs, now = NowMs();
+      wait_ms = due > now ? static_cast<int>(due - now) : 0;
+    }
+    int polled = ::poll(fds, static_cast<nfds_t>(nfds), wait_ms);
+    if (coalescer.holding() && NowMs() >= last_summary_ms + kSummaryEveryMs) send_summaries();
+    if (polled == 0) continue;
+    if (polled < 0) {
       if (errno == EINTR) continue;
       kill_all();
       return Error::FromErrno("poll");

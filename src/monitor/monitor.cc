@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "monitor/sha256.h"
+#include "policy/alert_rules.h"
 
 namespace lsb::monitor {
 namespace {
@@ -17,6 +18,17 @@ std::string Cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.s
 json EventJson(const protocol::Event& e) {
   json j = e;
   return j;
+}
+
+// Metric labels come from what init reported, and init may be subverted: a label is a built-in
+// rule, a known severity, or "other", so a box cannot grow the metrics without bound.
+std::string RuleLabel(const std::string& rule) {
+  for (const auto& r : BuiltinAlertRules())
+    if (r.name == rule) return rule;
+  return "other";
+}
+std::string SeverityLabel(const std::string& s) {
+  return s == "info" || s == "warning" || s == "critical" ? s : "other";
 }
 
 size_t JsonBytes(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace).size(); }
@@ -143,7 +155,7 @@ void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
   // runner passes at most one per rule, so it is always recorded.
   bool summary = e.kind == "summary";
   double weight = summary && e.count > 0 ? static_cast<double>(e.count) : 1.0;
-  metrics_.Inc("lsb_alerts_total", {{"rule", e.rule}, {"severity", e.severity}}, weight);
+  metrics_.Inc("lsb_alerts_total", {{"rule", RuleLabel(e.rule)}, {"severity", SeverityLabel(e.severity)}}, weight);
   if (summary) metrics_.Inc("lsb_alerts_suppressed_total", {}, weight);
   if (!summary && ex.alerts_recorded_ >= opts_.alert_record_limit) {
     metrics_.Inc("lsb_alerts_suppressed_total");
@@ -164,6 +176,19 @@ void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
     a["type"] = "alert";
     ex.alert_records_.push_back(std::move(a));
   }
+}
+
+std::string Monitor::TraceKindLabel(const std::string& kind) {
+  // A syscall name; at most kMaxTraceKinds different ones are labels, the rest "other".
+  static constexpr size_t kMaxTraceKinds = 64;
+  bool plain = !kind.empty() && kind.size() <= 32 &&
+               kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  if (!plain) return "other";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (trace_kinds_.count(kind)) return kind;
+  if (trace_kinds_.size() >= kMaxTraceKinds) return "other";
+  trace_kinds_.insert(kind);
+  return kind;
 }
 
 void Monitor::OnUsage(Execution& ex, const BoxUsage& u) {
@@ -189,7 +214,7 @@ RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks in
   Execution* e = ex.get();  // the caller keeps `ex` alive for the run
   cb.on_event = [this, e, fn = inner.on_event](const protocol::Event& ev) {
     if (ev.rule.empty()) {
-      metrics_.Inc("lsb_trace_events_total", {{"kind", ev.kind}});
+      metrics_.Inc("lsb_trace_events_total", {{"kind", TraceKindLabel(ev.kind)}});
       json t = EventJson(ev);
       size_t bytes = JsonBytes(t);
       if (e->trace_.size() < opts_.trace_limit && e->trace_bytes_ + bytes <= opts_.trace_max_bytes) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,7 @@ class Monitor {
   void OnAlert(Execution& ex, const protocol::Event& e);
   void OnUsage(Execution& ex, const BoxUsage& u);
   nlohmann::json RunningJson(const Execution& ex) const;
+  std::string TraceKindLabel(const std::string& kind);
 
   MonitorOptions opts_;
   Metrics metrics_;
@@ -126,6 +128,7 @@ class Monitor {
   };
   std::deque<RecentEntry> recent_;  // newest first
   size_t recent_bytes_ = 0;
+  std::set<std::string> trace_kinds_;  // metric labels of trace kinds seen (bounded)
 };
 
 }  // namespace lsb::monitor

@@ -54,6 +54,7 @@ class AlertCoalescer {
   // order; each carries the count it stands for; time_ms is the last one's. Resets the counts.
   std::vector<Event> TakeSummaries();
 
+  bool holding() const { return !held_.empty(); }
   uint64_t seen() const { return seen_; }  // attempts (a summary counts as its count)
   uint64_t suppressed() const { return suppressed_; }
 
