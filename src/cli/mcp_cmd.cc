@@ -134,7 +134,7 @@ int McpCommand(const Args& args) {
   sched::SessionManager sessions(max_sessions);
   sessions.StartReaper();
   server::ServerContext ctx{**backend, policies, executor, boxes, sessions, limits, {}};
-  server::mcp::McpServer mcp(server::mcp::InProcessApi(ctx));
+  server::mcp::McpServer mcp(server::mcp::InProcessApi(ctx, /*owner=*/""));
 
   std::thread signals([&] {
     int sig = 0;

@@ -8,6 +8,7 @@
 #include "policy/units.h"
 #include "monitor/webhook.h"
 #include "server/daemon.h"
+#include "server/web_guard.h"
 
 namespace lsb::cli {
 namespace {
@@ -32,6 +33,18 @@ constexpr const char* kServeUsage =
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"
     "  --generate-token         no token given: make a random one and print it once (the orchestrator image)\n"
+    "  --allow-origin ORIGIN    a web origin (scheme://host[:port]) whose pages may call the daemon, with\n"
+    "                           CORS (repeatable); other non-loopback Origins get 403 (docs/api.md)\n"
+    "\n"
+    "slow clients (docs/api.md \"Connection limits\"; durations as 10s, 500ms, or seconds):\n"
+    "  --max-connections N      open connections at once (default 512); when full, the most stalled\n"
+    "                           idle or half-sent connection is evicted, 503 only if all are busy\n"
+    "  --max-connections-per-peer N   connections from one source address (IPv6: one /64) (default 128)\n"
+    "  --header-timeout DUR     the whole request line and headers must arrive within this (default 10s)\n"
+    "  --body-timeout DUR       the body gets this plus its size / --min-transfer-rate (default 10s)\n"
+    "  --write-timeout DUR      each response write gets this plus its size / --min-transfer-rate (default 10s)\n"
+    "  --keepalive-timeout DUR  a kept-alive connection with no new request is closed (default 30s)\n"
+    "  --min-transfer-rate BYTES  per second, the slowest body upload / response read allowed (default 64K)\n"
     "\n"
     "monitoring (docs/monitoring.md):\n"
     "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
@@ -157,6 +170,28 @@ int ServeCommand(const Args& args) {
       size_t s = 0;
       if (v != "0" && !ParseCount(v, &s)) return Bad("--shutdown-grace wants seconds");
       c.shutdown_grace_ms = static_cast<int>(s * 1000);
+    } else if (value("--allow-origin")) {
+      auto o = server::NormalizeOrigin(v);
+      if (!o.ok()) return Bad("--allow-origin: " + o.error().message);
+      c.allowed_origins.insert(*o);
+    } else if (value("--max-connections")) {
+      if (!ParseCount(v, &c.connections.max_total)) return Bad("--max-connections wants a positive integer");
+    } else if (value("--max-connections-per-peer")) {
+      if (!ParseCount(v, &c.connections.max_per_peer)) return Bad("--max-connections-per-peer wants a positive integer");
+    } else if (value("--header-timeout") || value("--body-timeout") || value("--write-timeout") ||
+               value("--keepalive-timeout")) {
+      auto ms = units::ParseDurationMs(v);
+      if (!ms.ok() || *ms == 0 || *ms > 3600000)
+        return Bad(a + ": wants a duration from 1ms to 1h such as 10s or 500ms" + (ms.ok() ? "" : ": " + ms.error().message));
+      int n = static_cast<int>(*ms);
+      if (a.rfind("--header-timeout", 0) == 0) c.header_timeout_ms = n;
+      else if (a.rfind("--body-timeout", 0) == 0) c.body_timeout_ms = n;
+      else if (a.rfind("--write-timeout", 0) == 0) c.write_timeout_ms = n;
+      else c.keepalive_timeout_ms = n;
+    } else if (value("--min-transfer-rate")) {
+      auto n = units::ParseBytes(v);
+      if (!n.ok() || *n == 0) return Bad("--min-transfer-rate wants bytes per second such as 64K");
+      c.min_transfer_rate = *n;
     } else if (a == "--generate-token") {
       generate_token = true;
     } else if (value("--token-file")) {

@@ -27,24 +27,38 @@ std::string ReadHead(const std::string& path) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
+struct Support {
+  std::set<std::string> elf;     // PT_INTERP files (ld.so)
+  std::set<std::string> script;  // "#!" interpreters
+};
+
 // Adds what `exe` needs to start (its ELF interpreter, or its "#!" interpreter and that one's
 // ELF interpreter), recursing a little for "#!" chains.
-Status AddSupport(const std::string& exe, std::set<std::string>& support, int depth) {
+Status AddSupport(const std::string& exe, Support& support, int depth) {
   if (depth > 4) return Error{"interpreter chain too deep at " + exe};
   std::string head = ReadHead(exe);
   if (auto interp = ParseShebang(head)) {
     auto real = RealPath(*interp);
     if (!real) return Error{exe + ": its interpreter " + *interp + " does not exist in the box"};
-    support.insert(*real);
+    support.script.insert(*real);
     return AddSupport(*real, support, depth + 1);
   }
   LSB_ASSIGN_OR_RETURN(ElfInfo elf, ReadElfInfo(exe));
   if (!elf.interp.empty()) {
     auto real = RealPath(elf.interp);
     if (!real) return Error{exe + ": its ELF interpreter " + elf.interp + " does not exist in the box"};
-    support.insert(*real);
+    support.elf.insert(*real);
   }
   return OkStatus();
+}
+
+std::set<FileId> IdsOf(const std::set<std::string>& paths) {
+  std::set<FileId> ids;
+  for (const auto& p : paths) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) ids.insert(FileId::Of(st));
+  }
+  return ids;
 }
 
 }  // namespace
@@ -84,7 +98,8 @@ Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
     denied_raw.insert(JoinPath("/", d));
     if (auto real = RealPath(d)) denied.insert(*real);
   }
-  std::set<std::string> allowed, support;
+  std::set<std::string> allowed;
+  Support support;
   for (const auto& a : allow) {
     if (a.empty() || a[0] != '/') return Error{"commands.allow: not an absolute path: " + a};
     auto real = RealPath(a);
@@ -105,16 +120,39 @@ Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
     auto st2 = AddSupport(*real, support, 0);
     if (!st2.ok()) return st2.error().Wrap("commands.allow");
   }
-  return ExecPolicy(std::move(allowed), std::move(denied), std::move(denied_raw), std::move(support));
+  return ExecPolicy(std::move(allowed), std::move(denied), std::move(denied_raw), std::move(support.elf),
+                    std::move(support.script));
 }
 
-ExecDecision ExecPolicy::Decide(const std::string& raw, const std::optional<std::string>& real) const {
-  ExecDecision d;
-  bool listed = denied_raw_.count(raw) > 0 || (real && denied_.count(*real) > 0);
-  if (listed) return ExecDecision{false, true, "listed in commands.deny"};
-  if (!real) return d;  // nothing there: the kernel answers ENOENT itself
-  if (allowed_.count(*real)) return d;
+ExecPolicy::ExecPolicy(std::set<std::string> allowed, std::set<std::string> denied, std::set<std::string> denied_raw,
+                       std::set<std::string> elf_interpreters, std::set<std::string> script_interpreters)
+    : allowed_(std::move(allowed)), denied_(std::move(denied)), denied_raw_(std::move(denied_raw)) {
+  support_ = elf_interpreters;
+  support_.insert(script_interpreters.begin(), script_interpreters.end());
+  allowed_ids_ = IdsOf(allowed_);
+  denied_ids_ = IdsOf(denied_);
+  elf_interp_ids_ = IdsOf(elf_interpreters);
+  script_interp_ids_ = IdsOf(script_interpreters);
+  // An interpreter that is also allowed in its own right (python3 for pip) is a command.
+  for (const auto& id : allowed_ids_) {
+    elf_interp_ids_.erase(id);
+    script_interp_ids_.erase(id);
+  }
+}
+
+ExecDecision ExecPolicy::Decide(const std::string& raw, const FileId& file) const {
+  if (denied_raw_.count(raw) || denied_ids_.count(file)) return ExecDecision{false, true, "listed in commands.deny"};
+  if (allowed_ids_.count(file)) return ExecDecision{};
+  if (elf_interp_ids_.count(file))
+    return ExecDecision{false, false, "the ELF interpreter: it may only start allowed commands, not be run directly"};
+  if (script_interp_ids_.count(file))
+    return ExecDecision{false, false, "the \"#!\" interpreter of an allowed script, not in commands.allow itself"};
   return ExecDecision{false, false, "not in commands.allow"};
+}
+
+ExecDecision ExecPolicy::DecideAbsent(const std::string& raw) const {
+  if (denied_raw_.count(raw)) return ExecDecision{false, true, "listed in commands.deny"};
+  return ExecDecision{};
 }
 
 }  // namespace lsb::init

@@ -18,6 +18,7 @@
 #include "base/io.h"
 #include "base/unique_fd.h"
 #include "init/exec_policy.h"
+#include "init/host_etc.h"
 
 namespace lsb::init {
 namespace {
@@ -56,9 +57,11 @@ bool Exists(const std::string& p, struct stat* st = nullptr) {
   return true;
 }
 
+}  // namespace
+
 // mkdir -p below the new root; fails on a read-only component (an image dir without the mount
 // point), which is reported with the path so the policy or the image can be fixed.
-Status MakeDirs(const std::string& path, mode_t mode = 0755) {
+Status MakeDirs(const std::string& path, mode_t mode) {
   std::string cur;
   size_t i = 1;
   while (i <= path.size()) {
@@ -72,17 +75,16 @@ Status MakeDirs(const std::string& path, mode_t mode = 0755) {
   return OkStatus();
 }
 
+namespace {
 Status MakeFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
   if (!fd && errno != EEXIST) return Error::FromErrno("create mount point " + path);
   return OkStatus();
 }
 
-// One entry of the source root, recreated in the new root: symlinks copied, dirs and files bound
-// read-only.
-Status PlaceEntry(const std::string& src_root, const std::string& name) {
-  std::string src = src_root + "/" + name;
-  std::string dst = std::string(kNewRoot) + "/" + name;
+}  // namespace
+
+Status PlaceReadOnly(const std::string& src, const std::string& dst) {
   struct stat st;
   if (!Exists(src, &st)) return OkStatus();
   if (S_ISLNK(st.st_mode)) {
@@ -103,13 +105,24 @@ Status PlaceEntry(const std::string& src_root, const std::string& name) {
   return BindReadOnly(src, dst);
 }
 
+namespace {
+
+// One entry of the source root, recreated in the new root: symlinks copied, dirs and files bound
+// read-only.
+Status PlaceEntry(const std::string& src_root, const std::string& name) {
+  return PlaceReadOnly(src_root + "/" + name, std::string(kNewRoot) + "/" + name);
+}
+
 Status MountProc(const std::string& root) {
   std::string proc = root + "/proc";
   LSB_TRY(MakeDirs(proc, 0555));
   LSB_TRY(Mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
   // Masked like runc: files read as empty (/dev/null), directories as an empty read-only tmpfs.
-  static const char* kMaskFiles[] = {"kcore", "keys", "timer_list", "timer_stats", "sched_debug",
-                                     "latency_stats", "kallsyms", "kmsg", "config.gz"};
+  // cmdline and bootconfig: the host's boot parameters (some hosts pass tokens there); boot_id:
+  // an identifier of the host (before sys is made read-only, which carries the bind along).
+  static const char* kMaskFiles[] = {"kcore",       "keys",      "timer_list", "timer_stats",
+                                     "sched_debug", "latency_stats", "kallsyms", "kmsg",
+                                     "config.gz",   "cmdline",   "bootconfig", "sys/kernel/random/boot_id"};
   static const char* kMaskDirs[] = {"acpi", "scsi", "asound", "driver"};
   static const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
   for (const char* f : kMaskFiles) {
@@ -213,7 +226,7 @@ Status BuildRoot(const BoxSetup& setup) {
   std::string src_root = "";
   std::vector<std::string> entries;
   if (setup.rootfs == "host") {
-    entries = {"usr", "etc", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "opt"};
+    entries = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "opt"};  // etc: host_etc.h
   } else {
     if (setup.rootfs.empty() || setup.rootfs[0] != '/')
       return Error{"rootfs must be \"host\" or an absolute directory: \"" + setup.rootfs + "\""};
@@ -237,6 +250,10 @@ Status BuildRoot(const BoxSetup& setup) {
     if (!st.ok()) return st.error().Wrap("rootfs /" + e);
   }
   src_fd.reset();
+  if (setup.rootfs == "host") {
+    auto st = BuildHostEtc(root, setup);
+    if (!st.ok()) return st.error().Wrap("rootfs /etc (synthetic, host_etc.h)");
+  }
   LSB_TRY(MountProc(root));
   LSB_TRY(MountDev(root));
   std::vector<protocol::TmpfsSpec> tmpfs = setup.tmpfs;

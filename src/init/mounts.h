@@ -7,6 +7,8 @@
 // in_place: the outer box made the mounts; init checks what it relies on and prepares the job dir.
 #pragma once
 
+#include <sys/types.h>
+
 #include "base/result.h"
 #include "protocol/messages.h"
 
@@ -14,6 +16,12 @@ namespace lsb::init {
 
 Status BuildRoot(const protocol::BoxSetup& setup);
 Status CheckInPlace(const protocol::BoxSetup& setup);
+
+// For host_etc.cc. mkdir -p.
+Status MakeDirs(const std::string& path, mode_t mode = 0755);
+// Recreates `src` at `dst`: a symlink copied, a directory or regular file bound read-only
+// (nosuid, nodev), anything else (sockets, fifos, devices) skipped; a missing `src` is no error.
+Status PlaceReadOnly(const std::string& src, const std::string& dst);
 
 // Validates a mount-point path from the setup: absolute, normalized, not "/".
 Status ValidateMountPath(const std::string& what, const std::string& path);

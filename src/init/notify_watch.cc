@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,9 +14,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 
+#include "init/caller_path.h"
 #include "init/diag.h"
 #include "init/seccomp_filter.h"
 #include "init/sockaddr.h"
@@ -25,25 +28,37 @@ namespace {
 
 seccomp_notif_sizes g_sizes{};
 
+// sendmmsg sends at most UIO_MAXIOV messages; the kernel ignores the rest of vlen.
+constexpr uint64_t kMaxMmsg = 1024;
+// Alerts for one call: one per distinct refused destination, up to this many.
+constexpr size_t kMaxAddressesReported = 16;
+
 // The target's memory, valid only while its notification is (checked with ID_VALID by callers).
 class RemoteMem {
  public:
   explicit RemoteMem(pid_t pid) : fd_(::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC)) {}
   bool ok() const { return fd_.valid(); }
-  std::optional<std::string> Read(uint64_t addr, size_t len) const {
+  // Exactly `len` bytes, or EFAULT.
+  Result<std::string> Read(uint64_t addr, size_t len) const {
     std::string buf(len, '\0');
-    ssize_t n = ::pread(fd_.get(), buf.data(), len, static_cast<off_t>(addr));
-    if (n != static_cast<ssize_t>(len)) return std::nullopt;
+    size_t got = 0;
+    while (got < len) {
+      ssize_t n = ::pread(fd_.get(), buf.data() + got, len - got, static_cast<off_t>(addr + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error{"unreadable memory", EFAULT};
+      got += static_cast<size_t>(n);
+    }
     return buf;
   }
-  // A NUL-terminated string, read page-aware in small steps.
-  std::optional<std::string> ReadString(uint64_t addr, size_t max = PATH_MAX) const {
+  // A NUL-terminated string, read page-aware in small steps: EFAULT, or ENAMETOOLONG past `max`.
+  Result<std::string> ReadString(uint64_t addr, size_t max = PATH_MAX) const {
     std::string out;
     char buf[256];
     while (out.size() < max) {
       size_t step = sizeof buf - (addr % sizeof buf);
       ssize_t n = ::pread(fd_.get(), buf, step, static_cast<off_t>(addr));
-      if (n <= 0) return std::nullopt;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error{"unreadable memory", EFAULT};
       auto* nul = static_cast<char*>(std::memchr(buf, '\0', static_cast<size_t>(n)));
       if (nul) {
         out.append(buf, static_cast<size_t>(nul - buf));
@@ -52,7 +67,7 @@ class RemoteMem {
       out.append(buf, static_cast<size_t>(n));
       addr += static_cast<uint64_t>(n);
     }
-    return out;
+    return Error{"string too long", ENAMETOOLONG};
   }
 
  private:
@@ -71,21 +86,16 @@ std::vector<std::string> ReadArgv(const RemoteMem& mem, uint64_t argv_ptr) {
   size_t total = 0;
   for (int i = 0; argv_ptr && i < 64 && total < 16384; ++i) {
     auto p = mem.Read(argv_ptr + 8 * static_cast<uint64_t>(i), 8);
-    if (!p) break;
+    if (!p.ok()) break;
     uint64_t s;
     std::memcpy(&s, p->data(), 8);
     if (s == 0) break;
     auto str = mem.ReadString(s, 4096);
-    if (!str) break;
+    if (!str.ok()) break;
     total += str->size();
     argv.push_back(std::move(*str));
   }
   return argv;
-}
-
-std::optional<std::string> ReadSockaddr(const RemoteMem& mem, uint64_t ptr, uint64_t len) {
-  if (ptr == 0 || len == 0) return std::string();
-  return mem.Read(ptr, std::min<uint64_t>(len, 128));
 }
 
 const char* SyscallName(int nr) {
@@ -101,8 +111,251 @@ const char* SyscallName(int nr) {
     case SYS_openat: return "openat";
     case SYS_openat2: return "openat2";
     case SYS_creat: return "creat";
+#ifdef SYS_arch_prctl
+    case SYS_arch_prctl: return "arch_prctl";
+#endif
     default: return "syscall";
   }
+}
+
+// What init answers one notification with, and what it reports.
+struct Outcome {
+  bool vanished = false;  // the notification is no longer valid: nothing to answer or report
+  int error = 0;          // 0: continue the call (the kernel decides); else the errno init answers
+  bool kill = false;      // SIGKILL the caller after answering
+  std::vector<protocol::Event> alerts;
+  std::optional<protocol::Event> trace;  // reported only in trace mode
+};
+
+protocol::Event Denied(const protocol::Event& base, const char* rule, std::string message) {
+  protocol::Event ev = base;
+  ev.decision = "denied";
+  ev.rule = rule;
+  ev.severity = "warning";
+  ev.message = std::move(message);
+  return ev;
+}
+
+// execve / execveat: the path is resolved as the caller would resolve it and judged by identity;
+// anything that cannot be resolved is answered here, never continued.
+Outcome DecideExec(const seccomp_notif& req, const RemoteMem& mem, const ExecPolicy& policy,
+                   const std::function<bool()>& still_valid, protocol::Event ev) {
+  const pid_t pid = static_cast<pid_t>(req.pid);
+  const auto& a = req.data.args;
+  const bool at = req.data.nr == SYS_execveat;
+  const int dirfd = at ? static_cast<int>(a[0]) : AT_FDCWD;
+  const int flags = at ? static_cast<int>(a[4]) : 0;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  Result<std::string> path = mem.ok() ? mem.ReadString(at ? a[1] : a[0]) : Result<std::string>(Error{"no memory access", EFAULT});
+  ev.argv = mem.ok() ? ReadArgv(mem, at ? a[2] : a[1]) : std::vector<std::string>{};
+  const bool by_fd = (flags & AT_EMPTY_PATH) != 0;
+  std::optional<Result<UniqueFd>> file;
+  if (path.ok() && !path->empty() && !by_fd)
+    file = ResolveAsCaller(pid, dirfd, *path, (flags & AT_SYMLINK_NOFOLLOW) == 0);
+  // For the report only: the directory a relative path starts from, as init can name it.
+  std::string base;
+  if (path.ok() && !path->empty() && (*path)[0] != '/')
+    base = ReadLink(dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd));
+  const std::string fd_target = by_fd ? ReadLink(proc + "/fd/" + std::to_string(dirfd)) : std::string();
+  std::string resolved;
+  struct stat st{};
+  bool have_stat = false;
+  if (file && file->ok()) {
+    have_stat = ::fstat((*file)->get(), &st) == 0;
+    resolved = ReadLink("/proc/self/fd/" + std::to_string((*file)->get()));
+  }
+  Outcome out;
+  if (!still_valid()) {
+    out.vanished = true;
+    return out;
+  }
+
+  if (by_fd) {
+    ev.path = fd_target.empty() ? "fd " + std::to_string(dirfd) : fd_target;
+    out.error = EPERM;
+    out.alerts.push_back(Denied(ev, "denied_exec", "execveat(AT_EMPTY_PATH) of " + ev.path +
+                                                      " refused: a run by descriptor is never allowed"));
+    return out;
+  }
+  if (!path.ok()) {
+    out.error = path.error().sys_errno;
+    out.alerts.push_back(Denied(ev, "denied_exec", "exec refused: its path could not be read (" + path.error().message + ")"));
+    return out;
+  }
+  if (path->empty()) {
+    out.error = ENOENT;  // what the kernel answers for "" without AT_EMPTY_PATH
+    return out;
+  }
+  const std::string lexical = JoinPath(base.empty() ? "/" : base, *path);
+  ev.path = lexical;
+  if (!file->ok()) {
+    const int err = file->error().sys_errno ? file->error().sys_errno : EACCES;
+    if (err == ENOENT || err == ENOTDIR) {
+      // Nothing there for the caller either: answered as the kernel would, reported only when
+      // commands.deny names the path.
+      ExecDecision d = policy.DecideAbsent(lexical);
+      out.error = d.allow ? err : EACCES;
+      if (!d.allow) out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + lexical + " denied: " + d.reason));
+      return out;
+    }
+    out.error = err;
+    out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + lexical + " refused: it cannot be resolved as the caller sees it (" +
+                                                       file->error().message + ")"));
+    return out;
+  }
+  if (!have_stat) {
+    out.error = EACCES;
+    out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + lexical + " refused: its file cannot be identified"));
+    return out;
+  }
+  if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
+    out.error = S_ISLNK(st.st_mode) ? ELOOP : EACCES;  // what the kernel answers; nothing to run
+    return out;
+  }
+  // Devices too: a deny-listed file outside the bin dirs is covered with /dev/null (mounts.cc).
+  ExecDecision d = policy.Decide(lexical, FileId::Of(st));
+  const std::string shown = resolved.empty() || resolved == lexical ? lexical : lexical + " (" + resolved + ")";
+  if (!d.allow || !S_ISREG(st.st_mode)) {
+    out.error = EACCES;
+    out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + shown + " denied: " + (d.allow ? "not a regular file" : d.reason)));
+    return out;
+  }
+  ev.message = "exec of " + shown;
+  ev.severity = "info";
+  out.trace = std::move(ev);
+  return out;
+}
+
+// arch_prctl(ARCH_SET_FS): the first thing any new image does, before code of the program runs
+// (notify_watch.h). A process whose image is the ELF interpreter itself was started by running
+// ld.so directly, past the exec check (a thread rewrote the path after init read it): killed.
+Outcome CheckNewImage(const seccomp_notif& req, const ExecPolicy& policy, const std::function<bool()>& still_valid,
+                      protocol::Event ev) {
+  const std::string exe = "/proc/" + std::to_string(req.pid) + "/exe";
+  struct stat st{};
+  const bool known = ::stat(exe.c_str(), &st) == 0;
+  const int err = errno;
+  const std::string name = ReadLink(exe);
+  Outcome out;
+  if (!still_valid()) {
+    out.vanished = true;
+    return out;
+  }
+  if (known && !policy.IsElfInterpreter(FileId::Of(st))) return out;
+  out.error = EPERM;
+  out.kill = true;
+  ev.kind = "execve";
+  ev.path = name;
+  out.alerts.push_back(Denied(
+      ev, "denied_exec",
+      known ? "the ELF interpreter " + name + " was started directly (the exec path changed after the watch read it): "
+                  "killed before it loaded a program"
+            : "a new process image could not be identified (" + std::string(std::strerror(err)) + "): killed"));
+  return out;
+}
+
+// connect / sendto / sendmsg / sendmmsg / bind: every destination the call names is read and
+// checked; with the network off an inet destination is refused, and so is a destination init
+// cannot read (fail closed).
+Outcome DecideNetworkCall(const seccomp_notif& req, const RemoteMem& mem, const WatchConfig& cfg,
+                          const std::function<bool()>& still_valid, protocol::Event ev) {
+  const auto& a = req.data.args;
+  std::vector<std::string> raws;
+  bool unreadable = !mem.ok();
+  auto add = [&](uint64_t ptr, uint64_t len) {
+    if (ptr == 0 || len == 0) return;  // no address: a connected socket, the kernel knows where
+    auto raw = mem.Read(ptr, static_cast<size_t>(std::min<uint64_t>(len, 128)));
+    if (raw.ok()) raws.push_back(std::move(*raw));
+    else unreadable = true;
+  };
+  auto add_msghdr = [&](const char* hdr) {
+    msghdr m;
+    std::memcpy(&m, hdr, sizeof m);
+    add(reinterpret_cast<uint64_t>(m.msg_name), m.msg_namelen);
+  };
+  if (mem.ok()) {
+    if (ev.kind == "connect" || ev.kind == "bind") {
+      add(a[1], a[2]);
+    } else if (ev.kind == "sendto") {
+      add(a[4], a[5]);
+    } else if (ev.kind == "sendmsg") {
+      auto hdr = mem.Read(a[1], sizeof(msghdr));
+      if (hdr.ok()) add_msghdr(hdr->data());
+      else unreadable = true;
+    } else if (ev.kind == "sendmmsg") {
+      const uint64_t count = std::min<uint64_t>(a[2], kMaxMmsg);
+      if (count > 0) {
+        auto vec = mem.Read(a[1], static_cast<size_t>(count) * sizeof(mmsghdr));
+        if (vec.ok())
+          for (uint64_t i = 0; i < count; ++i) add_msghdr(vec->data() + i * sizeof(mmsghdr));
+        else
+          unreadable = true;
+      }
+    }
+  }
+  Outcome out;
+  if (!still_valid()) {
+    out.vanished = true;
+    return out;
+  }
+  std::vector<std::string> inet, all;
+  for (const auto& raw : raws) {
+    SockAddrInfo info = DescribeSockaddr(raw);
+    if (info.text.empty()) continue;
+    if (std::find(all.begin(), all.end(), info.text) == all.end()) all.push_back(info.text);
+    if (info.inet && std::find(inet.begin(), inet.end(), info.text) == inet.end()) inet.push_back(info.text);
+  }
+  const int refuse = DecideNetwork(ev.kind, true, cfg.network_enabled);
+  if (refuse != 0 && !inet.empty()) {
+    out.error = refuse;
+    for (size_t i = 0; i < inet.size() && i < kMaxAddressesReported; ++i) {
+      protocol::Event alert = Denied(ev, "network_attempt", ev.kind + " to " + inet[i] + " refused: the network is off");
+      alert.address = inet[i];
+      out.alerts.push_back(std::move(alert));
+    }
+    if (inet.size() > kMaxAddressesReported)
+      out.alerts.back().message += " (and " + std::to_string(inet.size() - kMaxAddressesReported) +
+                                   " more destinations in the same call)";
+    return out;
+  }
+  if (refuse != 0 && unreadable) {
+    out.error = EFAULT;
+    protocol::Event alert = Denied(ev, "network_attempt", ev.kind + " refused: its destination could not be read (the network is off)");
+    alert.address = "(unreadable)";
+    out.alerts.push_back(std::move(alert));
+    return out;
+  }
+  std::string joined;
+  for (const auto& t : all) joined += (joined.empty() ? "" : ", ") + t;
+  ev.address = all.empty() ? std::string() : all.front();
+  ev.message = ev.kind + (joined.empty() ? "" : " " + joined);
+  ev.severity = "info";
+  out.trace = std::move(ev);
+  return out;
+}
+
+// open/openat/openat2/creat, trace mode only: record the path, continue; Landlock and the mounts decide.
+Outcome ReportOpen(const seccomp_notif& req, const RemoteMem& mem, const std::function<bool()>& still_valid,
+                   protocol::Event ev) {
+  const auto& a = req.data.args;
+  const bool at = ev.kind == "openat" || ev.kind == "openat2";
+  auto path = mem.ok() ? mem.ReadString(at ? a[1] : a[0]) : Result<std::string>(Error{"no memory access", EFAULT});
+  std::string base;
+  if (path.ok() && !path->empty() && (*path)[0] != '/') {
+    const int dirfd = static_cast<int>(a[0]);
+    const std::string proc = "/proc/" + std::to_string(req.pid);
+    base = (!at || dirfd == AT_FDCWD) ? ReadLink(proc + "/cwd") : ReadLink(proc + "/fd/" + std::to_string(dirfd));
+  }
+  Outcome out;
+  if (!still_valid()) {
+    out.vanished = true;
+    return out;
+  }
+  ev.path = path.ok() ? JoinPath(base.empty() ? "/" : base, *path) : std::string();
+  ev.message = ev.kind + " " + ev.path;
+  ev.severity = "info";
+  out.trace = std::move(ev);
+  return out;
 }
 
 }  // namespace
@@ -140,13 +393,10 @@ Status NotifyWatch::HandleOne(const EventSink& emit) {
   resp->val = 0;
 
   const pid_t pid = static_cast<pid_t>(req->pid);
-  const auto& a = req->data.args;
-  const char* name = SyscallName(req->data.nr);
   protocol::Event ev;
   ev.pid = pid;
-  ev.kind = name;
+  ev.kind = SyscallName(req->data.nr);
   ev.decision = "allowed";
-  bool alert = false;
 
   // A key escape syscall (seccomp_filter.h): always refused, never continued, and reported.
   if (const char* escape = WatchedEscapeName(req->data.nr)) {
@@ -164,106 +414,36 @@ Status NotifyWatch::HandleOne(const EventSink& emit) {
     return OkStatus();
   }
 
-  RemoteMem mem(pid);
-  if (!mem.ok()) Diag("watch: cannot open /proc/" + std::to_string(pid) + "/mem: " + std::strerror(errno));
-  // The pid may have been reused between RECV and open: only trust what we read if the
+  // The pid may have been reused between RECV and our reads: only trust what we read if the
   // notification is still pending afterwards.
-  auto still_valid = [&] { return ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == 0; };
-
-  if (ev.kind == "open" || ev.kind == "openat" || ev.kind == "openat2" || ev.kind == "creat") {
-    // Trace mode only: record the path, continue; Landlock and the mounts decide.
-    bool at = ev.kind == "openat" || ev.kind == "openat2";
-    auto path = mem.ok() ? mem.ReadString(at ? a[1] : a[0]) : std::nullopt;
-    std::string base;
-    if (path && !path->empty() && (*path)[0] != '/') {
-      int dirfd = static_cast<int>(a[0]);
-      base = (!at || dirfd == AT_FDCWD) ? ReadLink("/proc/" + std::to_string(pid) + "/cwd")
-                                        : ReadLink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(dirfd));
-    }
-    if (!still_valid()) return OkStatus();
-    ev.path = path ? JoinPath(base.empty() ? "/" : base, *path) : std::string();
-    ev.message = ev.kind + " " + ev.path;
-  } else if (ev.kind == "execve" || ev.kind == "execveat") {
-    bool at = ev.kind == "execveat";
-    uint64_t path_ptr = at ? a[1] : a[0];
-    uint64_t argv_ptr = at ? a[2] : a[1];
-    auto path = mem.ok() ? mem.ReadString(path_ptr) : std::nullopt;
-    auto argv = mem.ok() ? ReadArgv(mem, argv_ptr) : std::vector<std::string>{};
-    std::string base;
-    if (path && !path->empty() && (*path)[0] != '/') {
-      int dirfd = static_cast<int>(a[0]);
-      base = (!at || dirfd == AT_FDCWD) ? ReadLink("/proc/" + std::to_string(pid) + "/cwd")
-                                        : ReadLink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(dirfd));
-    }
-    if (!still_valid()) return OkStatus();
-    if (path) {
-      std::string lexical = JoinPath(base.empty() ? "/" : base, *path);
-      std::optional<std::string> real;
-      char buf[PATH_MAX];
-      std::string joined = (*path)[0] == '/' || base.empty() ? *path : base + "/" + *path;
-      struct stat st;
-      if (!path->empty() && ::realpath(joined.c_str(), buf) && ::stat(buf, &st) == 0 && !S_ISDIR(st.st_mode))
-        real = std::string(buf);
-      ExecDecision d = cfg_.exec->Decide(lexical, real);
-      ev.path = lexical;
-      ev.argv = std::move(argv);
-      if (!d.allow) {
-        resp->flags = 0;
-        resp->error = -EACCES;
-        ev.decision = "denied";
-        ev.rule = "denied_exec";
-        ev.severity = "warning";
-        ev.message = "exec of " + lexical + " denied: " + d.reason;
-        alert = true;
-      } else {
-        ev.message = "exec of " + lexical;
-      }
-    }
-  } else {
-    std::optional<std::string> raw;
-    if (mem.ok()) {
-      if (ev.kind == "connect" || ev.kind == "bind") {
-        raw = ReadSockaddr(mem, a[1], a[2]);
-      } else if (ev.kind == "sendto") {
-        raw = ReadSockaddr(mem, a[4], a[5]);
-      } else if (ev.kind == "sendmsg" || ev.kind == "sendmmsg") {
-        // struct msghdr starts with msg_name, msg_namelen; mmsghdr is a msghdr plus 8 bytes.
-        uint64_t count = ev.kind == "sendmsg" ? 1 : std::min<uint64_t>(a[2], 64);
-        for (uint64_t i = 0; i < count; ++i) {
-          auto hdr = mem.Read(a[1] + i * (sizeof(msghdr) + (ev.kind == "sendmsg" ? 0 : 8)), 16);
-          if (!hdr) break;
-          uint64_t name_ptr;
-          uint32_t name_len;
-          std::memcpy(&name_ptr, hdr->data(), 8);
-          std::memcpy(&name_len, hdr->data() + 8, 4);
-          raw = ReadSockaddr(mem, name_ptr, name_len);
-          if (raw && DescribeSockaddr(*raw).inet) break;  // the one that matters
-        }
-      }
-    }
-    if (!still_valid()) return OkStatus();
-    SockAddrInfo addr = raw ? DescribeSockaddr(*raw) : SockAddrInfo{};
-    ev.address = addr.text;
-    int err = DecideNetwork(ev.kind, addr.inet, cfg_.network_enabled);
-    if (err != 0) {
-      resp->flags = 0;
-      resp->error = -err;
-      ev.decision = "denied";
-      ev.rule = "network_attempt";
-      ev.severity = "warning";
-      ev.message = ev.kind + " to " + addr.text + " refused: the network is off";
-      alert = true;
-    } else {
-      ev.message = ev.kind + (addr.text.empty() ? "" : " " + addr.text);
-    }
+  const uint64_t id = req->id;
+  const std::function<bool()> still_valid = [&] { return ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0; };
+  Outcome out;
+#ifdef SYS_arch_prctl
+  if (req->data.nr == SYS_arch_prctl) {
+    out = CheckNewImage(*req, *cfg_.exec, still_valid, ev);
+  } else
+#endif
+  {
+    RemoteMem mem(pid);
+    if (!mem.ok()) Diag("watch: cannot open /proc/" + std::to_string(pid) + "/mem: " + std::strerror(errno));
+    if (ev.kind == "open" || ev.kind == "openat" || ev.kind == "openat2" || ev.kind == "creat")
+      out = ReportOpen(*req, mem, still_valid, ev);
+    else if (ev.kind == "execve" || ev.kind == "execveat")
+      out = DecideExec(*req, mem, *cfg_.exec, still_valid, ev);
+    else
+      out = DecideNetworkCall(*req, mem, cfg_, still_valid, ev);
   }
-
+  if (out.vanished) return OkStatus();
+  if (out.error != 0) {
+    resp->flags = 0;
+    resp->error = -out.error;
+  }
   if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno != ENOENT)
     return Error::FromErrno("seccomp: send notification reply");
-  if (alert || cfg_.trace) {
-    if (!alert) ev.severity = "info";
-    emit(std::move(ev));
-  }
+  if (out.kill) ::kill(pid, SIGKILL);  // the thread's whole process
+  for (auto& alert : out.alerts) emit(std::move(alert));
+  if (cfg_.trace && out.alerts.empty() && out.trace) emit(std::move(*out.trace));
   return OkStatus();
 }
 

@@ -2,12 +2,24 @@
 //
 // It WATCHES execve/execveat/connect/sendto/sendmsg/sendmmsg/bind and never approves anything the
 // kernel layers would refuse: "continue" hands the call back to the kernel, where Landlock,
-// mounts and namespaces decide. It refuses by itself only what must not even be attempted:
-//  - exec of an existing file that is not an allowed command -> EACCES, alert "denied_exec";
-//  - with the network off, connect/sendto/sendmsg to an inet address -> ENETUNREACH, alert
-//    "network_attempt" naming the address.
-// Arguments are read from /proc/<pid>/mem, so a racing thread can change them after the read: that
-// only affects the report, never safety, because the continued call is still checked by the kernel.
+// mounts and namespaces decide. It refuses by itself what must not even be attempted:
+//  - exec of a file that is not an allowed command -> EACCES, alert "denied_exec". The path is
+//    resolved as the CALLING THREAD resolves it (its root, cwd, dirfd, /proc/self: caller_path.h)
+//    and judged by file identity, so /proc/self/root/..., a relative name, a symlink or an fd path
+//    all reach the same verdict; the ELF interpreter run directly is refused like any other
+//    non-command. A path that cannot be read or resolved is answered here, never continued
+//    (ENOENT as the kernel would, anything odd with an alert). execveat(AT_EMPTY_PATH) -> EPERM.
+//  - with the network off, connect/sendto/sendmsg/sendmmsg to an inet address -> ENETUNREACH,
+//    alert "network_attempt" for EACH distinct destination of the call (every message of a
+//    sendmmsg); a destination that cannot be read -> EFAULT, alert (fail closed).
+//  - the check after exec: a path in memory can be rewritten by another thread after init read it
+//    and before the kernel does (TOCTOU), so a path judged "python3" may start ld.so. Every new
+//    image sets its thread pointer (arch_prctl(ARCH_SET_FS), x86_64) from the interpreter's code
+//    before any code of the program it loads runs; that call is watched, and a process whose
+//    /proc/<pid>/exe is the ELF interpreter itself is answered EPERM and killed, with the alert.
+// Arguments are read from /proc/<pid>/mem, so a racing thread can change them after the read:
+// for the network that only affects the report (the kernel's empty netns and Landlock still
+// refuse), for exec the check after exec closes it.
 #pragma once
 
 #include <sys/types.h>

@@ -1,14 +1,18 @@
 #include "init/seccomp_compile.h"
 
+#include <asm/prctl.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -68,13 +72,108 @@ Result<Ctx> NewCtx(uint32_t def) {
   return ctx;
 }
 
+// ---- Argument guards: a short hand-written prefix in front of libseccomp's program.
+//
+// libseccomp 2.5 takes one comparison per argument in a rule, so "refuse unless the argument is
+// one of these values" and "refuse if any bit outside this mask is set" cannot be said with it.
+// These few instructions say it; a call they do not decide falls through to libseccomp's program,
+// which starts right after them (its jumps are relative, so prepending moves nothing inside it).
+
+#if defined(__x86_64__)
+constexpr uint32_t kNativeAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kNativeAuditArch = AUDIT_ARCH_AARCH64;
+#else
+#error "add this architecture's AUDIT_ARCH_* value"
+#endif
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the guards read the low half of args[0] first");
+
+// personality(2): the execution-domain values a program may ask for (Docker's default profile
+// allows the same): PER_LINUX, PER_LINUX32, UNAME26 with either, and 0xffffffff (the query). The
+// kernel takes an unsigned int, so only the low 32 bits are compared. Refused: ADDR_NO_RANDOMIZE
+// (no ASLR), READ_IMPLIES_EXEC (PROT_READ maps become executable), MMAP_PAGE_ZERO, and the rest.
+constexpr uint32_t kPersonalityAllowed[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+
+// unshare(2) flags that make no namespace and share nothing new: a private fd table, fs info
+// (cwd, root, umask), SysV semaphore undo list; CLONE_THREAD/SIGHAND/VM only succeed when nothing
+// is shared. Any other bit, CLONE_NEW* or one the kernel does not know yet, is an escape attempt.
+constexpr uint64_t kUnshareHarmless = CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
+
+struct GuardActions {
+  bool personality = false;        // apply the personality allowlist (the escape program)
+  uint32_t unshare_refused = 0;    // the action for an unshare with a namespace or unknown flag
+};
+
+std::vector<sock_filter> ArgumentGuards(const GuardActions& act) {
+  constexpr uint32_t kArch = offsetof(seccomp_data, arch);
+  constexpr uint32_t kNr = offsetof(seccomp_data, nr);
+  constexpr uint32_t kArg0Lo = offsetof(seccomp_data, args[0]);
+  constexpr uint32_t kArg0Hi = kArg0Lo + 4;
+  // Jumps are written to labels and resolved once the code is laid out.
+  enum Label : uint8_t { kNone, kPersonality, kUnshare, kRefuseUnshare, kAllow, kEnd };
+  struct Insn {
+    sock_filter f;
+    Label jt = kNone, jf = kNone;
+  };
+  std::vector<Insn> code;
+  uint32_t at[kEnd + 1] = {};
+  auto op = [&](uint16_t c, uint32_t k) { code.push_back({BPF_STMT(c, k)}); };
+  auto jump = [&](uint16_t c, uint32_t k, Label jt, Label jf) { code.push_back({BPF_JUMP(c, k, 0, 0), jt, jf}); };
+  auto label = [&](Label l) { at[l] = static_cast<uint32_t>(code.size()); };
+
+  op(BPF_LD | BPF_W | BPF_ABS, kArch);
+  jump(BPF_JMP | BPF_JEQ | BPF_K, kNativeAuditArch, kNone, kEnd);
+  op(BPF_LD | BPF_W | BPF_ABS, kNr);
+  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_personality, act.personality ? kPersonality : kEnd, kNone);
+  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, kUnshare, kEnd);
+  if (act.personality) {
+    label(kPersonality);
+    op(BPF_LD | BPF_W | BPF_ABS, kArg0Lo);
+    for (uint32_t v : kPersonalityAllowed) jump(BPF_JMP | BPF_JEQ | BPF_K, v, kAllow, kNone);
+    op(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+  }
+  label(kUnshare);
+  op(BPF_LD | BPF_W | BPF_ABS, kArg0Lo);
+  jump(BPF_JMP | BPF_JSET | BPF_K, static_cast<uint32_t>(~kUnshareHarmless), kRefuseUnshare, kNone);
+  op(BPF_LD | BPF_W | BPF_ABS, kArg0Hi);
+  jump(BPF_JMP | BPF_JSET | BPF_K, 0xffffffffu, kRefuseUnshare, kAllow);
+  label(kRefuseUnshare);
+  op(BPF_RET | BPF_K, act.unshare_refused);
+  label(kAllow);
+  op(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  label(kEnd);
+
+  std::vector<sock_filter> out;
+  for (size_t i = 0; i < code.size(); ++i) {
+    sock_filter f = code[i].f;
+    // A conditional jump's offsets count from the next instruction; kNone falls through.
+    auto rel = [&](Label l) { return static_cast<uint8_t>(l == kNone ? 0 : at[l] - i - 1); };
+    if (BPF_CLASS(f.code) == BPF_JMP) {
+      f.jt = rel(code[i].jt);
+      f.jf = rel(code[i].jf);
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+Result<std::vector<sock_filter>> WithGuards(const GuardActions& act, Result<std::vector<sock_filter>> prog) {
+  if (!prog.ok()) return prog;
+  std::vector<sock_filter> out = ArgumentGuards(act);
+  out.insert(out.end(), prog->begin(), prog->end());
+  if (out.size() > BPF_MAXINSNS) return Error{"seccomp: program too long (" + std::to_string(out.size()) + " instructions)"};
+  return out;
+}
+
 Result<std::vector<sock_filter>> BuildEscape(bool watched) {
   LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   // TRACE ranks below the watch's USER_NOTIF: init answers (EPERM + alert); with no listener the
   // kernel refuses (ENOSYS). Without the watch these stay plain EPERM.
   const uint32_t escape = watched ? SCMP_ACT_TRACE(EPERM) : eperm;
-  for (const char* name : protocol::kWatchedEscapeSyscalls) LSB_TRY(Rule(ctx, escape, name));
+  // unshare and personality are decided by argument in the guards (ArgumentGuards): never here.
+  for (const char* name : protocol::kWatchedEscapeSyscalls)
+    if (std::strcmp(name, "unshare") != 0) LSB_TRY(Rule(ctx, escape, name));
   for (const char* name : protocol::kRefusedSyscalls)
     if (!protocol::IsWatchedEscapeSyscall(name)) LSB_TRY(Rule(ctx, eperm, name));
   // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
@@ -82,8 +181,9 @@ Result<std::vector<sock_filter>> BuildEscape(bool watched) {
   for (uint64_t f : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
                      CLONE_NEWPID, CLONE_NEWNET})
     LSB_TRY(Rule(ctx, eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, f, f)}));
-  // fexecve of a memfd or any fd: execveat(fd, "", AT_EMPTY_PATH) is invisible to Landlock.
-  LSB_TRY(Rule(ctx, eperm, "execveat", {SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)}));
+  // fexecve of a memfd or any fd: execveat(fd, "", AT_EMPTY_PATH) names no path the watch could
+  // check. Refused; with the watch, init refuses it (EPERM) and raises denied_exec.
+  LSB_TRY(Rule(ctx, escape, "execveat", {SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)}));
   // ioctl's cmd is an unsigned int: compare the low 32 bits only, or high garbage slips past.
   for (uint64_t cmd : {0x5412ULL /* TIOCSTI */, 0x541CULL /* TIOCLINUX */})
     LSB_TRY(Rule(ctx, eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, cmd)}));
@@ -105,19 +205,27 @@ Result<std::vector<sock_filter>> BuildEscape(bool watched) {
     for (uint64_t type : {uint64_t{SOCK_RAW}, uint64_t{SOCK_PACKET}})
       LSB_TRY(Rule(ctx, eperm, call, {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)}));
   }
-  return Export(ctx);
+  return WithGuards(GuardActions{true, escape}, Export(ctx));
 }
 
 Result<std::vector<sock_filter>> BuildWatch(int handoff_fd, const SeccompOptions& opts) {
   LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
   for (const char* name : {"execve", "execveat", "connect", "sendto", "sendmmsg", "bind"})
     LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
-  for (const char* name : protocol::kWatchedEscapeSyscalls) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
+  for (const char* name : protocol::kWatchedEscapeSyscalls)
+    if (std::strcmp(name, "unshare") != 0) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
+#if defined(__x86_64__)
+  // The check after exec (notify_watch.h): every new image sets its thread pointer once, from the
+  // ELF interpreter's code (or a static binary's start code), before any code of the program runs.
+  // arch_prctl's code is an int: the low 32 bits only.
+  LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, "arch_prctl", {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, ARCH_SET_FS)}));
+#endif
   if (opts.trace_opens)
     for (const char* name : {"open", "openat", "openat2", "creat"}) LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, name));
   LSB_TRY(Rule(ctx, SCMP_ACT_NOTIFY, "sendmsg",
                {SCMP_A0(SCMP_CMP_NE, static_cast<uint64_t>(handoff_fd))}));
-  return Export(ctx);
+  // unshare reaches init only with a namespace (or unknown) flag: CLONE_FS|CLONE_FILES run silently.
+  return WithGuards(GuardActions{false, SECCOMP_RET_USER_NOTIF}, Export(ctx));
 }
 
 }  // namespace

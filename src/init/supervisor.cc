@@ -20,6 +20,7 @@
 #include "init/idle_memory.h"
 #include "init/notify_watch.h"
 #include "init/spawn.h"
+#include "policy/env_rules.h"
 #include "protocol/alert_coalescer.h"
 
 namespace lsb::init {
@@ -169,6 +170,8 @@ Result<const SeccompPrograms*> Supervisor::ProgramsFor(uint64_t nofile) {
 
 Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutdown) {
   if (spec.argv.empty()) return Error{"RunSpec.argv is empty"};
+  // The host checked every source of this environment; checked again here, where it is used.
+  LSB_TRY(env::CheckRunEnv(spec.env));
   LSB_TRY(WriteProgram(spec, code));
   LSB_ASSIGN_OR_RETURN(uint64_t nofile, CheckNofile(spec.nofile));
   LSB_ASSIGN_OR_RETURN(const SeccompPrograms* progs, ProgramsFor(nofile));

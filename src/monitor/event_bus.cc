@@ -47,8 +47,8 @@ bool Subscription::Push(const LiveEvent& e) {
   return kept;
 }
 
-std::shared_ptr<Subscription> EventBus::Subscribe(std::set<std::string> types) {
-  auto s = std::make_shared<Subscription>(std::move(types), limit_, max_bytes_);
+std::shared_ptr<Subscription> EventBus::Subscribe(std::set<std::string> types, const std::string& owner) {
+  auto s = std::make_shared<Subscription>(std::move(types), owner, limit_, max_bytes_);
   std::lock_guard<std::mutex> lock(mu_);
   subs_.push_back(s);
   return s;
@@ -59,7 +59,7 @@ void EventBus::Unsubscribe(const std::shared_ptr<Subscription>& s) {
   subs_.erase(std::remove(subs_.begin(), subs_.end(), s), subs_.end());
 }
 
-size_t EventBus::Publish(const std::string& type, nlohmann::json data) {
+size_t EventBus::Publish(const std::string& type, nlohmann::json data, const std::string& owner) {
   std::vector<std::shared_ptr<Subscription>> targets;
   LiveEvent e;
   {
@@ -67,11 +67,12 @@ size_t EventBus::Publish(const std::string& type, nlohmann::json data) {
     if (subs_.empty()) return 0;
     e.seq = ++seq_;
     for (const auto& s : subs_)
-      if (s->Wants(type)) targets.push_back(s);
+      if (s->Wants(type, owner)) targets.push_back(s);
   }
   e.type = type;
   e.bytes = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
   e.data = std::move(data);
+  e.owner = owner;
   size_t dropped = 0;
   for (const auto& s : targets)
     if (!s->Push(e)) ++dropped;

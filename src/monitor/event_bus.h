@@ -26,23 +26,28 @@ struct LiveEvent {
   std::string type;   // "alert", "trace", "usage", "execution_started", "execution_finished", ...
   nlohmann::json data;
   size_t bytes = 0;   // of data, serialized (what a subscriber's queue is charged)
+  std::string owner;  // of the execution or session it is about (server/owner.h)
 };
 
 class Subscription {
  public:
-  Subscription(std::set<std::string> types, size_t limit, size_t max_bytes)
-      : types_(std::move(types)), limit_(limit), max_bytes_(max_bytes) {}
+  Subscription(std::set<std::string> types, std::string owner, size_t limit, size_t max_bytes)
+      : types_(std::move(types)), owner_(std::move(owner)), limit_(limit), max_bytes_(max_bytes) {}
   // Waits up to `timeout` for the next event; nullopt on timeout or once closed.
   std::optional<LiveEvent> Next(std::chrono::milliseconds timeout);
   // Events dropped for this subscriber since the last call (it fell behind).
   uint64_t TakeDropped();
   void Close();
-  bool Wants(const std::string& type) const { return types_.empty() || types_.count(type) > 0; }
+  // Only the events of the subscriber's own owner: another token's executions are not its to see.
+  bool Wants(const std::string& type, const std::string& owner) const {
+    return owner == owner_ && (types_.empty() || types_.count(type) > 0);
+  }
   // Returns false when the event was dropped (queue full: the oldest went).
   bool Push(const LiveEvent& e);
 
  private:
   const std::set<std::string> types_;  // empty = all
+  const std::string owner_;
   const size_t limit_;
   const size_t max_bytes_;
   std::mutex mu_;
@@ -59,10 +64,11 @@ class EventBus {
   // of their JSON; past either, its oldest events are dropped and counted.
   explicit EventBus(size_t per_subscriber_limit = 1024, size_t per_subscriber_bytes = 4 << 20)
       : limit_(per_subscriber_limit), max_bytes_(per_subscriber_bytes) {}
-  std::shared_ptr<Subscription> Subscribe(std::set<std::string> types = {});
+  // Events of `owner` only ("" = the daemon's one user, when it has no tokens).
+  std::shared_ptr<Subscription> Subscribe(std::set<std::string> types, const std::string& owner);
   void Unsubscribe(const std::shared_ptr<Subscription>& s);
   // Returns the number of subscribers that had to drop an event for it.
-  size_t Publish(const std::string& type, nlohmann::json data);
+  size_t Publish(const std::string& type, nlohmann::json data, const std::string& owner);
   size_t subscribers() const;
   void CloseAll();
 

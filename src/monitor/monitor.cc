@@ -129,7 +129,7 @@ std::shared_ptr<Execution> Monitor::Begin(ExecutionInfo info) {
     running_[ex->info_.id] = ex;
     started = RunningJson(*ex);
   }
-  events_.Publish("execution_started", std::move(started));
+  events_.Publish("execution_started", std::move(started), ex->info_.owner);
   return ex;
 }
 
@@ -171,7 +171,7 @@ void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
     json body = {{"event", "alert"}, {"alert", a}};
     webhooks_->Send("alert", e.severity, body.dump(-1, ' ', false, json::error_handler_t::replace));
   }
-  if (size_t d = events_.Publish("alert", a)) metrics_.Inc("lsb_events_dropped_total", {}, static_cast<double>(d));
+  if (size_t d = events_.Publish("alert", a, ex.info_.owner)) metrics_.Inc("lsb_events_dropped_total", {}, static_cast<double>(d));
   if (audit_) {
     a["type"] = "alert";
     ex.alert_records_.push_back(std::move(a));
@@ -206,7 +206,7 @@ void Monitor::OnUsage(Execution& ex, const BoxUsage& u) {
     ex.last_usage_at_ = now;
   }
   j["elapsed_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(now - ex.started_mono_).count();
-  events_.Publish("usage", std::move(j));
+  events_.Publish("usage", std::move(j), ex.info_.owner);
 }
 
 RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks inner) {
@@ -224,7 +224,7 @@ RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks in
         ++e->trace_dropped_;
       }
       t["execution_id"] = e->info_.id;
-      events_.Publish("trace", std::move(t));
+      events_.Publish("trace", std::move(t), e->info_.owner);
     } else {
       ++e->alerts_seen_;
       OnAlert(*e, ev);
@@ -264,6 +264,7 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
               {"code_sha256", ex->code_sha256_},
               {"code_bytes", ex->code_bytes_}};
   if (!ex->info_.session_id.empty()) rec["session_id"] = ex->info_.session_id;
+  if (!ex->info_.owner.empty()) rec["owner"] = ex->info_.owner;  // the token's id, never the token
   std::string status;
   if (r) {
     status = ExecStatusName(r->status);
@@ -271,6 +272,7 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
     rec["exit_code"] = r->exit_code;
     rec["signal"] = r->signal;
     rec["truncated"] = r->truncated;
+    rec["trust"] = r->trust;
     rec["usage"] = {{"duration_ms", r->duration_ms},
                     {"cpu_ms", r->cpu_ms},
                     {"memory_peak_bytes", r->memory_peak_bytes ? json(*r->memory_peak_bytes) : json(nullptr)},
@@ -295,6 +297,7 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
   // The dashboard's view keeps the output (bounded); the audit log keeps sizes and hashes only.
   json view = rec;
   view.erase("type");
+  view.erase("owner");
   if (r) {
     view["stdout"] = Cut(r->stdout_data, opts_.output_keep_bytes);
     view["stderr"] = Cut(r->stderr_data, opts_.output_keep_bytes);
@@ -322,20 +325,20 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(ex->info_.id);
-    recent_.push_front({std::move(view), view_bytes});
+    recent_.push_front({ex->info_.owner, std::move(view), view_bytes});
     recent_bytes_ += view_bytes;
     while (recent_.size() > 1 && (recent_.size() > opts_.recent_limit || recent_bytes_ > opts_.recent_max_bytes)) {
       recent_bytes_ -= recent_.back().bytes;
       recent_.pop_back();
     }
   }
-  events_.Publish("execution_finished", std::move(summary));
+  events_.Publish("execution_finished", std::move(summary), ex->info_.owner);
 }
 
-void Monitor::SessionEvent(const std::string& type, json data) {
+void Monitor::SessionEvent(const std::string& type, json data, const std::string& owner) {
   if (type == "session_created") metrics_.Inc("lsb_sessions_created_total");
   data["time"] = Rfc3339(std::chrono::system_clock::now());
-  events_.Publish(type, std::move(data));
+  events_.Publish(type, std::move(data), owner);
 }
 
 void Monitor::HttpRequest(const std::string& route, int status, double seconds) {
@@ -343,18 +346,25 @@ void Monitor::HttpRequest(const std::string& route, int status, double seconds) 
   metrics_.Observe("lsb_http_request_duration_seconds", {{"route", route}}, seconds);
 }
 
-json Monitor::Running() const {
+json Monitor::Running(const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   json list = json::array();
-  for (const auto& [_, ex] : running_) list.push_back(RunningJson(*ex));
+  for (const auto& [_, ex] : running_)
+    if (ex->info_.owner == owner) list.push_back(RunningJson(*ex));
   return list;
 }
 
-json Monitor::Recent(size_t limit) const {
+size_t Monitor::RunningCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_.size();
+}
+
+json Monitor::Recent(size_t limit, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   json list = json::array();
   for (const auto& entry : recent_) {
     if (list.size() >= limit) break;
+    if (entry.owner != owner) continue;
     json s = entry.view;
     s.erase("stdout");
     s.erase("stderr");
@@ -364,12 +374,12 @@ json Monitor::Recent(size_t limit) const {
   return list;
 }
 
-std::optional<json> Monitor::FindExecution(const std::string& id) const {
+std::optional<json> Monitor::FindExecution(const std::string& id, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& entry : recent_)
-    if (entry.view.value("execution_id", "") == id) return entry.view;
+    if (entry.owner == owner && entry.view.value("execution_id", "") == id) return entry.view;
   auto it = running_.find(id);
-  if (it != running_.end()) return RunningJson(*it->second);
+  if (it != running_.end() && it->second->info_.owner == owner) return RunningJson(*it->second);
   return std::nullopt;
 }
 

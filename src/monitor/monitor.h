@@ -55,6 +55,7 @@ struct ExecutionInfo {
   std::string session_id;  // kind session
   std::string language;
   std::string code;        // hashed, never stored
+  std::string owner;       // who asked (server/owner.h); the views and events are its alone
 };
 
 class Monitor;
@@ -97,12 +98,14 @@ class Monitor {
   void Finish(const std::shared_ptr<Execution>& ex, const ExecResult* result, const std::string& error,
               const std::string& backend);
 
-  void SessionEvent(const std::string& type, nlohmann::json data);
+  void SessionEvent(const std::string& type, nlohmann::json data, const std::string& owner);
   void HttpRequest(const std::string& route, int status, double seconds);
 
-  nlohmann::json Running() const;
-  nlohmann::json Recent(size_t limit) const;
-  std::optional<nlohmann::json> FindExecution(const std::string& id) const;
+  // The views of `owner`'s executions only: another owner's are absent (404 for one by id).
+  nlohmann::json Running(const std::string& owner) const;
+  size_t RunningCount() const;  // of every owner, for the metrics
+  nlohmann::json Recent(size_t limit, const std::string& owner) const;
+  std::optional<nlohmann::json> FindExecution(const std::string& id, const std::string& owner) const;
 
   // Stops webhooks and closes event subscribers (shutdown).
   void Stop();
@@ -122,11 +125,12 @@ class Monitor {
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Execution>> running_;
-  struct RecentEntry {
+  struct Kept {
+    std::string owner;
     nlohmann::json view;
     size_t bytes = 0;  // of view, serialized
   };
-  std::deque<RecentEntry> recent_;  // newest first
+  std::deque<Kept> recent_;  // newest first
   size_t recent_bytes_ = 0;
   std::set<std::string> trace_kinds_;  // metric labels of trace kinds seen (bounded)
 };

@@ -36,6 +36,13 @@ struct Language {
   std::string file_name;             // e.g. "main.py"
 };
 
+// The smallest limits a box runs with, for policies and requests alike (docs/policy.md
+// "resources"): below them the box itself fails, not the program (init is OOM-killed before it can
+// report; Docker refuses Memory under 6 MB and NanoCpus under 0.01 CPU), which would be a sandbox
+// error instead of the caller's mistake.
+inline constexpr uint64_t kMinMemoryBytes = 16ull << 20;
+inline constexpr double kMinCpu = 0.01;
+
 struct Policy {
   std::string version;  // "1.0"
   std::string name;

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "policy/alert_rules.h"
+#include "policy/env_rules.h"
 #include "policy/languages.h"
 #include "policy/policy_checks.h"
 #include "policy/policy_loader.h"
@@ -299,29 +300,22 @@ class Parser {
   void Env(const Field& f) {
     p_.positions[f.path] = r_.Pos(f.mark());
     r_.ForEachEntry(f, [&](const std::string& name, const Field& e) {
-      bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-                std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
-      if (!ok) {
-        r_.Report(e.key.Mark(), "container.env: '" + name + "' is not a valid variable name",
-                  "use letters, digits and '_', not starting with a digit");
-        return;
-      }
-      if (name.rfind("LD_", 0) == 0) {
-        r_.Report(e.key.Mark(), "container.env: " + name + " is refused",
-                  "remove it; the dynamic loader's variables load code that commands.allow never approved");
-        return;
-      }
-      if (!e.value.IsScalar()) {
-        if (e.value.IsNull()) {
-          p_.env[name] = "";
-          return;
-        }
+      std::string value;
+      if (!e.value.IsScalar() && !e.value.IsNull()) {
         r_.Report(e.mark(), e.path + ": expected a value, got " + YamlReader::KindOf(e.value),
                   "write " + name + ": \"VALUE\"");
         return;
       }
-      p_.env[name] = e.value.Scalar();
+      if (e.value.IsScalar()) value = e.value.Scalar();
+      // The same rules as for a request's env (policy/env_rules.h), less the request-only ones.
+      if (auto refusal = env::Refuse(name, value, env::Source::kPolicy)) {
+        r_.Report(e.key.Mark(), "container.env: " + name + ": " + refusal->why, refusal->fix);
+        return;
+      }
+      p_.env[name] = std::move(value);
     });
+    auto bounds = env::CheckRunEnv(p_.env);
+    if (!bounds.ok()) r_.Report(f.mark(), "container." + bounds.error().message, "set fewer or shorter variables");
   }
 
   void Commands(const Field& f) {
@@ -435,11 +429,15 @@ class Parser {
       auto v = units::ParseCpu(text);
       if (!v.ok()) return Bad(f, v.error().message, "write cpu: 0.5 (half a core), cpu: 2 or cpu: \"500m\"");
       if (*v <= 0) return Bad(f, "must be more than 0", "write the number of cores the program may use, e.g. 0.5");
+      if (*v < kMinCpu) return Bad(f, "must be at least 0.01 (10m)", "the kernel's and Docker's smallest CPU quota is 0.01 of a core");
       Set(f, p_.cpu, *v);
     } else if (key == "memory" || key == "output" || key == "file_size") {
       auto v = units::ParseBytes(text);
       if (!v.ok()) return Bad(f, v.error().message, "write a size such as 256M (MiB), 1G, 512k or a number of bytes");
       if (*v == 0) return Bad(f, "must be more than 0", "write a size such as " + std::string(key == "memory" ? "256M" : "1M"));
+      if (key == "memory" && *v < kMinMemoryBytes)
+        return Bad(f, "must be at least " + units::FormatBytes(kMinMemoryBytes),
+                   "below it the box itself cannot start (init and the interpreter need memory too)");
       uint64_t& slot = key == "memory" ? p_.memory_bytes : key == "output" ? p_.output_bytes : p_.file_size_bytes;
       Set(f, slot, *v);
     } else if (key == "timeout") {

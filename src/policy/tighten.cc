@@ -31,7 +31,23 @@ std::string Count32(uint32_t v) { return std::to_string(v); }
 
 }  // namespace
 
+Status CheckRequestedLimits(const PolicyOverrides& o) {
+  if (o.cpu && !(*o.cpu >= kMinCpu))  // also NaN
+    return Error{"resources.cpu: " + Cpu(*o.cpu) + " is below the smallest quota a box can have, " + Cpu(kMinCpu) +
+                 "; give at least 0.01 (or \"10m\")"};
+  if (o.memory_bytes && *o.memory_bytes < kMinMemoryBytes)
+    return Error{"resources.memory: " + Size(*o.memory_bytes) + " is below the " + Size(kMinMemoryBytes) +
+                 " a box needs to start (init and the interpreter); give at least " + Size(kMinMemoryBytes)};
+  if (o.timeout_ms && *o.timeout_ms == 0) return Error{"resources.timeout: must be positive"};
+  if (o.pids && *o.pids < 2) return Error{"resources.pids: must be at least 2 (init counts as one)"};
+  if (o.output_bytes && *o.output_bytes == 0) return Error{"resources.output: must be positive"};
+  if (o.open_files && *o.open_files < 3) return Error{"resources.open_files: must be at least 3 (stdin, stdout, stderr)"};
+  if (o.file_size_bytes && *o.file_size_bytes == 0) return Error{"resources.file_size: must be positive"};
+  return OkStatus();
+}
+
 Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
+  LSB_TRY(CheckRequestedLimits(o));
   Policy p = policy;
   LSB_TRY(Lower(p, "resources.cpu", o.cpu, p.cpu, Cpu));
   LSB_TRY(Lower(p, "resources.memory", o.memory_bytes, p.memory_bytes, Size));

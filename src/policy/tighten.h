@@ -21,6 +21,11 @@ struct PolicyOverrides {
   std::optional<bool> network_enabled;  // may only turn the network off
 };
 
+// Whether each given value is one a box can run with at all: positive, memory at least
+// kMinMemoryBytes, cpu at least kMinCpu. The error starts with the policy key
+// ("resources.memory: ..."). A request failing it is a bad request (400), not a loosening (403).
+Status CheckRequestedLimits(const PolicyOverrides& overrides);
+
 // A copy of `policy` with every given value applied. Errors (naming the field, the asked value
 // and the policy's) when a value is zero or above the policy's, or turns the network on. The
 // copy's positions of changed fields are cleared: they no longer come from the file.

@@ -15,7 +15,10 @@ inline constexpr const char* kWatchedEscapeSyscalls[] = {
     "process_vm_readv", "process_vm_writev", "keyctl", "add_key", "request_key"};
 
 // Refused with EPERM, silently: kernel attack surface, host-wide state, or ways around the watch.
-// Includes the watched ones (refused as plain EPERM when the watch is off).
+// Includes the watched ones (refused as plain EPERM when the watch is off). modify_ldt: 16-bit
+// segments, a past source of kernel bugs; Docker's default profile refuses it too. Two more are
+// narrowed by argument in init's filters (seccomp_compile.cc): personality (only PER_LINUX,
+// PER_LINUX32, UNAME26 and the query) and unshare (only when it makes no namespace).
 inline constexpr const char* kRefusedSyscalls[] = {
     "mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace",
     "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd", "bpf",
@@ -24,7 +27,7 @@ inline constexpr const char* kRefusedSyscalls[] = {
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "memfd_create", "memfd_secret", "swapon", "swapoff", "reboot", "acct", "syslog",
     "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-    "quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "iopl", "ioperm", "fanotify_init",
+    "quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "iopl", "ioperm", "modify_ldt", "fanotify_init",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "uselib", "nfsservctl", "_sysctl", "vm86", "vm86old", "create_module", "get_kernel_syms",
     "query_module", "ustat", "sysfs"};

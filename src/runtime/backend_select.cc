@@ -1,5 +1,7 @@
 #include "runtime/backend_select.h"
 
+#include <cstdlib>
+
 #include "runtime/docker/docker_backend.h"
 #include "runtime/native/native_backend.h"
 
@@ -10,6 +12,8 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   native::NativeOptions n;
   n.images_file = opts.images_file;
   n.init_path = opts.init_path;
+  const char* lo = std::getenv("LLM_SANDBOX_NATIVE_LOOPBACK");  // docs/security.md: loopback up
+  n.loopback_up = lo && std::string(lo) == "up";
   return std::unique_ptr<Backend>(new native::NativeBackend(n));
 }
 

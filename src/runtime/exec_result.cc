@@ -28,6 +28,7 @@ nlohmann::json ExecResult::ToJson() const {
   nlohmann::json j;
   j["execution_id"] = execution_id;
   j["backend"] = backend;
+  j["trust"] = trust;
   j["status"] = ExecStatusName(status);
   j["exit_code"] = exit_code;
   j["signal"] = signal;

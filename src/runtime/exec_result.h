@@ -32,6 +32,12 @@ struct ExecResult {
   bool truncated = false;   // stdout/stderr were cut at the policy's output cap
   std::string execution_id;
   std::string backend;
+  // What the record can be trusted for (docs/security.md, Class 9). "execution": a fresh box ran
+  // this program alone. "session": earlier executions of the session shared the box (its files)
+  // and, for python, the interpreter that ran this code and reported its stdout, stderr and exit
+  // code, so they could have forged those; status timeout/oom/killed, alerts and usage come from
+  // init and the backend, outside any program's reach, and hold either way.
+  std::string trust = "execution";
 
   nlohmann::json ToJson() const;
   // ToJson() as text; program output that is not valid UTF-8 is replaced (U+FFFD), never a throw.

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "policy/alert_rules.h"
+#include "policy/env_rules.h"
 #include "policy/languages.h"
 #include "protocol/alert_coalescer.h"
 
@@ -82,12 +83,10 @@ Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& 
   protocol::RunSpec s;
   s.argv = lang.command;
   s.file_name = lang.file_name.empty() ? "main" : lang.file_name;
+  // Every source of a request's environment passes here (docs/security.md, Class 8).
+  LSB_TRY(env::CheckRequestEnv(policy.env, req.env));
   s.env = policy.env;
-  for (const auto& [k, v] : req.env) {
-    if (k.empty() || k.find('=') != std::string::npos)
-      return Error{"environment variable name '" + k + "' is invalid"};
-    s.env[k] = v;
-  }
+  for (const auto& [k, v] : req.env) s.env[k] = v;
   s.workdir = policy.workdir;
   s.timeout_ms = policy.timeout_ms;
   if (req.timeout_ms) {

@@ -1,5 +1,6 @@
 #include "scheduler/python_driver.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "base/random_id.h"
@@ -271,7 +272,12 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
     }
   }
   size_t nl = rep.out.find('\n', out_at);
-  rep.status = std::atoi(rep.out.substr(out_at + out_mark.size(), nl - out_at - out_mark.size()).c_str());
+  // The reply comes from a process the session's code shares (a session is one trust domain,
+  // docs/security.md Class 9): parse it as hostile, a status outside 0..255 is 255.
+  const char* first = rep.out.data() + out_at + out_mark.size();
+  const char* last = rep.out.data() + nl;
+  auto [end, ec] = std::from_chars(first, last, rep.status);
+  if (ec != std::errc() || end != last || rep.status < 0 || rep.status > 255) rep.status = 255;
   rep.out.resize(out_at);
   rep.err.resize(err_at);
   return with_summaries();

@@ -62,7 +62,7 @@ Result<ExecResult> Session::Execute(const ExecRequest& req) {
   Touch(false);
   std::string lang = req.language.empty() ? config_.language : req.language;
   Result<ExecResult> r = Error{""};
-  if (lang == "python" && config_.language == "python") {
+  if (RunsInInterpreter(req.language)) {
     LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
     uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
     r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes);
@@ -75,6 +75,7 @@ Result<ExecResult> Session::Execute(const ExecRequest& req) {
     r = box_->Run(one);
   }
   Touch(true);
+  if (r.ok()) r->trust = "session";  // one trust domain: what ran before could shape this report
   return r;
 }
 

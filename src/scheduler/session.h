@@ -28,6 +28,7 @@ struct SessionConfig {
   std::string language;             // "" = the policy's default language
   uint64_t idle_timeout_ms = 300000;
   uint64_t max_lifetime_ms = 3600000;
+  std::string owner;                // who created it (server/owner.h); "" = the daemon's one user
 };
 
 struct SessionInfo {
@@ -58,6 +59,12 @@ class Session {
     std::unique_lock<std::mutex> lock_;
   };
 
+  // Whether an execution in `language` ("" = the session's) runs in the persistent interpreter,
+  // which keeps the environment it started with (a request's env cannot reach it).
+  bool RunsInInterpreter(const std::string& language) const {
+    return config_.language == "python" && (language.empty() || language == "python");
+  }
+
   // These need a Use that owns the session.
   Result<ExecResult> Execute(const ExecRequest& req);
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
@@ -66,6 +73,7 @@ class Session {
   SessionInfo Info() const;
   const Policy& policy() const { return policy_; }
   const std::string& id() const { return id_; }
+  const std::string& owner() const { return config_.owner; }
   // True when idle past the idle timeout or past the max lifetime.
   bool Expired(std::chrono::steady_clock::time_point now) const;
   // Ends the session: a running operation is killed, the box destroyed. Idempotent.

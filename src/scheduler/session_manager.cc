@@ -25,25 +25,26 @@ bool SessionManager::Add(std::shared_ptr<Session> s) {
   return true;
 }
 
-std::shared_ptr<Session> SessionManager::Get(const std::string& id) const {
+std::shared_ptr<Session> SessionManager::Get(const std::string& id, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second;
+  return it == sessions_.end() || it->second->owner() != owner ? nullptr : it->second;
 }
 
-std::vector<std::shared_ptr<Session>> SessionManager::List() const {
+std::vector<std::shared_ptr<Session>> SessionManager::List(const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<Session>> out;
-  for (const auto& [_, s] : sessions_) out.push_back(s);
+  for (const auto& [_, s] : sessions_)
+    if (s->owner() == owner) out.push_back(s);
   return out;
 }
 
-bool SessionManager::Remove(const std::string& id) {
+bool SessionManager::Remove(const std::string& id, const std::string& owner) {
   std::shared_ptr<Session> s;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end()) return false;
+    if (it == sessions_.end() || it->second->owner() != owner) return false;
     s = std::move(it->second);
     sessions_.erase(it);
   }

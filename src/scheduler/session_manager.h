@@ -30,10 +30,12 @@ class SessionManager {
   static std::string NewId();
   // False when the manager is full or shut down (the session is then closed by its destructor).
   bool Add(std::shared_ptr<Session> s);
-  std::shared_ptr<Session> Get(const std::string& id) const;
-  std::vector<std::shared_ptr<Session>> List() const;
-  // Removes and closes; false when no such session.
-  bool Remove(const std::string& id);
+  // Lookups see only the sessions of `owner` (server/owner.h): another owner's session is absent,
+  // exactly as one that never existed.
+  std::shared_ptr<Session> Get(const std::string& id, const std::string& owner) const;
+  std::vector<std::shared_ptr<Session>> List(const std::string& owner) const;
+  // Removes and closes; false when `owner` has no such session.
+  bool Remove(const std::string& id, const std::string& owner);
 
   void StartReaper();
   // Stops the reaper, refuses new sessions and closes every session. Idempotent.

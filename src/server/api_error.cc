@@ -9,6 +9,7 @@ int HttpStatus(ApiCode code) {
     case ApiCode::kForbidden: return 403;
     case ApiCode::kNotFound: return 404;
     case ApiCode::kMethodNotAllowed: return 405;
+    case ApiCode::kRequestTimeout: return 408;
     case ApiCode::kConflict: return 409;
     case ApiCode::kPayloadTooLarge: return 413;
     case ApiCode::kUnsupportedMediaType: return 415;
@@ -27,6 +28,7 @@ const char* CodeName(ApiCode code) {
     case ApiCode::kForbidden: return "forbidden";
     case ApiCode::kNotFound: return "not_found";
     case ApiCode::kMethodNotAllowed: return "method_not_allowed";
+    case ApiCode::kRequestTimeout: return "request_timeout";
     case ApiCode::kConflict: return "conflict";
     case ApiCode::kPayloadTooLarge: return "payload_too_large";
     case ApiCode::kUnsupportedMediaType: return "unsupported_media_type";

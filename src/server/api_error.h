@@ -19,6 +19,7 @@ enum class ApiCode {
   kForbidden,             // 403: a request that would loosen its policy
   kNotFound,              // 404
   kMethodNotAllowed,      // 405
+  kRequestTimeout,        // 408: the request head or body arrived too slowly (http_server.cc)
   kConflict,              // 409: the session is busy
   kPayloadTooLarge,       // 413
   kUnsupportedMediaType,  // 415

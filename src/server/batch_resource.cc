@@ -47,7 +47,7 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
       plans[i].emplace(body.error());
       continue;
     }
-    plans[i].emplace(PlanExecution(ctx, std::move(*body), where));
+    plans[i].emplace(PlanExecution(ctx, req.owner, std::move(*body), where));
   }
 
   // One waiter thread per running task, at most `concurrency` at once; each blocks in RunPlan.

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <strings.h>
 
@@ -18,7 +19,9 @@
 #include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/owner.h"
 #include "server/routes.h"
+#include "server/web_guard.h"
 
 namespace lsb::server {
 namespace {
@@ -35,7 +38,9 @@ bool SameToken(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
+// Sets `req.owner` to the identity of the token presented ("" without tokens: one user).
+bool Authorized(const ServerContext& ctx, HttpRequest& req) {
+  req.owner.clear();
   if (ctx.tokens.empty()) return true;
   std::string h = req.Header("authorization");
   const std::string scheme = "Bearer ";
@@ -43,21 +48,8 @@ bool Authorized(const ServerContext& ctx, const HttpRequest& req) {
   std::string tok = h.substr(scheme.size());
   bool ok = false;
   for (const auto& t : ctx.tokens) ok |= SameToken(tok, t);
+  if (ok) req.owner = OwnerOfToken(tok);
   return ok;
-}
-
-bool JsonBodyExpected(const HttpRequest& req) {
-  return req.method == "POST";
-}
-
-// Refuses bodies that are clearly not JSON on JSON routes; a missing type is taken as JSON.
-bool AcceptableType(const HttpRequest& req) {
-  std::string ct = req.Header("content-type");
-  if (ct.empty()) return true;
-  for (auto& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  ct = ct.substr(0, ct.find(';'));
-  return ct == "application/json" || ct.ends_with("+json") || ct == "text/plain" ||
-         ct == "application/x-www-form-urlencoded";  // curl -d's default; the body is parsed as JSON
 }
 
 // Bounded label values for the HTTP metrics: ids become placeholders, unknown paths "other".
@@ -74,6 +66,23 @@ std::string RouteLabel(const std::string& path) {
     if (tail.empty() || tail == "/execute" || tail == "/files") return p + "{id}" + tail;
   }
   return "other";
+}
+
+// Every connection holds an fd (and evicted ones a moment longer), boxes hold more: the soft fd
+// limit goes up to the hard one, and a limit still too small for the connection table is said.
+void RaiseFdLimit(size_t max_connections) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+    ::getrlimit(RLIMIT_NOFILE, &r);
+  }
+  rlim_t want = 2 * max_connections + 256;
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want)
+    Log("warning: the fd limit (" + std::to_string(r.rlim_cur) + ") is below " + std::to_string(want) +
+        ", what --max-connections " + std::to_string(max_connections) +
+        " may need; past it new connections wait in the kernel's backlog");
 }
 
 }  // namespace
@@ -174,21 +183,27 @@ int RunDaemon(DaemonConfig config) {
   AddMonitoringRoutes(router, ctx);
   AddMcpRoutes(router, ctx);
 
-  HttpHandler handler = [&ctx, &router](HttpRequest& req, ResponseStream& out) -> Reply {
+  WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
+  HttpHandler handler = [&ctx, &router, &web_guard](HttpRequest& req, ResponseStream& out) -> Reply {
     auto start = Clock::now();
     Reply r;
     // The dashboard page carries no data (it asks for a token when the daemon has them).
     bool open_route = req.path == "/healthz" || req.path == "/readyz" || req.path == "/";
-    if (!open_route && !Authorized(ctx, req)) {
+    // Browser rules first, on every route (web_guard.h): a refused page learns nothing else.
+    auto cors = web_guard.CorsHeaders(req);
+    for (const auto& [k, v] : cors) out.AddHeader(k, v);
+    if (auto refused = web_guard.Check(req)) {
+      r = ErrorResponse(*refused);
+    } else if (auto preflight = web_guard.Preflight(req)) {
+      r = std::move(*preflight);
+    } else if (!open_route && !Authorized(ctx, req)) {
       r = ErrorResponse({ApiCode::kUnauthorized, "a valid 'Authorization: Bearer <token>' header is required"});
     } else if (!open_route && ctx.shutting_down) {
       r = ErrorResponse(FromAdmission(sched::Admission::kShuttingDown));
-    } else if (JsonBodyExpected(req) && !AcceptableType(req)) {
-      r = ErrorResponse({ApiCode::kUnsupportedMediaType, "Content-Type " + req.Header("content-type") +
-                                                             " is not accepted here; send application/json"});
     } else {
       r = router.Dispatch(req, out);
     }
+    if (!r.streamed) r.response.headers.insert(r.response.headers.end(), cors.begin(), cors.end());
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
     if (ctx.monitor)
       ctx.monitor->HttpRequest(RouteLabel(req.path), r.streamed ? 200 : r.response.status,
@@ -202,6 +217,13 @@ int RunDaemon(DaemonConfig config) {
   hopts.host = config.host;
   hopts.port = config.port;
   hopts.max_body = config.max_body;
+  hopts.connections = config.connections;
+  hopts.header_timeout_ms = config.header_timeout_ms;
+  hopts.body_timeout_ms = config.body_timeout_ms;
+  hopts.write_timeout_ms = config.write_timeout_ms;
+  hopts.keepalive_timeout_ms = config.keepalive_timeout_ms;
+  hopts.min_transfer_rate = config.min_transfer_rate;
+  RaiseFdLimit(config.connections.max_total);
   auto server = HttpServer::Listen(hopts, handler);
   if (!server.ok()) {
     std::fprintf(stderr, "llm-sandbox serve: %s\n", server.error().message.c_str());

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "server/connection_table.h"
 #include "server/server_context.h"
 
 namespace lsb::server {
@@ -27,6 +28,14 @@ struct DaemonConfig {
   size_t max_sessions = 64;
   int shutdown_grace_ms = 10000;
   std::set<std::string> tokens;
+  std::set<std::string> allowed_origins;  // --allow-origin, normalized (web_guard.h)
+  // Slow clients (docs/api.md "Connection limits"): see HttpServerOptions for the meaning.
+  ConnLimits connections;
+  int header_timeout_ms = 10000;
+  int body_timeout_ms = 10000;
+  int write_timeout_ms = 10000;
+  int keepalive_timeout_ms = 30000;
+  uint64_t min_transfer_rate = 64u << 10;
   ServerLimits limits;
   bool monitoring = true;               // --monitoring off: no metrics, events, audit, webhooks
   lsb::monitor::MonitorOptions monitor;  // audit log, webhooks (docs/monitoring.md)

@@ -17,7 +17,8 @@ ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std
                     (known.empty() ? "none" : known) + "); GET /v1/policies lists them");
 }
 
-ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const std::string& where) {
+ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner, ExecuteBody body,
+                                   const std::string& where) {
   auto base = ResolvePolicy(ctx, body.policy, where + "policy");
   if (!base.ok()) return base.error();
   PolicyOverrides o;
@@ -25,18 +26,23 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const s
   o.memory_bytes = body.memory_bytes;
   o.timeout_ms = body.timeout_ms;
   o.network_enabled = body.network;
+  // Name the request's field first ("timeout: ..."), then the policy's words.
+  auto field_of = [](const std::string& m) -> std::string {
+    return m.rfind("resources.timeout", 0) == 0  ? "timeout"
+           : m.rfind("resources.memory", 0) == 0 ? "memory"
+           : m.rfind("resources.cpu", 0) == 0    ? "cpu"
+           : m.rfind("network", 0) == 0          ? "network"
+                                                 : "policy";
+  };
+  // A value no box can run with is the request's mistake (400), before any box is started.
+  auto usable = CheckRequestedLimits(o);
+  if (!usable.ok()) return BadRequest(where + field_of(usable.error().message) + ": " + usable.error().message);
   auto tight = TightenPolicy(**base, o);
   if (!tight.ok()) {
-    // Name the request's field first ("timeout: ..."), then the policy's words.
     const std::string& m = tight.error().message;
-    std::string field = m.rfind("resources.timeout", 0) == 0  ? "timeout"
-                        : m.rfind("resources.memory", 0) == 0 ? "memory"
-                        : m.rfind("resources.cpu", 0) == 0    ? "cpu"
-                        : m.rfind("network", 0) == 0          ? "network"
-                                                              : "policy";
-    return ApiError{ApiCode::kForbidden, where + field + ": " + m + "; a request may only tighten its policy"};
+    return ApiError{ApiCode::kForbidden, where + field_of(m) + ": " + m + "; a request may only tighten its policy"};
   }
-  ExecutionPlan plan{std::move(*tight), {}, {}};
+  ExecutionPlan plan{std::move(*tight), {}, {}, owner};
   plan.request.code = std::move(body.code);
   plan.request.language = std::move(body.language);
   plan.request.stdin_data = std::move(body.stdin_data);
@@ -69,7 +75,8 @@ ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const R
     ExecRequest req = plan.request;
     req.execution_id = NewExecutionId();
     auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",
-                                  req.language.empty() ? plan.policy.default_language : req.language, req.code});
+                                  req.language.empty() ? plan.policy.default_language : req.language, req.code,
+                                  plan.owner});
     auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb));
     ctx.monitor->Finish(ex, r.ok() ? &*r : nullptr, r.ok() ? "" : r.error().message, ctx.backend.name());
     return r;

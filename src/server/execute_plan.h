@@ -20,12 +20,14 @@ struct ExecutionPlan {
   Policy policy;  // tightened copy
   ExecRequest request;
   std::vector<sched::InputFile> files;
+  std::string owner;  // of the request (HttpRequest::owner): its execution's views and events are its own
 };
 
 // The policy named `name` ("" = the daemon's default); `field` names the body field in errors.
 ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std::string& name,
                                                    const std::string& field);
-ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, ExecuteBody body, const std::string& where = "");
+ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner, ExecuteBody body,
+                                   const std::string& where = "");
 // Runs a plan on the executor in a fresh box (blocking the caller until it is done).
 // With monitoring on, the execution is observed (metrics, events, audit log) under `kind`.
 ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb = {},

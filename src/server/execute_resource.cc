@@ -76,7 +76,7 @@ void AddExecuteRoutes(Router& router, ServerContext& ctx) {
     if (!j.ok()) return ErrorResponse(j.error());
     auto body = ParseExecuteBody(*j, false);
     if (!body.ok()) return ErrorResponse(body.error());
-    auto plan = PlanExecution(ctx, std::move(*body));
+    auto plan = PlanExecution(ctx, req.owner, std::move(*body));
     if (!plan.ok()) return ErrorResponse(plan.error());
     if (WantsStream(req)) return Stream(ctx, *plan, out);
     auto r = RunPlan(ctx, *plan);

@@ -10,6 +10,9 @@
 
 #include <cctype>
 #include <chrono>
+#include <functional>
+#include <sstream>
+#include <system_error>
 #include <thread>
 
 #include <boost/asio/buffer.hpp>
@@ -28,12 +31,41 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
 
-// A blocking socket with poll() timeouts, as a Beast SyncReadStream/SyncWriteStream. (Asio's own
-// sync socket calls cannot time out, and a stuck client must not pin a thread forever.)
+using Clock = std::chrono::steady_clock;
+
+// A blocking socket as a Beast SyncReadStream/SyncWriteStream whose reads and writes fail with
+// timed_out past a deadline. (Asio's own sync socket calls cannot time out, and a stuck client must
+// not pin a thread forever.) The deadline is fixed, or for a body it moves with the bytes that
+// arrived: start + floor + bytes / rate, so a body trickled slower than the rate is cut however
+// long it claims to be.
 class FdStream {
  public:
-  FdStream(int fd, int timeout_ms) : fd_(fd), timeout_ms_(timeout_ms) {}
-  void set_timeout(int ms) { timeout_ms_ = ms; }
+  explicit FdStream(int fd) : fd_(fd) {}
+  void set_deadline(Clock::time_point t) {
+    deadline_ = t;
+    rate_ = 0;
+  }
+  void set_rate_deadline(Clock::time_point start, int floor_ms, uint64_t rate) {
+    rate_start_ = start + std::chrono::milliseconds(floor_ms);
+    rate_ = rate;
+    rate_bytes_ = 0;
+    deadline_ = rate_start_;
+  }
+  // A write of `bytes` starting now: the floor plus the time the rate allows for them.
+  void set_write_deadline(int floor_ms, uint64_t rate, size_t bytes) {
+    set_deadline(Clock::now() + std::chrono::milliseconds(floor_ms) + PerRate(bytes, rate));
+  }
+  // Called after every read that returned bytes (the connection's progress).
+  void on_read(std::function<void()> f) { on_read_ = std::move(f); }
+  // Waits until the peer sends something (or hangs up); false when `until` passed first.
+  bool WaitReadable(Clock::time_point until) {
+    auto saved = deadline_;
+    deadline_ = until;
+    beast::error_code ec;
+    bool ok = Wait(POLLIN, ec);
+    deadline_ = saved;
+    return ok;
+  }
 
   template <class MutableBufferSequence>
   size_t read_some(const MutableBufferSequence& buffers, beast::error_code& ec) {
@@ -68,17 +100,23 @@ class FdStream {
     return n;
   }
 
+  static std::chrono::milliseconds PerRate(uint64_t bytes, uint64_t rate) {
+    if (rate == 0) return std::chrono::milliseconds(0);
+    return std::chrono::milliseconds(bytes * 1000 / rate);
+  }
+
  private:
   bool Wait(short events, beast::error_code& ec) {
     pollfd p{fd_, events, 0};
     for (;;) {
-      int r = ::poll(&p, 1, timeout_ms_);
-      if (r > 0) return true;
-      if (r == 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+      if (left <= 0) {
         ec = net::error::timed_out;
         return false;
       }
-      if (errno != EINTR) {
+      int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
+      if (r > 0) return true;
+      if (r < 0 && errno != EINTR) {
         ec = beast::error_code(errno, boost::system::system_category());
         return false;
       }
@@ -90,6 +128,11 @@ class FdStream {
       ssize_t r = ::recv(fd_, p, n, 0);
       if (r > 0) {
         ec = {};
+        if (rate_ != 0) {
+          rate_bytes_ += static_cast<uint64_t>(r);
+          deadline_ = rate_start_ + PerRate(rate_bytes_, rate_);
+        }
+        if (on_read_) on_read_();
         return static_cast<size_t>(r);
       }
       if (r == 0) {
@@ -115,7 +158,11 @@ class FdStream {
     }
   }
   int fd_;
-  int timeout_ms_;
+  Clock::time_point deadline_ = Clock::now();
+  Clock::time_point rate_start_{};
+  uint64_t rate_ = 0;
+  uint64_t rate_bytes_ = 0;
+  std::function<void()> on_read_;
 };
 
 http::response<http::string_body> ToBeast(const HttpResponse& in, unsigned version, bool keep_alive) {
@@ -145,26 +192,40 @@ void LingeringClose(int fd) {
   }
 }
 
+// Writes one whole response under a write deadline sized for it (a client that does not read
+// cannot hold the thread longer than that).
+template <class Message>
+void WriteWhole(FdStream& s, const HttpServerOptions& o, Message&& msg, beast::error_code& ec) {
+  size_t bytes = 1024;  // the status line and headers, about
+  if constexpr (requires { msg.body().size(); }) bytes += msg.body().size();
+  s.set_write_deadline(o.write_timeout_ms, o.min_transfer_rate, bytes);
+  http::write(s, msg, ec);
+}
+
 class BeastResponseStream : public ResponseStream {
  public:
-  BeastResponseStream(FdStream& s, unsigned version) : s_(s), version_(version) {}
+  BeastResponseStream(FdStream& s, const HttpServerOptions& o, unsigned version) : s_(s), o_(o), version_(version) {}
   bool Begin(int status, const std::string& content_type) override {
     http::response<http::empty_body> res{static_cast<http::status>(status), version_};
     res.set(http::field::server, "llm-sandbox");
     res.set(http::field::content_type, content_type);
     res.set(http::field::cache_control, "no-cache");
+    for (const auto& [k, v] : extra_headers_) res.set(k, v);
     res.keep_alive(false);
     res.chunked(true);
     http::response_serializer<http::empty_body> sr{res};
     beast::error_code ec;
+    s_.set_write_deadline(o_.write_timeout_ms, o_.min_transfer_rate, 1024);
     http::write_header(s_, sr, ec);
     ok_ = !ec;
     begun_ = true;
     return ok_;
   }
+  // Each chunk has its own deadline: a stream whose client stopped reading ends instead of blocking.
   bool Write(std::string_view chunk) override {
     if (!ok_ || chunk.empty()) return ok_;
     beast::error_code ec;
+    s_.set_write_deadline(o_.write_timeout_ms, o_.min_transfer_rate, chunk.size() + 32);
     net::write(s_, http::make_chunk(net::const_buffer(chunk.data(), chunk.size())), ec);
     if (ec) ok_ = false;
     return ok_;
@@ -172,15 +233,32 @@ class BeastResponseStream : public ResponseStream {
   void End() {
     if (!ok_ || !begun_) return;
     beast::error_code ec;
+    s_.set_write_deadline(o_.write_timeout_ms, o_.min_transfer_rate, 32);
     net::write(s_, http::make_chunk_last(), ec);
+  }
+  void AddHeader(std::string name, std::string value) override {
+    extra_headers_.emplace_back(std::move(name), std::move(value));
   }
 
  private:
   FdStream& s_;
+  const HttpServerOptions& o_;
   unsigned version_;
   bool ok_ = false;
   bool begun_ = false;
+  std::vector<std::pair<std::string, std::string>> extra_headers_;
 };
+
+// The answer to a connection refused at accept: sent without blocking the acceptor (it fits in
+// any socket buffer) and without reading the request.
+void RefuseConnection(int fd, const std::string& why) {
+  auto res = ToBeast(ErrorResponse({ApiCode::kUnavailable, why, 1}), 11, false);
+  std::ostringstream out;
+  out << res;
+  std::string text = out.str();
+  (void)::send(fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::close(fd);
+}
 
 }  // namespace
 
@@ -229,7 +307,9 @@ HttpServer::~HttpServer() {
 
 void HttpServer::Serve() {
   for (;;) {
-    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
     if (fd < 0) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -241,24 +321,28 @@ void HttpServer::Serve() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    uint64_t id = 0;
+    auto now = Clock::now();
+    ConnectionTable::Admission admitted;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (closing_ || conns_.size() >= opts_.max_connections) {
-        id = 0;
+      if (closing_) {
+        admitted.why = "the daemon is shutting down";
       } else {
-        id = next_id_++;
-        conns_[id] = Conn{fd, false};
+        admitted = table_.Admit(fd, PeerKey(peer), now);
+        // Under the lock: the victim's thread closes its fd only under it, so this is its fd.
+        if (admitted.evicted_fd >= 0) ::shutdown(admitted.evicted_fd, SHUT_RDWR);
       }
     }
-    if (id == 0) {
-      FdStream st(fd, 1000);
-      beast::error_code ec;
-      http::write(st, ToBeast(ErrorResponse({ApiCode::kUnavailable, "too many connections; retry later", 1}), 11, false), ec);
-      ::close(fd);
+    if (admitted.id == 0) {
+      RefuseConnection(fd, admitted.why);
       continue;
     }
-    std::thread([this, fd, id] { ServeConnection(fd, id); }).detach();
+    try {
+      std::thread([this, fd, id = admitted.id, now] { ServeConnection(fd, id, now); }).detach();
+    } catch (const std::system_error&) {  // no thread to be had (a flood): drop this one
+      ::close(fd);
+      Forget(admitted.id);
+    }
   }
 }
 
@@ -270,37 +354,72 @@ void HttpServer::StopAccepting() {
   if (listen_fd_) ::shutdown(listen_fd_.get(), SHUT_RDWR);
 }
 
-void HttpServer::SetBusy(uint64_t id, bool busy) {
+bool HttpServer::SetPhase(uint64_t id, ConnPhase phase) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = conns_.find(id);
-  if (it == conns_.end()) return;
-  it->second.busy = busy;
-  // A connection that went idle while closing: cut it now.
-  if (!busy && closing_) ::shutdown(it->second.fd, SHUT_RDWR);
+  if (table_.Evicted(id)) return false;
+  table_.Progress(id, phase, Clock::now());
+  // A connection that is not answering anything while closing: cut it now.
+  if (phase != ConnPhase::kBusy && closing_) return false;
+  return true;
+}
+
+void HttpServer::Forget(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.Remove(id);
+  // Notified under the lock: once Stop() sees the table empty it may destroy the server.
+  gone_cv_.notify_all();
 }
 
 void HttpServer::Stop(int grace_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   closing_ = true;
-  for (auto& [_, c] : conns_)
-    if (!c.busy) ::shutdown(c.fd, SHUT_RDWR);
-  gone_cv_.wait_for(lock, std::chrono::milliseconds(grace_ms), [this] { return conns_.empty(); });
-  for (auto& [_, c] : conns_) ::shutdown(c.fd, SHUT_RDWR);
-  gone_cv_.wait(lock, [this] { return conns_.empty(); });
+  for (int fd : table_.IdleFds()) ::shutdown(fd, SHUT_RDWR);
+  gone_cv_.wait_for(lock, std::chrono::milliseconds(grace_ms), [this] { return table_.empty(); });
+  for (int fd : table_.AllFds()) ::shutdown(fd, SHUT_RDWR);
+  gone_cv_.wait(lock, [this] { return table_.empty(); });
   listen_fd_.reset();
 }
 
 size_t HttpServer::connections() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return conns_.size();
+  return table_.live();
 }
 
-void HttpServer::ServeConnection(int raw_fd, uint64_t id) {
+size_t HttpServer::evictions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.evictions();
+}
+
+void HttpServer::ServeConnection(int raw_fd, uint64_t id, Clock::time_point accepted) {
   UniqueFd fd(raw_fd);
-  FdStream stream(fd.get(), opts_.idle_timeout_ms);
+  FdStream stream(fd.get());
   beast::flat_buffer buffer;
+  auto too_large = [&] {
+    beast::error_code ec;
+    WriteWhole(stream, opts_,
+               ToBeast(ErrorResponse({ApiCode::kPayloadTooLarge, "the request body is larger than the daemon's limit of " +
+                                                                     std::to_string(opts_.max_body) + " bytes (--max-body)"}),
+                       11, false),
+               ec);
+    LingeringClose(fd.get());
+  };
+  bool first = true;
   for (;;) {
-    stream.set_timeout(opts_.idle_timeout_ms);
+    // The head's deadline runs from the connection's arrival, or on a kept-alive connection from
+    // the first byte of the next request (until then the keep-alive timeout applies).
+    Clock::time_point head_deadline;
+    if (first) {
+      head_deadline = accepted + std::chrono::milliseconds(opts_.header_timeout_ms);
+    } else {
+      if (buffer.size() == 0 &&
+          !stream.WaitReadable(Clock::now() + std::chrono::milliseconds(opts_.keepalive_timeout_ms)))
+        break;
+      head_deadline = Clock::now() + std::chrono::milliseconds(opts_.header_timeout_ms);
+    }
+    first = false;
+    if (!SetPhase(id, ConnPhase::kReadingHead)) break;
+    stream.on_read([this, id] { SetPhase(id, ConnPhase::kReadingHead); });
+    stream.set_deadline(head_deadline);
     http::request_parser<http::string_body> parser;
     parser.header_limit(64 * 1024);
     parser.body_limit(opts_.max_body);
@@ -308,38 +427,49 @@ void HttpServer::ServeConnection(int raw_fd, uint64_t id) {
     http::read_header(stream, buffer, parser, ec);
     if (ec) {
       if (ec == http::error::body_limit) {
-        http::write(stream, ToBeast(ErrorResponse({ApiCode::kPayloadTooLarge,
-                                                   "the request body is larger than the daemon's limit of " +
-                                                       std::to_string(opts_.max_body) + " bytes (--max-body)"}),
-                                    11, false), ec);
-        LingeringClose(fd.get());
+        too_large();
+      } else if (ec == net::error::timed_out && buffer.size() > 0) {
+        WriteWhole(stream, opts_,
+                   ToBeast(ErrorResponse({ApiCode::kRequestTimeout,
+                                          "the request head did not arrive within " +
+                                              std::to_string(opts_.header_timeout_ms) + " ms (--header-timeout)"}),
+                           11, false),
+                   ec);
       } else if (ec != http::error::end_of_stream && ec != net::error::eof && ec != net::error::timed_out &&
                  buffer.size() > 0) {
-        http::write(stream, ToBeast(ErrorResponse(BadRequest("malformed HTTP request: " + ec.message())), 11, false), ec);
+        WriteWhole(stream, opts_, ToBeast(ErrorResponse(BadRequest("malformed HTTP request: " + ec.message())), 11, false), ec);
       }
       break;
     }
-    SetBusy(id, true);
-    stream.set_timeout(opts_.io_timeout_ms);
+    if (!SetPhase(id, ConnPhase::kReadingBody)) break;
+    stream.on_read([this, id] { SetPhase(id, ConnPhase::kReadingBody); });
     auto& head = parser.get();
     if (beast::iequals(head[http::field::expect], "100-continue")) {
       http::response<http::empty_body> cont{http::status::continue_, head.version()};
-      http::write(stream, cont, ec);
+      WriteWhole(stream, opts_, cont, ec);
       if (ec) break;
     }
+    stream.set_rate_deadline(Clock::now(), opts_.body_timeout_ms, opts_.min_transfer_rate);
     http::read(stream, buffer, parser, ec);
+    stream.on_read(nullptr);
     if (ec) {
       if (ec == http::error::body_limit) {
-        http::write(stream, ToBeast(ErrorResponse({ApiCode::kPayloadTooLarge,
-                                                   "the request body is larger than the daemon's limit of " +
-                                                       std::to_string(opts_.max_body) + " bytes (--max-body)"}),
-                                    11, false), ec);
-        LingeringClose(fd.get());
-      } else if (ec != net::error::eof && ec != net::error::timed_out) {
-        http::write(stream, ToBeast(ErrorResponse(BadRequest("malformed HTTP request body: " + ec.message())), 11, false), ec);
+        too_large();
+      } else if (ec == net::error::timed_out) {
+        WriteWhole(stream, opts_,
+                   ToBeast(ErrorResponse({ApiCode::kRequestTimeout,
+                                          "the request body arrived slower than " +
+                                              std::to_string(opts_.min_transfer_rate) + " bytes/s after " +
+                                              std::to_string(opts_.body_timeout_ms) +
+                                              " ms (--body-timeout, --min-transfer-rate)"}),
+                           11, false),
+                   ec);
+      } else if (ec != net::error::eof) {
+        WriteWhole(stream, opts_, ToBeast(ErrorResponse(BadRequest("malformed HTTP request body: " + ec.message())), 11, false), ec);
       }
       break;
     }
+    if (!SetPhase(id, ConnPhase::kBusy)) break;
     auto msg = parser.release();
     HttpRequest req;
     req.method = std::string(msg.method_string());
@@ -353,7 +483,7 @@ void HttpServer::ServeConnection(int raw_fd, uint64_t id) {
     SplitTarget(req);
     bool keep_alive = msg.keep_alive();
 
-    BeastResponseStream sse(stream, msg.version());
+    BeastResponseStream sse(stream, opts_, msg.version());
     Reply reply;
     try {
       reply = handler_(req, sse);
@@ -368,15 +498,15 @@ void HttpServer::ServeConnection(int raw_fd, uint64_t id) {
       std::lock_guard<std::mutex> lock(mu_);
       if (closing_) keep_alive = false;
     }
-    http::write(stream, ToBeast(reply.response, msg.version(), keep_alive), ec);
-    SetBusy(id, false);
+    WriteWhole(stream, opts_, ToBeast(reply.response, msg.version(), keep_alive), ec);
     if (ec || !keep_alive) break;
+    if (!SetPhase(id, ConnPhase::kIdle)) break;
   }
   ::shutdown(fd.get(), SHUT_WR);
   std::lock_guard<std::mutex> lock(mu_);
-  // Closed and forgotten under the lock: Stop() never shuts down a reused fd number.
+  // Closed and forgotten under the lock: neither Stop() nor an eviction shuts down a reused fd number.
   fd.reset();
-  conns_.erase(id);
+  table_.Remove(id);
   // Notified under the lock: once Stop() sees the table empty it may destroy the server.
   gone_cv_.notify_all();
 }

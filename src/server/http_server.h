@@ -1,34 +1,44 @@
 // The HTTP/1.1 transport of the daemon: Boost.Beast's parser and serializer over blocking sockets,
 // one thread per connection (bounded), keep-alive, Expect: 100-continue, chunked request bodies
-// decoded, limits on headers and body (413), and an idle timeout. Only http_server.cc includes
-// Boost; routes see plain HttpRequest / HttpResponse values (http_types.h).
+// decoded, limits on headers and body (413). Only http_server.cc includes Boost; routes see plain
+// HttpRequest / HttpResponse values (http_types.h).
+//
+// A slow client cannot hold a slot for long (docs/api.md "Connection limits"): the request head has
+// a deadline, the body and every response write a deadline that grows with its size (a floor plus
+// bytes / --min-transfer-rate), an idle keep-alive connection is closed, a peer holds at most its
+// share of the table, and a full table evicts its most stalled idle or half-read connection
+// (connection_table.h) instead of refusing the newcomer.
 //
 // Ownership and concurrency: the server owns the listening socket and every connection's socket;
 // connection threads are detached but counted, and Stop() waits until all are gone. `mu_` guards
-// the connection table and counters.
+// the connection table and the flags.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "server/connection_table.h"
 #include "server/http_types.h"
 
 namespace lsb::server {
 
+// The defaults are documented in docs/api.md ("Connection limits") and `serve --help`.
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 8080;            // 0 = any free port (tests); port() tells which
-  uint64_t max_body = 10u << 20;   // bytes; larger bodies get 413
-  size_t max_connections = 512;    // past it new connections get 503 and are closed
-  int idle_timeout_ms = 60000;     // a connection silent this long is closed
-  int io_timeout_ms = 60000;       // a single read/write that makes no progress this long fails
+  uint16_t port = 8080;                // 0 = any free port (tests); port() tells which
+  uint64_t max_body = 10u << 20;       // bytes; larger bodies get 413
+  ConnLimits connections;              // table size and per-peer share (evict, then 503)
+  int header_timeout_ms = 10000;       // the whole request head must arrive within this
+  int body_timeout_ms = 10000;         // the body gets this plus its bytes / min_transfer_rate
+  int write_timeout_ms = 10000;        // each response write gets this plus its bytes / min_transfer_rate
+  int keepalive_timeout_ms = 30000;    // a keep-alive connection with no new request is closed after this
+  uint64_t min_transfer_rate = 64u << 10;  // bytes per second, on average, past the floors above
 };
 
 using HttpHandler = std::function<Reply(HttpRequest&, ResponseStream&)>;
@@ -47,11 +57,15 @@ class HttpServer {
   // most `grace_ms`, then cut). Returns when no connection thread is left.
   void Stop(int grace_ms);
   size_t connections() const;
+  size_t evictions() const;
 
  private:
-  HttpServer(HttpServerOptions opts, HttpHandler handler) : opts_(std::move(opts)), handler_(std::move(handler)) {}
-  void ServeConnection(int fd, uint64_t id);
-  void SetBusy(uint64_t id, bool busy);
+  HttpServer(HttpServerOptions opts, HttpHandler handler)
+      : opts_(std::move(opts)), handler_(std::move(handler)), table_(opts_.connections) {}
+  void ServeConnection(int fd, uint64_t id, ConnectionTable::Clock::time_point accepted);
+  // Records the connection's phase and progress; false when it was evicted (it should end).
+  bool SetPhase(uint64_t id, ConnPhase phase);
+  void Forget(uint64_t id);
 
   HttpServerOptions opts_;
   HttpHandler handler_;
@@ -60,12 +74,7 @@ class HttpServer {
 
   mutable std::mutex mu_;
   std::condition_variable gone_cv_;  // a connection thread ended
-  struct Conn {
-    int fd;
-    bool busy;
-  };
-  std::map<uint64_t, Conn> conns_;
-  uint64_t next_id_ = 1;
+  ConnectionTable table_{ConnLimits{}};
   bool closing_ = false;
   bool accepting_ = true;
 };

@@ -18,6 +18,10 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::map<std::string, std::string> params;   // filled by the router: {id}, {name}
+  // Who asked (daemon.cc, after the token check): "" when the daemon has no tokens (one user),
+  // else the id of the bearer token ("tok-" + 16 hex digits of its SHA-256). Every object a
+  // request creates belongs to it; another owner gets 404 (docs/security.md "Ownership").
+  std::string owner;
 
   std::string Header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
@@ -44,6 +48,8 @@ class ResponseStream {
   virtual bool Begin(int status, const std::string& content_type) = 0;
   // Sends one chunk. False when the client is gone (further writes are dropped).
   virtual bool Write(std::string_view chunk) = 0;
+  // A header for the streamed answer, before Begin() (the front door's CORS headers).
+  virtual void AddHeader(std::string /*name*/, std::string /*value*/) {}
 };
 
 // What a route handler gives back: a whole response, or "streamed" when it used the stream.

@@ -1,7 +1,9 @@
 #include "server/mcp_protocol.h"
 
 #include <cctype>
+#include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "server/api_error.h"
@@ -109,13 +111,14 @@ json ErrorMessage(const json& id, int code, const std::string& message) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
 }
 
-ApiCall InProcessApi(ServerContext& ctx) {
+ApiCall InProcessApi(ServerContext& ctx, const std::string& owner) {
   auto router = std::make_shared<Router>();
   AddExecuteRoutes(*router, ctx);
   AddSessionRoutes(*router, ctx);
   AddPolicyRoutes(*router, ctx);
-  return [router](const std::string& method, const std::string& path, const json& body) -> ApiAnswer {
+  return [router, owner](const std::string& method, const std::string& path, const json& body) -> ApiAnswer {
     HttpRequest req;
+    req.owner = owner;
     req.method = method;
     req.target = path;
     req.path = path;
@@ -289,6 +292,20 @@ json McpServer::CallTool(const json& id, const json& params, bool* rpc_error) {
     return ErrorMessage(id, kInvalidParams, "invalid params: \"arguments\" must be an object");
   }
   std::string name = params["name"].get<std::string>();
+  // An argument a tool does not take is refused, never dropped: a caller that passed `env` must
+  // not believe it reached the program (docs/security.md, Class 8).
+  static const std::map<std::string, std::set<std::string>> kArguments = {
+      {"execute_code", {"code", "language", "policy"}}, {"list_policies", {}},
+      {"session_create", {"policy", "language"}},       {"session_execute", {"session_id", "code"}},
+      {"session_close", {"session_id"}}};
+  if (auto tool = kArguments.find(name); tool != kArguments.end()) {
+    for (const auto& [k, _] : args.items()) {
+      if (tool->second.count(k)) continue;
+      std::string takes;
+      for (const auto& t : tool->second) takes += (takes.empty() ? "" : ", ") + t;
+      return ToolError(k + ": not an argument of " + name + " (it takes: " + (takes.empty() ? "none" : takes) + ")");
+    }
+  }
   if (name == "execute_code") return ExecuteCode(args);
   if (name == "list_policies") return ListPolicies();
   if (name == "session_create") return SessionCreate(args);

@@ -39,8 +39,9 @@ struct ApiAnswer {
 using ApiCall = std::function<ApiAnswer(const std::string& method, const std::string& path, const nlohmann::json& body)>;
 
 // The execute, session and policy routes of `ctx`, called in process (no socket, no auth: the
-// transport in front already authorised the MCP request). `ctx` must outlive the returned call.
-ApiCall InProcessApi(ServerContext& ctx);
+// transport in front already authorised the MCP request) as `owner` (HttpRequest::owner: the
+// sessions and executions the tools make are its own). `ctx` must outlive the returned call.
+ApiCall InProcessApi(ServerContext& ctx, const std::string& owner);
 
 // {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":message}}
 nlohmann::json ErrorMessage(const nlohmann::json& id, int code, const std::string& message);

@@ -32,8 +32,8 @@ constexpr size_t kMaxMcpSessions = 4096;  // past it the least recently used one
 
 class McpSessions {
  public:
-  // A new session id (128 random bits, hex: visible ASCII as the spec asks).
-  std::string Open(const std::string& version) {
+  // A new session id (128 random bits, hex: visible ASCII as the spec asks), owned by `owner`.
+  std::string Open(const std::string& version, const std::string& owner) {
     std::string id = RandomHex("", 16);
     std::lock_guard<std::mutex> lock(mu_);
     if (sessions_.size() >= kMaxMcpSessions) {
@@ -42,29 +42,51 @@ class McpSessions {
         if (it->second.used < oldest->second.used) oldest = it;
       sessions_.erase(oldest);
     }
-    sessions_[id] = {version, Clock::now()};
+    sessions_[id] = {version, Clock::now(), owner};
     return id;
   }
-  // The session's protocol version; nullopt when unknown.
-  std::optional<std::string> Touch(const std::string& id) {
+  // The session's protocol version; nullopt when unknown or another owner's.
+  std::optional<std::string> Touch(const std::string& id, const std::string& owner) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end()) return std::nullopt;
+    if (it == sessions_.end() || it->second.owner != owner) return std::nullopt;
     it->second.used = Clock::now();
     return it->second.version;
   }
-  bool Close(const std::string& id) {
+  bool Close(const std::string& id, const std::string& owner) {
     std::lock_guard<std::mutex> lock(mu_);
-    return sessions_.erase(id) > 0;
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.owner != owner) return false;
+    sessions_.erase(it);
+    return true;
   }
 
  private:
   struct Entry {
     std::string version;
     Clock::time_point used;
+    std::string owner;
   };
   std::mutex mu_;
   std::map<std::string, Entry> sessions_;
+};
+
+// One MCP server per owner, so that the tools act as the token that called them; bounded by the
+// daemon's tokens (plus "" without tokens).
+class McpServers {
+ public:
+  explicit McpServers(ServerContext& ctx) : ctx_(ctx) {}
+  std::shared_ptr<mcp::McpServer> For(const std::string& owner) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& s = servers_[owner];
+    if (!s) s = std::make_shared<mcp::McpServer>(mcp::InProcessApi(ctx_, owner));
+    return s;
+  }
+
+ private:
+  ServerContext& ctx_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<mcp::McpServer>> servers_;
 };
 
 HttpResponse RpcResponse(int status, const json& body) {
@@ -102,7 +124,7 @@ bool IsInitialize(const json& m) {
 }  // namespace
 
 void AddMcpRoutes(Router& router, ServerContext& ctx) {
-  auto server = std::make_shared<mcp::McpServer>(mcp::InProcessApi(ctx));
+  auto servers = std::make_shared<McpServers>(ctx);
   auto sessions = std::make_shared<McpSessions>();
 
   auto origin_ok = [&ctx](const HttpRequest& req) {
@@ -110,7 +132,7 @@ void AddMcpRoutes(Router& router, ServerContext& ctx) {
     return origin.empty() || !ctx.tokens.empty() || LoopbackOrigin(origin);
   };
 
-  router.Add("POST", "/mcp", [server, sessions, origin_ok](HttpRequest& req, ResponseStream&) -> Reply {
+  router.Add("POST", "/mcp", [servers, sessions, origin_ok](HttpRequest& req, ResponseStream&) -> Reply {
     if (!origin_ok(req))
       return RpcResponse(403, mcp::ErrorMessage(nullptr, mcp::kInvalidRequest,
                                                 "Origin " + req.Header("origin") + " is not allowed"));
@@ -119,11 +141,12 @@ void AddMcpRoutes(Router& router, ServerContext& ctx) {
       return RpcResponse(400, mcp::ErrorMessage(nullptr, mcp::kParseError, "parse error: the body is not valid JSON"));
     std::string sid = req.Header("mcp-session-id");
     std::string new_sid;
+    auto server = servers->For(req.owner);
     if (IsInitialize(msg)) {
       auto answer = server->Handle(msg);
       if (!answer) return RpcResponse(400, mcp::ErrorMessage(nullptr, mcp::kInvalidRequest, "initialize is a request"));
       const json& first = answer->is_array() ? (*answer)[0] : *answer;
-      if (first.contains("result")) new_sid = sessions->Open(first["result"].value("protocolVersion", ""));
+      if (first.contains("result")) new_sid = sessions->Open(first["result"].value("protocolVersion", ""), req.owner);
       HttpResponse res = RpcResponse(200, *answer);
       if (!new_sid.empty()) res.headers.emplace_back("Mcp-Session-Id", new_sid);
       return res;
@@ -132,7 +155,7 @@ void AddMcpRoutes(Router& router, ServerContext& ctx) {
       return RpcResponse(400, mcp::ErrorMessage(nullptr, mcp::kInvalidRequest,
                                                 "missing Mcp-Session-Id header: send initialize first and echo "
                                                 "the Mcp-Session-Id it answers with"));
-    if (!sessions->Touch(sid))
+    if (!sessions->Touch(sid, req.owner))
       return RpcResponse(404, mcp::ErrorMessage(nullptr, mcp::kInvalidRequest,
                                                 "unknown MCP session (it was deleted or forgotten); initialize again"));
     std::string version = req.Header("mcp-protocol-version");
@@ -153,7 +176,7 @@ void AddMcpRoutes(Router& router, ServerContext& ctx) {
     if (!origin_ok(req)) return ErrorResponse({ApiCode::kForbidden, "Origin " + req.Header("origin") + " is not allowed"});
     std::string sid = req.Header("mcp-session-id");
     if (sid.empty()) return ErrorResponse(BadRequest("missing Mcp-Session-Id header"));
-    if (!sessions->Close(sid)) return ErrorResponse(NotFound("unknown MCP session"));
+    if (!sessions->Close(sid, req.owner)) return ErrorResponse(NotFound("unknown MCP session"));
     HttpResponse res;
     res.status = 204;
     res.content_type = "application/json";

@@ -28,7 +28,7 @@ void SetLiveGauges(ServerContext& ctx, monitor::Monitor& m) {
   mx.Set("lsb_sessions_active", {}, static_cast<double>(ctx.sessions.count()));
   mx.Set("lsb_sessions_limit", {}, static_cast<double>(ctx.sessions.max_sessions()));
   mx.Set("lsb_events_subscribers", {}, static_cast<double>(m.events().subscribers()));
-  mx.Set("lsb_executions_running", {}, static_cast<double>(m.Running().size()));
+  mx.Set("lsb_executions_running", {}, static_cast<double>(m.RunningCount()));
 }
 
 std::set<std::string> Types(const std::string& csv) {
@@ -47,7 +47,7 @@ std::set<std::string> Types(const std::string& csv) {
 // away or the daemon shuts down. A comment line every 15 s keeps proxies (and us) aware of it.
 Reply Events(ServerContext& ctx, HttpRequest& req, ResponseStream& out) {
   auto& bus = ctx.monitor->events();
-  auto sub = bus.Subscribe(Types(req.Query("types")));
+  auto sub = bus.Subscribe(Types(req.Query("types")), req.owner);
   struct Unsub {
     monitor::EventBus& bus;
     std::shared_ptr<monitor::Subscription> sub;
@@ -102,11 +102,11 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
       if (*end != '\0' || v == 0 || v > 1000) return ErrorResponse(BadRequest("limit: a whole number from 1 to 1000"));
       limit = v;
     }
-    return JsonResponse(200, {{"running", ctx.monitor->Running()}, {"recent", ctx.monitor->Recent(limit)}});
+    return JsonResponse(200, {{"running", ctx.monitor->Running(req.owner)}, {"recent", ctx.monitor->Recent(limit, req.owner)}});
   });
   router.Add("GET", "/v1/executions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());
-    auto e = ctx.monitor->FindExecution(req.params.at("id"));
+    auto e = ctx.monitor->FindExecution(req.params.at("id"), req.owner);
     if (!e) return ErrorResponse(NotFound("no execution " + req.params.at("id") +
                                           " among the running and recent ones (older ones are in the audit log)"));
     return JsonResponse(200, *e);

@@ -1,5 +1,7 @@
 #include "server/router.h"
 
+#include <cctype>
+
 #include "server/api_error.h"
 
 namespace lsb::server {
@@ -21,10 +23,28 @@ std::vector<std::string> Split(const std::string& path) {
   return out;
 }
 
+// A JSON route refuses a body that is not declared application/json, and a POST/PUT/PATCH that
+// declares another type even without a body (an empty cross-site form post still acts).
+bool RefusedMediaType(const HttpRequest& req) {
+  std::string ct = req.Header("content-type");
+  bool writes = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+  if (req.body.empty() && (!writes || ct.empty())) return false;
+  return !IsJsonContentType(ct);
+}
+
 }  // namespace
 
-void Router::Add(const std::string& method, const std::string& pattern, Handler h) {
-  routes_.push_back(Route{method, Split(pattern), std::move(h)});
+bool IsJsonContentType(const std::string& content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  size_t k = t.find_first_not_of(" \t");
+  t = k == std::string::npos ? "" : t.substr(k);
+  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t == "application/json";
+}
+
+void Router::Add(const std::string& method, const std::string& pattern, Handler h, BodyKind body) {
+  routes_.push_back(Route{method, Split(pattern), std::move(h), body});
 }
 
 Reply Router::Dispatch(HttpRequest& req, ResponseStream& stream) const {
@@ -46,6 +66,14 @@ Reply Router::Dispatch(HttpRequest& req, ResponseStream& stream) const {
     if (r.method != req.method && !(req.method == "HEAD" && r.method == "GET")) {
       allowed += (allowed.empty() ? "" : ", ") + r.method;
       continue;
+    }
+    if (r.body == BodyKind::kJson && RefusedMediaType(req)) {
+      std::string ct = req.Header("content-type");
+      return ErrorResponse({ApiCode::kUnsupportedMediaType,
+                            (ct.empty() ? std::string("a body without a Content-Type header")
+                                        : "Content-Type " + ct) +
+                                " is not accepted on " + req.method + " " + req.path +
+                                "; send the body as Content-Type: application/json"});
     }
     req.params = std::move(params);
     return r.handler(req, stream);

@@ -1,6 +1,10 @@
 // Method + path pattern -> handler. Patterns are literal segments and {name} placeholders
 // ("/v1/sessions/{id}/files"); a placeholder matches one non-empty segment. A path that matches
 // no pattern is 404; a path that matches with another method is 405.
+//
+// A route's body is JSON unless it is registered as raw bytes (a file upload): a JSON route takes
+// a request body only as `Content-Type: application/json` (415 otherwise, a missing type too), so
+// no cross-site form or `text/plain` "simple request" a browser sends without asking can reach it.
 #pragma once
 
 #include <functional>
@@ -11,10 +15,15 @@
 
 namespace lsb::server {
 
+enum class BodyKind { kJson, kRaw };
+
+// True when `content_type` is application/json (any case, parameters such as charset allowed).
+bool IsJsonContentType(const std::string& content_type);
+
 class Router {
  public:
   using Handler = std::function<Reply(HttpRequest&, ResponseStream&)>;
-  void Add(const std::string& method, const std::string& pattern, Handler h);
+  void Add(const std::string& method, const std::string& pattern, Handler h, BodyKind body = BodyKind::kJson);
   Reply Dispatch(HttpRequest& req, ResponseStream& stream) const;
 
  private:
@@ -22,6 +31,7 @@ class Router {
     std::string method;
     std::vector<std::string> segments;
     Handler handler;
+    BodyKind body;
   };
   std::vector<Route> routes_;
 };

@@ -15,7 +15,7 @@ ApiError Conflict(const std::string& id) {
 }
 
 ApiOr<std::shared_ptr<sched::Session>> Find(ServerContext& ctx, const HttpRequest& req) {
-  auto s = ctx.sessions.Get(req.params.at("id"));
+  auto s = ctx.sessions.Get(req.params.at("id"), req.owner);
   if (!s) return NotFound("no session " + req.params.at("id") + " (it may have expired or been deleted)");
   return s;
 }
@@ -57,6 +57,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse(BadRequest("language: policy '" + (*policy)->name + "' has no language '" + cfg.language + "'"));
   cfg.idle_timeout_ms = body->idle_timeout_ms.value_or(ctx.limits.default_idle_timeout_ms);
   cfg.max_lifetime_ms = body->max_lifetime_ms.value_or(ctx.limits.default_max_lifetime_ms);
+  cfg.owner = req.owner;
   if (cfg.max_lifetime_ms > ctx.limits.max_session_lifetime_ms)
     return ErrorResponse({ApiCode::kForbidden, "max_lifetime: at most " +
                                                    std::to_string(ctx.limits.max_session_lifetime_ms / 1000) +
@@ -84,7 +85,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
   }
   HttpResponse res = JsonResponse(201, SessionJson(s->Info()));
   res.headers.emplace_back("Location", "/v1/sessions/" + id);
-  if (ctx.monitor) ctx.monitor->SessionEvent("session_created", SessionJson(s->Info()));
+  if (ctx.monitor) ctx.monitor->SessionEvent("session_created", SessionJson(s->Info()), s->owner());
   return res;
 }
 
@@ -111,13 +112,18 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   er.timeout_ms = body->timeout_ms;
   auto spec = BuildRunSpec(session.policy(), er);
   if (!spec.ok()) return ErrorResponse(BadRequest(spec.error().message));
+  // Refused rather than dropped: the caller must not believe the program saw it.
+  if (!er.env.empty() && session.RunsInInterpreter(er.language))
+    return ErrorResponse(BadRequest("env: a python session's interpreter keeps the environment it started with and "
+                                    "cannot take one per execution; leave env out, or use a one-shot execution"));
   if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
   auto r = OnSession<ExecResult>(ctx, session, [&]() -> ApiOr<ExecResult> {
     std::shared_ptr<monitor::Execution> ex;
     if (ctx.monitor) {
       er.execution_id = NewExecutionId();
       std::string lang = er.language.empty() ? session.Info().language : er.language;
-      ex = ctx.monitor->Begin({er.execution_id, session.policy().name, "session", session.id(), lang, er.code});
+      ex = ctx.monitor->Begin(
+          {er.execution_id, session.policy().name, "session", session.id(), lang, er.code, session.owner()});
     }
     auto x = session.Execute(er);
     if (ex && x.ok()) x->execution_id = er.execution_id;  // the interpreter names its own
@@ -182,9 +188,9 @@ Reply GetFile(ServerContext& ctx, HttpRequest& req) {
 
 void AddSessionRoutes(Router& router, ServerContext& ctx) {
   router.Add("POST", "/v1/sessions", [&ctx](HttpRequest& req, ResponseStream&) { return Create(ctx, req); });
-  router.Add("GET", "/v1/sessions", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
+  router.Add("GET", "/v1/sessions", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
     json list = json::array();
-    for (const auto& s : ctx.sessions.List()) list.push_back(SessionJson(s->Info()));
+    for (const auto& s : ctx.sessions.List(req.owner)) list.push_back(SessionJson(s->Info()));
     return JsonResponse(200, {{"sessions", list}});
   });
   router.Add("GET", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
@@ -193,16 +199,17 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
     return JsonResponse(200, SessionJson((*s)->Info()));
   });
   router.Add("DELETE", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
-    if (!ctx.sessions.Remove(req.params.at("id")))
+    if (!ctx.sessions.Remove(req.params.at("id"), req.owner))
       return ErrorResponse(NotFound("no session " + req.params.at("id")));
-    if (ctx.monitor) ctx.monitor->SessionEvent("session_closed", {{"session_id", req.params.at("id")}});
+    if (ctx.monitor) ctx.monitor->SessionEvent("session_closed", {{"session_id", req.params.at("id")}}, req.owner);
     HttpResponse res;
     res.status = 204;
     res.content_type = "application/json";
     return res;
   });
   router.Add("POST", "/v1/sessions/{id}/execute", [&ctx](HttpRequest& req, ResponseStream&) { return Execute(ctx, req); });
-  router.Add("PUT", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return PutFile(ctx, req); });
+  router.Add("PUT", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return PutFile(ctx, req); },
+             BodyKind::kRaw);
   router.Add("GET", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return GetFile(ctx, req); });
 }
 

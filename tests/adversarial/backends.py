@@ -54,25 +54,27 @@ class Backend:
             os.unlink(self._policy)
             self._policy = None
 
-    def run(self, code, timeout_s=None, timeout=180):
-        """Runs `code` (python) in a fresh box; returns (result dict or None, CompletedProcess)."""
+    def run(self, code, timeout_s=None, timeout=180, env=None):
+        """Runs `code` (python) in a fresh box; returns (result dict or None, CompletedProcess).
+        `env`: extra environment for the CLI (e.g. LLM_SANDBOX_NATIVE_LOOPBACK)."""
         args = [BINARY, "run", "--backend", self.backend_arg, "--json", "--policy", self.policy(),
                 "--images", IMAGES]
         if timeout_s is not None:
             args += ["--timeout", str(timeout_s)]
         args.append("-")
         proc = subprocess.run(args, input=code, capture_output=True, text=True, timeout=timeout,
-                              cwd=SOURCE_DIR)
+                              cwd=SOURCE_DIR, env=dict(os.environ, **(env or {})))
         try:
             return json.loads(proc.stdout), proc
         except json.JSONDecodeError:
             return None, proc
 
-    def popen(self, code):
+    def popen(self, code, env=None):
         """Starts `code` in a box without waiting (for the cases with two boxes at once)."""
         p = subprocess.Popen([BINARY, "run", "--backend", self.backend_arg, "--json", "--policy",
                               self.policy(), "--images", IMAGES, "-"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=SOURCE_DIR)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=SOURCE_DIR,
+                             env=dict(os.environ, **(env or {})))
         p.stdin.write(code)
         p.stdin.close()
         return p

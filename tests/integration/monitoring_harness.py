@@ -154,7 +154,7 @@ class EventReader:
         self.events = queue.Queue()
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
         path = "/v1/events" + (f"?types={types}" if types else "")
-        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()

@@ -58,6 +58,18 @@ class ViewAndExec(InitBoxTest):
         self.assertEqual(r.exit["status"], "ok")
         self.assertEqual(r.exit["exit_code"], 0)
 
+    def test_refuses_loader_environment_itself(self):
+        # Defence in depth (docs/security.md, Class 8): a RunSpec that reaches init with LD_* or
+        # glibc's loader variables, whatever the host checked, is refused before anything runs.
+        for env in ({"LD_PRELOAD": "/lib/x86_64-linux-gnu/libc.so.6"}, {"GLIBC_TUNABLES": "glibc.malloc.check=3"},
+                    {"GCONV_PATH": "/tmp"}, {"A=B": "x"}, {"V": "a\u0000b"}):
+            r = py(self.box, "print('ran')", env=env)
+            self.assertIsNotNone(r.error, r)
+            self.assertIn("env.", r.error["message"], r)
+            self.assertEqual(r.stdout, b"", r)
+        r = self.run_py("import os\nprint(os.environ['MODE'], os.environ.get('LD_PRELOAD'))", env={"MODE": "ok"})
+        self.assertOut(r, "ok None")
+
     def test_uid_and_hostname(self):
         r = self.run_py('import os, socket\nprint(os.getuid(), os.getgid(), socket.gethostname())')
         self.assertEqual(r.stdout, b"1000 1000 sandbox\n")

@@ -218,7 +218,7 @@ class PythonClientTest(DaemonTestCase):
         with self.assertRaises(BadRequest):
             self.client().execute("print(1)", files={"/etc/evil": "x"})
         with self.assertRaises(NotFound):
-            self.client().policy("no-such-policy")
+            self.client().get_policy("no-such-policy")
 
     def test_policies_and_health(self):
         c = self.client()
@@ -226,7 +226,8 @@ class PythonClientTest(DaemonTestCase):
         self.assertEqual(c.ready().get("backend"), TEST_BACKEND)
         names = [p["name"] for p in c.policies()]
         self.assertIn("code-sandbox", names)
-        p = c.policy("code-sandbox")
+        p = c.get_policy("code-sandbox")
+        self.assertEqual(c.policy, "code-sandbox")  # the client's default policy, by name
         self.assertEqual(p["name"], "code-sandbox")
         self.assertIsInstance(p["explain"], list)
         self.assertTrue(p["explain"])
@@ -446,6 +447,44 @@ class AsyncPythonClientTest(DaemonTestCase):
         asyncio.run(go())
 
 
+def slow_policy():
+    """code-sandbox renamed `long-runs`, with a 6 s timeout: longer than the client's own."""
+    with open(os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")) as f:
+        text = f.read()
+    return (text.replace("name: code-sandbox", "name: long-runs")
+            .replace("timeout: 30", "timeout: 6"))
+
+
+class ClientWaitsForThePolicyTest(DaemonTestCase):
+    """A call that names no timeout runs under its policy's; the client must wait that long (plus
+    a margin) even when its own timeout is shorter, or the daemon finishes a program whose
+    result nobody receives."""
+    extra_policies = {"long-runs.yaml": slow_policy()}
+
+    def test_sync_execute_session_and_batch_outlast_the_client_timeout(self):
+        c = self.client(policy="long-runs", timeout=1)
+        code = "import time; time.sleep(2.5); print('finished')"
+        r = c.execute(code)
+        self.assertEqual((r["status"], r["stdout"]), ("ok", "finished\n"), r)
+        with c.session(language="python") as s:
+            r = s.execute(code)
+            self.assertEqual(r["stdout"], "finished\n", r)
+        self.assertEqual([x["stdout"] for x in c.batch([code])], ["finished\n"])
+        events = list(c.stream(code))
+        self.assertEqual(events[-1].data["stdout"], "finished\n", events)
+
+    def test_async_execute_outlasts_the_client_timeout(self):
+        async def go():
+            c = AsyncSandboxClient(base_url=self.daemon.url, policy="long-runs", timeout=1)
+            return await c.execute("import time; time.sleep(2.5); print('finished')")
+        self.assertEqual(asyncio.run(go())["stdout"], "finished\n")
+
+    def test_a_timed_out_program_is_still_a_result(self):
+        # The policy's deadline (6 s) fires in the daemon, before the client's wait (6 + 15 s).
+        r = self.client(policy="long-runs", timeout=1).execute("while True: pass")
+        self.assertEqual(r["status"], "timeout", r)
+
+
 NET_ON_POLICY = """\
 version: "1.0"
 name: net-on
@@ -528,28 +567,41 @@ class LimitsTest(DaemonTestCase):
     def test_rate_limited_then_retried(self):
         code = "import time; time.sleep(1); print('done')"
 
-        def burst(client):
-            out = [None] * 5
+        def burst(client, n):
+            out = [None] * n
             def one(i):
                 try:
                     out[i] = client.execute(code)
                 except SandboxError as e:
                     out[i] = e
-            threads = [threading.Thread(target=one, args=(i,)) for i in range(5)]
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
             return out
 
-        out = burst(self.client())
+        # Without retries a burst beyond one worker and one queue place is refused (429)...
+        out = burst(self.client(retries=0), 5)
         limited = [e for e in out if isinstance(e, RateLimited)]
         self.assertTrue(limited, out)
         self.assertEqual(limited[0].status, 429)
         self.assertIsNotNone(limited[0].retry_after)
         self.assertTrue(all(isinstance(r, dict) or isinstance(r, RateLimited) for r in out), out)
-        out = burst(self.client(retries=20, max_retry_wait=1.0))
+        # ... and with the client's defaults every one of them waits its turn and runs once.
+        t0 = time.monotonic()
+        out = burst(self.client(), 5)
         self.assertEqual([r["stdout"] if isinstance(r, dict) else r for r in out], ["done\n"] * 5)
+        self.assertLess(time.monotonic() - t0, 30)
+
+    def test_async_burst_with_default_retries(self):
+        async def go():
+            c = AsyncSandboxClient(base_url=self.daemon.url, policy="code-sandbox")
+            return await asyncio.gather(*(c.execute(f"import time; time.sleep(0.5); print({i})")
+                                          for i in range(6)), return_exceptions=True)
+        out = asyncio.run(go())
+        self.assertEqual([r["stdout"] if isinstance(r, dict) else r for r in out],
+                         [f"{i}\n" for i in range(6)])
 
     def test_clients_at_capacity_are_never_refused(self):
         # One worker and one queue place: two sessions, each waiting for its answer before the
@@ -561,7 +613,7 @@ class LimitsTest(DaemonTestCase):
                     out.append(s.execute("print(1)")["stdout"])
                 except RateLimited as e:
                     out.append(e)
-        c = self.client()
+        c = self.client(retries=0)  # a refusal must show, not be retried away
         with c.session(language="python") as a, c.session(language="python") as b:
             outs = ([], [])
             threads = [threading.Thread(target=loop, args=(s, o)) for s, o in zip((a, b), outs)]

@@ -96,6 +96,22 @@ TEST(DockerSpec, PidsLimitUnderRunscIsGvisorsNprocWithAHostCeiling) {
   EXPECT_EQ(h["Ulimits"][0]["Name"], "core");
 }
 
+// Issue 15: the host's boot parameters and boot id are masked on runc, on top of the engine's own
+// masked paths (a list given replaces them, so they must all be there); gVisor's /proc is its own.
+TEST(DockerSpec, MasksHostBootIdentityOnRunc) {
+  SpecInputs in{.image = "i", .init_host_path = "/i", .owner = "o", .pooled = false, .seccomp_opt = ""};
+  auto s = BuildContainerSpec(SeedLike(), in);
+  std::set<std::string> masked;
+  for (const auto& m : s["HostConfig"]["MaskedPaths"]) masked.insert(m.get<std::string>());
+  for (const char* p : {"/proc/cmdline", "/proc/bootconfig", "/proc/sys/kernel/random/boot_id", "/proc/kcore",
+                        "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/acpi", "/proc/scsi",
+                        "/sys/firmware"})
+    EXPECT_TRUE(masked.count(p)) << p;
+  Policy g = SeedLike();
+  g.runtime = "runsc";
+  EXPECT_FALSE(BuildContainerSpec(g, in)["HostConfig"].contains("MaskedPaths"));
+}
+
 TEST(DockerEndpoint, Parses) {
   auto u = ParseEndpoint("unix:///run/podman/podman.sock");
   ASSERT_TRUE(u.ok());

@@ -121,8 +121,8 @@ TEST(JsonBudget, CountsBytesAsEncodedAndCutsResultsToFit) {
 
 TEST(EventBus, ASubscribersQueueIsBoundedInBytes) {
   monitor::EventBus bus(1024, 64 * 1024);
-  auto sub = bus.Subscribe();
-  for (int i = 0; i < 100; ++i) bus.Publish("alert", {{"blob", std::string(10000, 'x')}});
+  auto sub = bus.Subscribe({}, "");
+  for (int i = 0; i < 100; ++i) bus.Publish("alert", {{"blob", std::string(10000, 'x')}}, "");
   size_t got = 0, bytes = 0;
   while (auto e = sub->Next(std::chrono::milliseconds(0))) {
     ++got;

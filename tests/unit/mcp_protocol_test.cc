@@ -125,6 +125,26 @@ TEST(McpProtocol, ExecuteCodeResultAndToolErrors) {
   EXPECT_EQ((*r)["result"]["isError"], true);
 }
 
+// An argument the tool does not take (env, memory...) is a tool error, never silently dropped, and
+// nothing reaches the API.
+TEST(McpProtocol, UnknownArgumentsAreRefusedNotDropped) {
+  FakeApi api;
+  McpServer s(api.Call());
+  for (const auto& [tool, args] : std::vector<std::pair<std::string, json>>{
+           {"execute_code", {{"code", "1"}, {"env", {{"LD_PRELOAD", "/x.so"}}}}},
+           {"session_execute", {{"session_id", "ses-1"}, {"code", "1"}, {"env", {{"A", "b"}}}}},
+           {"session_create", {{"memory", "1G"}}},
+           {"list_policies", {{"x", 1}}}}) {
+    size_t calls = api.calls.size();
+    auto r = s.Handle(Req(1, "tools/call", {{"name", tool}, {"arguments", args}}));
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)["result"]["isError"], true) << tool;
+    std::string text = (*r)["result"]["content"][0]["text"];
+    EXPECT_NE(text.find("not an argument of " + tool), std::string::npos) << text;
+    EXPECT_EQ(api.calls.size(), calls) << tool;
+  }
+}
+
 TEST(McpProtocol, SessionTools) {
   FakeApi api;
   McpServer s(api.Call());

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -173,6 +176,76 @@ TEST_F(RootBox, StartsInNamespacesWithCgroupLimitsAndCleansUp) {
   EXPECT_FALSE(DirExists(mem_dir));
   EXPECT_FALSE(DirExists(pids_dir));
   EXPECT_NE(::access(proc.c_str(), F_OK), 0);
+}
+
+// What one /proc/sys/user file says in the user namespace of `pid` (read by a child that joined it).
+std::string UserSysctlIn(pid_t pid, const std::string& name) {
+  int p[2];
+  if (::pipe(p) != 0) return "pipe";
+  pid_t c = ::fork();
+  if (c == 0) {
+    ::close(p[0]);
+    int ns = ::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || ::setns(ns, CLONE_NEWUSER) != 0) ::_exit(1);
+    auto v = ReadFile("/proc/sys/user/" + name);
+    std::string out = v.ok() ? *v : "unreadable";
+    (void)!::write(p[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  std::string out;
+  char buf[64];
+  ssize_t n;
+  while ((n = ::read(p[0], buf, sizeof buf)) > 0) out.append(buf, n);
+  ::close(p[0]);
+  ::waitpid(c, nullptr, 0);
+  return out;
+}
+
+TEST(BoxUserLimits, DefaultsAreTheDocumentedOnes) {
+  auto l = DefaultBoxUserLimits();
+  ASSERT_EQ(l.sysctls.size(), std::size(kBoxUserNsLimits));
+  EXPECT_EQ(l.sysctls[0].path, "/proc/sys/user/max_inotify_instances");
+  EXPECT_EQ(l.sysctls[0].value, "16");
+  EXPECT_NE(DescribeBoxUserLimits().find("RLIMIT_SIGPENDING 1024"), std::string::npos) << DescribeBoxUserLimits();
+  for (int i = 0; i < 100; ++i) {
+    uid_t u = PickBoxOwner(165536, 65536);
+    EXPECT_GE(u, 165536u);
+    EXPECT_LT(u, 165536u + 65536u);
+  }
+}
+
+// Issue 15, class 4: the box's user namespace is owned by an unprivileged uid of its own (so the
+// host charges its per-user counts there, not to root), and carries the box's own limits.
+TEST_F(RootBox, UserNamespaceHasItsOwnOwnerAndLimits) {
+  protocol::BoxSetup setup;
+  auto a = backend_->Start(HostPolicy(), setup);
+  auto b = backend_->Start(HostPolicy(), setup);
+  ASSERT_TRUE(a.ok() && b.ok());
+  uid_t owners[2];
+  int i = 0;
+  for (auto* box : {a->get(), b->get()}) {
+    pid_t pid = static_cast<NativeBox*>(box)->init_pid();
+    int ns = ::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(ns, 0);
+    uid_t owner = 0;
+    ASSERT_EQ(::ioctl(ns, NS_GET_OWNER_UID, &owner), 0);
+    ::close(ns);
+    EXPECT_GE(owner, kDefaultIdBase + kDefaultIdCount) << "the owner must not be root nor a mapped box id";
+    EXPECT_LT(owner, kDefaultIdBase + kDefaultIdCount + kDefaultOwnerCount);
+    owners[i++] = owner;
+    std::string limits = Slurp("/proc/" + std::to_string(pid) + "/limits");
+    EXPECT_NE(limits.find("Max pending signals       1024                 1024"), std::string::npos) << limits;
+    EXPECT_NE(limits.find("Max msgqueue size         262144               262144"), std::string::npos) << limits;
+    EXPECT_EQ(UserSysctlIn(pid, "max_inotify_instances"), "16\n");
+    EXPECT_EQ(UserSysctlIn(pid, "max_inotify_watches"), "8192\n");
+    EXPECT_EQ(UserSysctlIn(pid, "max_user_namespaces"), "0\n");
+  }
+  // Random draws from 65536: equal once in 65536 runs.
+  EXPECT_NE(owners[0], owners[1]);
+  // This process (the daemon's stand-in) is root again, with its capabilities.
+  EXPECT_EQ(::geteuid(), 0u);
+  EXPECT_EQ(Slurp("/proc/self/status").find("CapEff:\t0000000000000000"), std::string::npos);
 }
 
 TEST_F(RootBox, SetupLargerThanTheSocketBufferStillArrivesWhole) {

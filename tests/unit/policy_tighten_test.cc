@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "policy/policy_loader.h"
 
 namespace lsb {
@@ -43,6 +46,35 @@ TEST(PolicyTighten, RefusesToRaiseOrZero) {
   auto n = TightenPolicy(Seed(), net);
   ASSERT_FALSE(n.ok());
   EXPECT_NE(n.error().message.find("cannot turn it on"), std::string::npos);
+}
+
+// Values no box can run with are the request's mistake, named by the policy key (the daemon answers
+// 400 naming its field), never a box that fails to start (a 502).
+TEST(PolicyTighten, FloorsABoxNeeds) {
+  struct Case {
+    PolicyOverrides o;
+    std::string key;
+  };
+  std::vector<Case> cases(8);
+  cases[0].o.memory_bytes = 1, cases[0].key = "resources.memory";
+  cases[1].o.memory_bytes = kMinMemoryBytes - 1, cases[1].key = "resources.memory";
+  cases[2].o.cpu = 0.001, cases[2].key = "resources.cpu";
+  cases[3].o.cpu = -1, cases[3].key = "resources.cpu";
+  cases[4].o.cpu = std::nan(""), cases[4].key = "resources.cpu";
+  cases[5].o.timeout_ms = 0, cases[5].key = "resources.timeout";
+  cases[6].o.pids = 1, cases[6].key = "resources.pids";
+  cases[7].o.open_files = 2, cases[7].key = "resources.open_files";
+  for (const auto& c : cases) {
+    auto st = CheckRequestedLimits(c.o);
+    ASSERT_FALSE(st.ok()) << c.key;
+    EXPECT_EQ(st.error().message.rfind(c.key + ":", 0), 0u) << st.error().message;
+    EXPECT_FALSE(TightenPolicy(Seed(), c.o).ok()) << c.key;
+  }
+  PolicyOverrides at_floor;
+  at_floor.memory_bytes = kMinMemoryBytes;
+  at_floor.cpu = kMinCpu;
+  EXPECT_TRUE(CheckRequestedLimits(at_floor).ok());
+  EXPECT_TRUE(TightenPolicy(Seed(), at_floor).ok());
 }
 
 }  // namespace

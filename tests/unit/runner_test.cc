@@ -2,6 +2,7 @@
 #include <sys/socket.h>
 
 #include <functional>
+#include <tuple>
 #include <thread>
 
 #include "base/unique_fd.h"
@@ -32,7 +33,7 @@ Policy TestPolicy() {
 TEST(BuildRunSpec, FromPolicyAndRequest) {
   ExecRequest req;
   req.code = "print(1)";
-  req.env = {{"B", "x"}, {"C", "3"}};
+  req.env = {{"C", "3"}};
   req.timeout_ms = 5000;
   req.stdin_data = "in";
   auto s = BuildRunSpec(TestPolicy(), req);
@@ -40,11 +41,32 @@ TEST(BuildRunSpec, FromPolicyAndRequest) {
   EXPECT_EQ(s->argv, (std::vector<std::string>{"/usr/bin/python3", "-u", "{file}"}));
   EXPECT_EQ(s->file_name, "main.py");
   EXPECT_EQ(s->env.at("A"), "1");
-  EXPECT_EQ(s->env.at("B"), "x");
+  EXPECT_EQ(s->env.at("B"), "2");
   EXPECT_EQ(s->env.at("C"), "3");
   EXPECT_EQ(s->timeout_ms, 5000u);
   EXPECT_EQ(s->output_limit_bytes, 100u);
   EXPECT_TRUE(s->stdin_follows);
+}
+
+// Every source of a request's env passes BuildRunSpec: the refusals of policy/env_rules.h apply.
+TEST(BuildRunSpec, RefusesTheEnvironmentAPolicyWouldRefuse) {
+  for (const auto& [name, value, words] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"LD_PRELOAD", "/lib/x86_64-linux-gnu/libc.so.6", "dynamic loader"},
+           {"LD_LIBRARY_PATH", "/tmp", "dynamic loader"},
+           {"GLIBC_TUNABLES", "glibc.malloc.check=3", "glibc"},
+           {"PYTHONPATH", "/tmp", "start-up hook"},
+           {"B", "x", "the policy sets it"},
+           {"PATH", "/tmp", "init sets it"},
+           {"A=B", "x", "not a valid variable name"},
+           {std::string("N\0UL", 4), "x", "not a valid variable name"},
+           {"V", std::string("a\0b", 3), "NUL"}}) {
+    ExecRequest req;
+    req.env = {{name, value}};
+    auto s = BuildRunSpec(TestPolicy(), req);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_EQ(s.error().message.rfind("env.", 0), 0u) << s.error().message;
+    EXPECT_NE(s.error().message.find(words), std::string::npos) << s.error().message;
+  }
 }
 
 TEST(BuildRunSpec, TimeoutMayOnlyBeLowered) {

@@ -11,7 +11,11 @@ import type { BatchTask, ExecuteOptions, ExecuteRequest, FileEntry, FilesArg } f
  */
 export const TIMEOUT_MARGIN_S = 15;
 
-/** Milliseconds to wait for an answer to a call that may run a program for `sandboxTimeout` s. */
+/**
+ * Milliseconds to wait for an answer to a call that may run a program for `sandboxTimeout` s
+ * (the call's own timeout, else its policy's): at least the client's timeout, and the program's
+ * limit plus the margin.
+ */
 export function httpTimeoutMs(baseS: number, sandboxTimeout?: number): number {
   const s = sandboxTimeout === undefined ? baseS : Math.max(baseS, sandboxTimeout + TIMEOUT_MARGIN_S);
   return Math.round(s * 1000);
@@ -70,9 +74,13 @@ export function batchTasks(tasks: readonly BatchTask[], defaultPolicy?: string):
   });
 }
 
-/** A batch answers once every task is done: give the wait room for the waves of tasks. */
-export function batchTimeoutMs(tasks: readonly ExecuteRequest[], baseS: number, concurrency?: number): number {
-  const longest = Math.max(baseS, ...tasks.map((t) => t.timeout ?? baseS));
+/**
+ * A batch answers once every task is done: give the wait room for the waves of tasks.
+ * `policyTimeouts` maps a task's policy to its limit, for tasks that name no timeout.
+ */
+export function batchTimeoutMs(tasks: readonly ExecuteRequest[], baseS: number, concurrency?: number,
+                               policyTimeouts: ReadonlyMap<string | undefined, number | undefined> = new Map()): number {
+  const longest = Math.max(baseS, ...tasks.map((t) => t.timeout ?? policyTimeouts.get(t.policy) ?? baseS));
   const waves = tasks.length ? Math.ceil(tasks.length / Math.max(1, concurrency ?? 4)) : 1;
   return Math.round(Math.max(baseS, waves * (longest + TIMEOUT_MARGIN_S)) * 1000);
 }

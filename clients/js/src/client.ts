@@ -8,9 +8,12 @@
  */
 import { batchTasks, batchTimeoutMs, executeBody, httpTimeoutMs, segment } from "./body.js";
 import { ProtocolError, errorFromBody } from "./errors.js";
-import { Transport, transportError } from "./http.js";
+import {
+  DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport, transportError,
+} from "./http.js";
 import { Session } from "./session.js";
 import { SSEParser, type SSEMessage } from "./sse.js";
+import { PolicyTimeouts } from "./timeouts.js";
 import type {
   BatchEntry, BatchTask, ExecResult, ExecuteOptions, PolicyDetail, PolicySummary, SessionInfo,
   SessionOptions, StreamEvent,
@@ -30,32 +33,49 @@ export interface ClientOptions {
   /** Bearer token; defaults to $LLM_SANDBOX_TOKEN. Needed when the daemon has tokens. */
   token?: string;
   /**
-   * Seconds to wait for the daemon's answer. Calls that pass a sandbox `timeout` wait at least
-   * that long plus a margin, so a long program is never cut off here first.
+   * Seconds to wait for the daemon's answer at least (default 60). A call that runs a program
+   * waits at least its limit (the call's `timeout`, else the policy's, learned once from GET
+   * /v1/policies/{name}) plus 15 s, so the daemon's deadline always fires first and the result is
+   * not lost.
    */
   timeout?: number;
-  /** How often a 429/503 answer is retried, honoring Retry-After (default 0: the caller decides). */
+  /**
+   * How often a 429/503 answer (queue full, not ready) is retried, waiting its Retry-After each
+   * time (default 10; 0 = never). Only refusals the daemon made before running anything are
+   * retried, so no code runs twice.
+   */
   retries?: number;
   /** Upper bound of one wait between retries, seconds (default 30). */
   maxRetryWait?: number;
+  /** Upper bound of all waits of one call together, seconds (default 30). */
+  retryBudget?: number;
 }
 
 export class SandboxClient {
   readonly baseUrl: string;
-  readonly policyName: string | undefined;
+  /** The policy used when a call names none (undefined: the daemon's default). */
+  readonly policy: string | undefined;
   /** Seconds; see ClientOptions.timeout. */
   readonly timeout: number;
   private readonly transport: Transport;
+  private readonly policyTimeouts: PolicyTimeouts;
 
   constructor(opts: ClientOptions = {}) {
     const env = typeof process !== "undefined" ? process.env : {};
-    this.policyName = opts.policy === null ? undefined : (opts.policy ?? DEFAULT_POLICY);
+    this.policy = opts.policy === null ? undefined : (opts.policy ?? DEFAULT_POLICY);
     this.timeout = opts.timeout ?? 60;
     this.transport = new Transport(opts.baseUrl ?? DEFAULT_URL, opts.token ?? (env.LLM_SANDBOX_TOKEN || undefined), {
-      retries: opts.retries ?? 0, maxWait: opts.maxRetryWait ?? 30, backoff: 0.5,
+      retries: Math.max(0, Math.trunc(opts.retries ?? DEFAULT_RETRIES)),
+      maxWait: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_S,
+      budget: opts.retryBudget ?? DEFAULT_RETRY_BUDGET_S,
+      backoff: 0.5,
     });
     this.baseUrl = this.transport.baseUrl;
+    this.policyTimeouts = new PolicyTimeouts(this.transport, () => httpTimeoutMs(this.timeout));
   }
+
+  /** @deprecated The same as `policy` (its first name). */
+  get policyName(): string | undefined { return this.policy; }
 
   // --- executions
 
@@ -64,11 +84,12 @@ export class SandboxClient {
    * result (look at `status`); errors are thrown for requests the daemon refused or could not
    * serve.
    */
-  execute(code: string, opts: ExecuteOptions = {}): Promise<ExecResult> {
-    const body = executeBody(code, opts, this.policyName);
+  async execute(code: string, opts: ExecuteOptions = {}): Promise<ExecResult> {
+    const body = executeBody(code, opts, this.policy);
+    const limit = body.timeout ?? await this.policyTimeouts.seconds(body.policy);
     return this.transport.json<ExecResult>({
       method: "POST", path: "/v1/execute", json: body, signal: opts.signal,
-      timeoutMs: httpTimeoutMs(this.timeout, body.timeout),
+      timeoutMs: httpTimeoutMs(this.timeout, limit),
     });
   }
 
@@ -78,10 +99,11 @@ export class SandboxClient {
    * (`break`) closes the connection, and the daemon stops the program.
    */
   async *stream(code: string, opts: ExecuteOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
-    const body = executeBody(code, opts, this.policyName);
+    const body = executeBody(code, opts, this.policy);
+    const limit = body.timeout ?? await this.policyTimeouts.seconds(body.policy);
     const req = {
       method: "POST" as const, path: "/v1/execute?stream=true", json: body, signal: opts.signal,
-      accept: "text/event-stream", timeoutMs: httpTimeoutMs(this.timeout, body.timeout),
+      accept: "text/event-stream", timeoutMs: httpTimeoutMs(this.timeout, limit),
     };
     const resp = await this.transport.send(req);
     if (!resp.body) throw new ProtocolError("the event stream has no body");
@@ -117,12 +139,16 @@ export class SandboxClient {
    * `raiseOnError` the first such entry is thrown as its typed error instead.
    */
   async batch(tasks: readonly BatchTask[], opts: { concurrency?: number; policy?: string; raiseOnError?: boolean } = {}): Promise<BatchEntry[]> {
-    const encoded = batchTasks(tasks, opts.policy ?? this.policyName);
+    const encoded = batchTasks(tasks, opts.policy ?? this.policy);
     const body: Record<string, unknown> = { tasks: encoded };
     if (opts.concurrency !== undefined) body.concurrency = Math.trunc(opts.concurrency);
+    const limits = new Map<string | undefined, number | undefined>();
+    for (const t of encoded) {
+      if (t.timeout === undefined && !limits.has(t.policy)) limits.set(t.policy, await this.policyTimeouts.seconds(t.policy));
+    }
     const answer = await this.transport.json<{ results?: BatchEntry[] }>({
       method: "POST", path: "/v1/batch", json: body,
-      timeoutMs: batchTimeoutMs(encoded, this.timeout, opts.concurrency),
+      timeoutMs: batchTimeoutMs(encoded, this.timeout, opts.concurrency, limits),
     });
     if (!Array.isArray(answer.results)) {
       throw new ProtocolError(`batch answer without a 'results' list: ${JSON.stringify(answer).slice(0, 200)}`);
@@ -139,7 +165,7 @@ export class SandboxClient {
   /** Creates a session (one box kept for several executions). Close it when done. */
   async session(opts: SessionOptions = {}): Promise<Session> {
     const body: Record<string, unknown> = {};
-    const policy = opts.policy ?? this.policyName;
+    const policy = opts.policy ?? this.policy;
     if (policy !== undefined) body.policy = policy;
     if (opts.language !== undefined) body.language = opts.language;
     if (opts.idle_timeout !== undefined) body.idle_timeout = opts.idle_timeout;
@@ -150,7 +176,7 @@ export class SandboxClient {
     if (typeof info?.session_id !== "string") {
       throw new ProtocolError(`session created without a session_id: ${JSON.stringify(info).slice(0, 200)}`);
     }
-    return new Session(this.transport, this.timeout, info);
+    return new Session(this.transport, this.timeout, info, this.policyTimeouts);
   }
 
   /** Creates a session, runs `fn` with it and closes it, even when `fn` throws. */
@@ -168,7 +194,7 @@ export class SandboxClient {
     const info = await this.transport.json<SessionInfo>({
       method: "GET", path: `/v1/sessions/${segment(sessionId)}`, timeoutMs: httpTimeoutMs(this.timeout),
     });
-    return new Session(this.transport, this.timeout, info);
+    return new Session(this.transport, this.timeout, info, this.policyTimeouts);
   }
 
   /** Every live session on the daemon. */
@@ -190,9 +216,12 @@ export class SandboxClient {
     return answer.policies;
   }
 
-  /** One policy, resolved, with its per-control explain view (default: the client's). */
-  policy(name?: string): Promise<PolicyDetail> {
-    const target = name ?? this.policyName;
+  /**
+   * One policy, resolved, with its per-control explain view (default: the client's `policy`).
+   * Formerly `client.policy(name)`; `client.policy` is now the default policy's name.
+   */
+  getPolicy(name?: string): Promise<PolicyDetail> {
+    const target = name ?? this.policy;
     if (!target) throw new TypeError("no policy name given and the client has no default policy");
     return this.transport.json<PolicyDetail>({
       method: "GET", path: `/v1/policies/${segment(target)}`, timeoutMs: httpTimeoutMs(this.timeout),
@@ -206,7 +235,8 @@ export class SandboxClient {
 
   /** GET /readyz: {status: "ready", backend}; throws Unavailable when not ready. */
   ready(): Promise<{ status: string; backend: string }> {
-    return this.transport.json({ method: "GET", path: "/readyz", timeoutMs: httpTimeoutMs(this.timeout) });
+    // Not retried: a 503 is the answer to "are you ready?".
+    return this.transport.json({ method: "GET", path: "/readyz", timeoutMs: httpTimeoutMs(this.timeout), retry: false });
   }
 }
 

@@ -107,11 +107,30 @@ export function classFor(status?: number, code?: string): ErrorClass {
   return BY_CODE.get(code ?? "") ?? SandboxError;
 }
 
-/** Retry-After in seconds; the HTTP-date form is not used by the daemon and is ignored. */
-export function parseRetryAfter(value: string | null | undefined): number | undefined {
+/**
+ * Retry-After in seconds: the delay-seconds form (the daemon's) or an HTTP date (a proxy's),
+ * counted from `nowMs`. A date in the past is 0; anything unreadable is undefined.
+ */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number = Date.now()): number | undefined {
   if (value == null) return undefined;
-  const seconds = Number(value.trim());
-  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined;
+  const text = value.trim();
+  if (text === "") return undefined;
+  const seconds = Number(text);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  // Only the IMF-fixdate form of RFC 9110 (and its obsolete variants) names a weekday or month.
+  if (!/[A-Za-z]{3}/.test(text)) return undefined;
+  const when = Date.parse(text);
+  return Number.isFinite(when) ? Math.max(0, (when - nowMs) / 1000) : undefined;
+}
+
+/**
+ * True when the daemon itself said it did not take the request: a 429/503 whose body is the API's
+ * error object with code too_many_requests/unavailable. A bare 503 from a proxy in front of it
+ * does not prove that, so a POST is not retried on one.
+ */
+export function refusedBeforeRunning(err: SandboxError): boolean {
+  if (!isErrorBody(err.body)) return false;
+  return err.body.error.code === "too_many_requests" || err.body.error.code === "unavailable";
 }
 
 function isErrorBody(x: unknown): x is ApiErrorBody {

@@ -1,22 +1,51 @@
 /**
  * The HTTP transport: one request to the daemon over Node's built-in fetch, with the bearer
- * token, an overall deadline, optional retries of 429/503, and every failure turned into a typed
- * SandboxError (never a bare TypeError("fetch failed")).
+ * token, an overall deadline, retries of 429/503 (on by default), and every failure turned into a
+ * typed SandboxError (never a bare TypeError("fetch failed")).
  */
 import {
   ConnectionFailed, ProtocolError, RateLimited, RequestTimedOut, SandboxError, Unavailable, errorFromResponse,
+  refusedBeforeRunning,
 } from "./errors.js";
 import { VERSION } from "./version.js";
 
 export const USER_AGENT = `llm-sandbox-js/${VERSION}`;
 
-/** Retries of 429/503 answers: safe on every route, since the daemon refused before running. */
+/** Defaults of the retry rule (ClientOptions.retries, maxRetryWait, retryBudget). */
+export const DEFAULT_RETRIES = 10;
+export const DEFAULT_MAX_RETRY_WAIT_S = 30;
+export const DEFAULT_RETRY_BUDGET_S = 30;
+
+/** Methods whose repetition is harmless whatever answered; a POST is retried only on the daemon's own refusal. */
+const IDEMPOTENT = new Set(["GET", "HEAD", "PUT", "DELETE", "OPTIONS"]);
+
+/**
+ * Retries of 429/503 answers, on by default so a burst of sub-agents beyond the daemon's queue
+ * waits its turn instead of failing. A 429/503 from the daemon means it refused before running
+ * anything, so sending the request again cannot run code twice. Each wait is the Retry-After
+ * (else `backoff` doubled per attempt) plus up to 20% jitter; retrying never comes back sooner
+ * than asked: a Retry-After above `maxWait`, or above what is left of `budget` (all waits of one
+ * call together), ends the retries and throws the error, whose `retryAfter` says when to come back.
+ */
 export interface RetryRule {
+  /** At most this many retries; 0 turns retrying off. */
   retries: number;
-  /** Upper bound of one wait, seconds: a misconfigured server cannot park a caller for minutes. */
+  /** Upper bound of one wait, seconds. */
   maxWait: number;
+  /** Upper bound of all waits of one call together, seconds. */
+  budget: number;
   /** First wait when the answer has no Retry-After, doubled per attempt. */
   backoff: number;
+}
+
+/** Seconds to wait before retry number `attempt` (1-based), or undefined to give up. */
+export function retryDelay(rule: RetryRule, attempt: number, err: unknown, method: string, waited: number): number | undefined {
+  if (attempt > rule.retries) return undefined;
+  if (!(err instanceof RateLimited || err instanceof Unavailable)) return undefined;
+  if (!IDEMPOTENT.has(method.toUpperCase()) && !refusedBeforeRunning(err)) return undefined;
+  const asked = err.retryAfter ?? rule.backoff * 2 ** (attempt - 1);
+  if (asked > rule.maxWait || waited + asked > rule.budget) return undefined;
+  return Math.min(asked * (1 + Math.random() * 0.2), rule.budget - waited);
 }
 
 export interface HttpRequest {
@@ -29,6 +58,8 @@ export interface HttpRequest {
   /** Milliseconds until the whole exchange is abandoned (RequestTimedOut). */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** false for a call whose 503 is the answer itself (GET /readyz). */
+  retry?: boolean;
 }
 
 export class Transport {
@@ -47,13 +78,15 @@ export class Transport {
 
   /** Sends the request and returns the 2xx response; throws the typed error otherwise. */
   async send(req: HttpRequest): Promise<Response> {
+    let waited = 0;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.once(req);
       } catch (err) {
-        const wait = this.retryDelay(attempt, err);
+        const wait = req.retry === false ? undefined : retryDelay(this.retry, attempt, err, req.method, waited);
         if (wait === undefined) throw err;
         await sleep(wait * 1000, req.signal);
+        waited += wait;
       }
     }
   }
@@ -69,13 +102,6 @@ export class Transport {
         `the daemon answered ${resp.status} with a body that is not JSON (${String(e)}): ${text.slice(0, 200)}`,
         { status: resp.status });
     }
-  }
-
-  private retryDelay(attempt: number, err: unknown): number | undefined {
-    if (attempt > this.retry.retries) return undefined;
-    if (!(err instanceof RateLimited || err instanceof Unavailable)) return undefined;
-    const wait = err.retryAfter ?? this.retry.backoff * 2 ** (attempt - 1);
-    return Math.min(wait, this.retry.maxWait);
   }
 
   private async once(req: HttpRequest): Promise<Response> {

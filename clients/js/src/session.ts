@@ -8,6 +8,7 @@
 import { fileQuery, httpTimeoutMs, segment } from "./body.js";
 import { NotFound } from "./errors.js";
 import { readBytes, type Transport } from "./http.js";
+import type { PolicyTimeouts } from "./timeouts.js";
 import type { ExecResult, SessionExecuteOptions, SessionInfo } from "./types.js";
 
 export class Session {
@@ -15,7 +16,7 @@ export class Session {
   closed = false;
 
   constructor(private readonly transport: Transport, private readonly baseTimeoutS: number,
-              private infoCache: SessionInfo) {}
+              private infoCache: SessionInfo, private readonly policyTimeouts?: PolicyTimeouts) {}
 
   get id(): string { return this.infoCache.session_id; }
   get policy(): string { return this.infoCache.policy; }
@@ -24,14 +25,16 @@ export class Session {
   private get base(): string { return `/v1/sessions/${segment(this.id)}`; }
 
   /** Runs code in this session's box. Throws Conflict while another execution is running. */
-  execute(code: string, opts: SessionExecuteOptions = {}): Promise<ExecResult> {
+  async execute(code: string, opts: SessionExecuteOptions = {}): Promise<ExecResult> {
     const body: Record<string, unknown> = { code };
     if (opts.stdin !== undefined) body.stdin = opts.stdin;
     if (opts.timeout !== undefined) body.timeout = opts.timeout;
     if (opts.env !== undefined) body.env = opts.env;
+    // The program runs under the session's policy: wait for its timeout when the call names none.
+    const limit = opts.timeout ?? await this.policyTimeouts?.seconds(this.policy);
     return this.transport.json<ExecResult>({
       method: "POST", path: `${this.base}/execute`, json: body, signal: opts.signal,
-      timeoutMs: httpTimeoutMs(this.baseTimeoutS, opts.timeout),
+      timeoutMs: httpTimeoutMs(this.baseTimeoutS, limit),
     });
   }
 

@@ -30,6 +30,12 @@ export interface ExecResult {
   execution_id: string;
   backend: string;
   policy: string;
+  /**
+   * What the record can be trusted for (docs/security.md, Class 9): "execution" = a fresh box ran
+   * this program alone; "session" = earlier executions of the session could have forged its
+   * stdout, stderr and exit code (alerts, timeouts and usage still hold). Optional: older daemons.
+   */
+  trust?: "execution" | "session";
 }
 
 /** A file written into the box's tmpfs before the program runs. */

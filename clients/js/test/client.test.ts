@@ -137,7 +137,7 @@ describe("policies and health", () => {
     const strict = ps.find((p) => p.name === "python-strict");
     assert.ok(strict, JSON.stringify(ps));
     assert.match(strict.description, /Untrusted Python/);
-    const detail = await client.policy("python-strict");
+    const detail = await client.getPolicy("python-strict");
     assert.equal(detail.name, "python-strict");
     assert.ok(Array.isArray(detail.explain));
     assert.equal((await client.health()).status, "ok");
@@ -158,7 +158,7 @@ describe("typed errors", () => {
   test("an unknown policy or language is BadRequest; an unknown policy by name is NotFound", async () => {
     await assert.rejects(client.execute("print(1)", { policy: "no-such-policy" }), /no policy named 'no-such-policy'/);
     await assert.rejects(client.execute("print(1)", { policy: "no-such-policy" }), BadRequest);
-    await assert.rejects(client.policy("no-such-policy"), NotFound);
+    await assert.rejects(client.getPolicy("no-such-policy"), NotFound);
     await assert.rejects(client.execute("print(1)", { language: "cobol" }), BadRequest);
   });
 

@@ -31,9 +31,15 @@ export class Daemon {
   private constructor(readonly url: string, private readonly proc?: ChildProcess,
                       private readonly logDir?: string, private readonly logDone?: Promise<void>) {}
 
-  /** Starts a daemon; `env` adds variables (e.g. LLM_SANDBOX_TOKENS). */
-  static async start(env: Record<string, string> = {}): Promise<Daemon> {
-    if (process.env.LSB_DAEMON_URL && Object.keys(env).length === 0) return new Daemon(process.env.LSB_DAEMON_URL);
+  /**
+   * Starts a daemon; `env` adds variables (e.g. LLM_SANDBOX_TOKENS), `opts.args` serve flags
+   * (e.g. a tiny --queue), `opts.policies` another policy directory.
+   */
+  static async start(env: Record<string, string> = {},
+                     opts: { args?: string[]; policies?: string } = {}): Promise<Daemon> {
+    if (process.env.LSB_DAEMON_URL && Object.keys(env).length === 0 && !opts.args && !opts.policies) {
+      return new Daemon(process.env.LSB_DAEMON_URL);
+    }
     if (!existsSync(BINARY)) throw new Error(`${BINARY} is not built (set LSB_BUILD_DIR)`);
     const port = await freePort();
     // The log lives until stop(), which removes its directory; a failed start quotes it first.
@@ -43,7 +49,8 @@ export class Daemon {
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
     if (!("LLM_SANDBOX_TOKENS" in env)) delete childEnv.LLM_SANDBOX_TOKENS;
     const proc = spawn(BINARY, ["serve", "--listen", `127.0.0.1:${port}`,
-      "--policies", join(SOURCE_DIR, "policies"), "--images", join(SOURCE_DIR, "config", "images.yaml")],
+      "--policies", opts.policies ?? join(SOURCE_DIR, "policies"),
+      "--images", join(SOURCE_DIR, "config", "images.yaml"), ...(opts.args ?? [])],
       { cwd: SOURCE_DIR, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
     proc.stdout!.pipe(log, { end: false });
     proc.stderr!.pipe(log, { end: false });

@@ -45,6 +45,8 @@ class Call:
     accept: str = "application/json"
     http_timeout: Optional[float] = None
     parse: Optional[Callable[[Response], Any]] = None
+    #: False for a call whose 503 is the answer itself (GET /readyz asks "are you ready?").
+    retry: bool = True
 
 
 class StreamEvent(NamedTuple):
@@ -102,9 +104,17 @@ def _raw(resp: Response) -> bytes:
 
 
 def _http_timeout(base: float, sandbox_timeout: Optional[float]) -> float:
+    """The HTTP wait of a call that may run a program for ``sandbox_timeout`` seconds: at least
+    the client's own timeout, and the program's limit plus the margin."""
     if sandbox_timeout is None:
         return base
     return max(base, float(sandbox_timeout) + TIMEOUT_MARGIN)
+
+
+def run_limit(given: Optional[float], policy_timeout: Optional[float]) -> Optional[float]:
+    """How long the program of a call may run: the request's ``timeout`` when it names one (it
+    may only lower the policy's), else the policy's."""
+    return float(given) if given is not None else policy_timeout
 
 
 def encode_files(files: FilesArg) -> Optional[List[Dict[str, str]]]:
@@ -148,14 +158,17 @@ def execute_body(code: str, *, policy: Optional[str], language: Optional[str] = 
         files=encode_files(files))}
 
 
-def execute(body: Dict[str, Any], base_timeout: float) -> Call:
-    return _post_json("/v1/execute", body, _http_timeout(base_timeout, body.get("timeout")),
-                      decode_json)
+def execute(body: Dict[str, Any], base_timeout: float,
+            policy_timeout: Optional[float] = None) -> Call:
+    """POST /v1/execute; ``policy_timeout`` is the policy's limit, used when the body has none."""
+    limit = run_limit(body.get("timeout"), policy_timeout)
+    return _post_json("/v1/execute", body, _http_timeout(base_timeout, limit), decode_json)
 
 
-def execute_stream(body: Dict[str, Any], base_timeout: float) -> Call:
-    return _post_json("/v1/execute?stream=true", body,
-                      _http_timeout(base_timeout, body.get("timeout")), None,
+def execute_stream(body: Dict[str, Any], base_timeout: float,
+                   policy_timeout: Optional[float] = None) -> Call:
+    limit = run_limit(body.get("timeout"), policy_timeout)
+    return _post_json("/v1/execute?stream=true", body, _http_timeout(base_timeout, limit), None,
                       accept="text/event-stream")
 
 
@@ -202,11 +215,10 @@ class StreamDecoder:
             yield out
 
 
-def batch(tasks: Sequence[Union[str, Mapping[str, Any]]], *, policy: Optional[str],
-          concurrency: Optional[int], base_timeout: float, raise_on_error: bool = False) -> Call:
-    """POST /v1/batch. A task is code (str) or an execute body (dict); the client's default
-    policy fills in where a task names none. With ``raise_on_error`` the answer's first failed
-    entry is raised as its typed exception."""
+def batch_tasks(tasks: Sequence[Union[str, Mapping[str, Any]]], *,
+                policy: Optional[str]) -> List[Dict[str, Any]]:
+    """The POST /v1/batch tasks. A task is code (str) or an execute body (dict); the client's
+    default policy fills in where a task names none."""
     encoded: List[Dict[str, Any]] = []
     for t in tasks:
         if isinstance(t, str):
@@ -222,11 +234,22 @@ def batch(tasks: Sequence[Union[str, Mapping[str, Any]]], *, policy: Optional[st
             encoded.append(d)
         else:
             raise TypeError(f"a batch task is code (str) or a dict, not {type(t).__name__}")
+    return encoded
+
+
+def batch(encoded: List[Dict[str, Any]], *, concurrency: Optional[int], base_timeout: float,
+          raise_on_error: bool = False,
+          policy_timeouts: Optional[Mapping[Optional[str], Optional[float]]] = None) -> Call:
+    """POST /v1/batch of tasks from :func:`batch_tasks`; ``policy_timeouts`` maps a task's policy
+    to its limit, for tasks that name no timeout. With ``raise_on_error`` the answer's first
+    failed entry is raised as its typed exception."""
     body: Dict[str, Any] = {"tasks": encoded}
     if concurrency is not None:
         body["concurrency"] = int(concurrency)
     # The batch answers once every task is done; give the HTTP wait room for the waves of tasks.
-    longest = max([float(t.get("timeout") or base_timeout) for t in encoded] or [base_timeout])
+    known = policy_timeouts or {}
+    limits = [run_limit(t.get("timeout"), known.get(t.get("policy"))) for t in encoded]
+    longest = max([float(x) if x is not None else base_timeout for x in limits] or [base_timeout])
     waves = math.ceil(len(encoded) / max(1, concurrency or 4)) if encoded else 1
     timeout = max(base_timeout, waves * (longest + TIMEOUT_MARGIN))
     return _post_json("/v1/batch", body, timeout, _batch_results(raise_on_error))
@@ -286,10 +309,10 @@ def delete_session(session_id: str, base_timeout: float) -> Call:
 
 def session_execute(session_id: str, code: str, *, stdin: Optional[str],
                     timeout: Optional[float], env: Optional[Mapping[str, str]],
-                    base_timeout: float) -> Call:
+                    base_timeout: float, policy_timeout: Optional[float] = None) -> Call:
     body = execute_body(code, policy=None, stdin=stdin, timeout=timeout, env=env)
     return _post_json(f"/v1/sessions/{_sid(session_id)}/execute", body,
-                      _http_timeout(base_timeout, timeout), decode_json)
+                      _http_timeout(base_timeout, run_limit(timeout, policy_timeout)), decode_json)
 
 
 def _file_path(session_id: str, path: str) -> str:
@@ -324,4 +347,4 @@ def health(base_timeout: float) -> Call:
 
 
 def ready(base_timeout: float) -> Call:
-    return Call("GET", "/readyz", http_timeout=base_timeout, parse=decode_json)
+    return Call("GET", "/readyz", http_timeout=base_timeout, parse=decode_json, retry=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import random
 import socket
 import ssl
 import time
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 from ._version import __version__
 from ._calls import Call, Response
 from .errors import (ConnectionFailed, ProtocolError, RateLimited, RequestTimedOut, SandboxError,
-                     Unavailable, error_from_response)
+                     Unavailable, error_from_response, refused_before_running)
 
 USER_AGENT = f"llm-sandbox-python/{__version__}"
 #: Read size for streamed bodies: small enough that events arrive as soon as they are sent.
@@ -54,24 +55,45 @@ class Endpoint:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+#: Defaults of the retry rule (the constructors' ``retries``, ``max_retry_wait``, ``retry_budget``).
+DEFAULT_RETRIES = 10
+DEFAULT_MAX_RETRY_WAIT = 30.0
+DEFAULT_RETRY_BUDGET = 30.0
+#: Methods whose repetition is harmless whatever answered; a POST is retried only on the daemon's
+#: own refusal (errors.refused_before_running).
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
+
 @dataclass(frozen=True)
 class RetryRule:
-    """Automatic retries of 429/503 answers, off unless ``retries`` > 0.
+    """Automatic retries of 429/503 answers, on by default so a burst of sub-agents beyond the
+    daemon's queue waits its turn instead of failing.
 
-    Safe for every route: a 429/503 means the daemon refused the request before running
-    anything. The wait is the daemon's Retry-After (else ``backoff`` doubled per attempt),
-    capped at ``max_wait`` so a misconfigured server cannot park a caller for minutes.
+    A 429/503 from the daemon means it refused the request before running anything (its queue is
+    full, it is not ready or shutting down), so sending it again cannot run code twice. The wait
+    is the answer's Retry-After (else ``backoff`` doubled per attempt) plus up to 20% jitter so a
+    burst does not come back in lockstep. Retrying never comes back sooner than the daemon asked:
+    a Retry-After longer than ``max_wait``, or than what is left of ``budget`` (all waits of one
+    call together), ends the retries and raises the error, whose ``retry_after`` says when to
+    come back. At most ``retries`` retries; ``retries=0`` turns retrying off.
     """
-    retries: int = 0
-    max_wait: float = 30.0
+    retries: int = DEFAULT_RETRIES
+    max_wait: float = DEFAULT_MAX_RETRY_WAIT
+    budget: float = DEFAULT_RETRY_BUDGET
     backoff: float = 0.5
 
-    def delay(self, attempt: int, error: SandboxError) -> Optional[float]:
-        """Seconds to wait before retry number ``attempt`` (1-based), or None to give up."""
+    def delay(self, attempt: int, error: SandboxError, method: str,
+              waited: float = 0.0) -> Optional[float]:
+        """Seconds to wait before retry number ``attempt`` (1-based) of a ``method`` request that
+        has already waited ``waited`` seconds, or None to give up and raise ``error``."""
         if attempt > self.retries or not isinstance(error, (RateLimited, Unavailable)):
             return None
-        wait = error.retry_after if error.retry_after is not None else self.backoff * 2 ** (attempt - 1)
-        return min(wait, self.max_wait)
+        if method.upper() not in IDEMPOTENT_METHODS and not refused_before_running(error):
+            return None
+        asked = error.retry_after if error.retry_after is not None else self.backoff * 2 ** (attempt - 1)
+        if asked > self.max_wait or waited + asked > self.budget:
+            return None
+        return min(asked * (1.0 + random.uniform(0.0, 0.2)), self.budget - waited)
 
 
 def resolve_token(token: Optional[str]) -> Optional[str]:
@@ -92,11 +114,10 @@ def timed_out(ep: Endpoint, call: Call) -> RequestTimedOut:
         f"(the client's timeout); raise SandboxClient(timeout=...) for long programs")
 
 
-def make_transport(cls: Any, base_url: str, token: Optional[str], retries: int, max_retry_wait: float,
+def make_transport(cls: Any, base_url: str, token: Optional[str], retry: RetryRule,
                    ssl_context: Optional[ssl.SSLContext]) -> Any:
     """The transport of a client (sync or asyncio) from its constructor's arguments."""
-    return cls(Endpoint.parse(base_url), resolve_token(token),
-               RetryRule(retries=retries, max_wait=max_retry_wait), ssl_context)
+    return cls(Endpoint.parse(base_url), resolve_token(token), retry, ssl_context)
 
 
 class TransportBase:
@@ -124,12 +145,13 @@ class TransportBase:
         headers["Connection"] = "close"  # one request per connection; frees the daemon's thread
         return headers
 
-    def _retry_wait(self, attempt: int, status: int, headers: Dict[str, str], body: bytes) -> float:
-        """For a refused request (a non-2xx answer) on its ``attempt``-th try: the seconds to wait
-        before sending it again, per the retry rule; else the answer is raised as its typed
-        exception."""
+    def _retry_wait(self, call: Call, attempt: int, waited: float, status: int,
+                    headers: Dict[str, str], body: bytes) -> float:
+        """For a refused request (a non-2xx answer) on its ``attempt``-th try, after ``waited``
+        seconds of earlier waits: the seconds to wait before sending it again, per the retry
+        rule; else the answer is raised as its typed exception."""
         err = error_from_response(status, headers, body, self.ep.url)
-        wait = self.retry.delay(attempt, err)
+        wait = self.retry.delay(attempt, err, call.method, waited) if call.retry else None
         if wait is None:
             raise err
         return wait
@@ -165,7 +187,7 @@ class SyncTransport(TransportBase):
     def _open(self, call: Call) -> "tuple[http.client.HTTPConnection, http.client.HTTPResponse]":
         """Sends the request and reads the status and headers; retries 429/503 per the rule.
         A non-2xx answer is raised as its typed exception."""
-        attempt = 0
+        attempt, waited = 0, 0.0
         while True:
             attempt += 1
             conn = self._connect(call.http_timeout)
@@ -193,7 +215,9 @@ class SyncTransport(TransportBase):
                 body = b""
             finally:
                 conn.close()
-            time.sleep(self._retry_wait(attempt, resp.status, _lower_headers(resp), body))
+            wait = self._retry_wait(call, attempt, waited, resp.status, _lower_headers(resp), body)
+            time.sleep(wait)
+            waited += wait
 
     def run(self, call: Call) -> object:
         conn, resp = self._open(call)

@@ -11,11 +11,12 @@ import asyncio
 import ssl
 from typing import Any, AsyncIterator, Awaitable, Dict, Generator, List, Mapping, Optional, Sequence, Union
 
-from . import _calls
+from . import _calls, _policy_timeouts
 from ._calls import Call, FilesArg, Response, StreamEvent
 from ._http import STREAM_READ, TransportBase, connection_failed, timed_out
 from .client import ClientBase
-from .errors import NotFound, ProtocolError
+from .errors import (ConnectionFailed, NotFound, ProtocolError, RateLimited, RequestTimedOut,
+                     SandboxError, Unavailable)
 from .session import SessionBase
 
 #: Bound on the status line plus headers; the daemon's are a few hundred bytes.
@@ -163,7 +164,7 @@ class AsyncTransport(TransportBase):
         return conn
 
     async def _open(self, call: Call) -> _Conn:
-        attempt = 0
+        attempt, waited = 0, 0.0
         while True:
             attempt += 1
             conn = await self._send(call)
@@ -175,7 +176,9 @@ class AsyncTransport(TransportBase):
                 body = b""
             finally:
                 await conn.close()
-            await asyncio.sleep(self._retry_wait(attempt, conn.status, conn.headers, body))
+            wait = self._retry_wait(call, attempt, waited, conn.status, conn.headers, body)
+            await asyncio.sleep(wait)
+            waited += wait
 
     async def run(self, call: Call) -> Any:
         conn = await self._open(call)
@@ -207,7 +210,8 @@ class AsyncSession(SessionBase):
                       env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
         return await self._client._run(_calls.session_execute(
             self.session_id, code, stdin=stdin, timeout=timeout, env=env,
-            base_timeout=self._client.timeout))
+            base_timeout=self._client.timeout,
+            policy_timeout=await self._client._limit(self.policy, timeout)))
 
     async def upload(self, path: str, data: Union[bytes, str]) -> Dict[str, Any]:
         return await self._client._run(
@@ -270,15 +274,35 @@ class AsyncSandboxClient(ClientBase):
     async def _run(self, call: Call) -> Any:
         return await self._transport.run(call)
 
+    async def _policy_timeout(self, policy: Optional[str]) -> Optional[float]:
+        """See SandboxClient._policy_timeout."""
+        known, seconds = self._policy_timeouts.get(policy)
+        if known:
+            return seconds
+        try:
+            name = policy or await self._run(_policy_timeouts.default_name_call(self.timeout))
+            seconds = (await self._run(_policy_timeouts.timeout_call(name, self.timeout))
+                       if name else None)
+        except (ConnectionFailed, RequestTimedOut, RateLimited, Unavailable):
+            return None
+        except SandboxError:
+            seconds = None
+        self._policy_timeouts.put(policy, seconds)
+        return seconds
+
+    async def _limit(self, policy: Optional[str], given: Optional[float]) -> Optional[float]:
+        return None if given is not None else await self._policy_timeout(policy)
+
     async def execute(self, code: str, *, language: Optional[str] = None,
                       stdin: Optional[str] = None, timeout: Optional[float] = None,
                       env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
                       policy: Optional[str] = None, memory: Union[str, int, None] = None,
                       cpu: Union[str, float, None] = None) -> Dict[str, Any]:
-        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
-                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
-                                   files=files)
-        return await self._run(_calls.execute(body, self.timeout))
+        name = policy or self._policy
+        body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
+                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
+        return await self._run(_calls.execute(body, self.timeout,
+                                              await self._limit(name, timeout)))
 
     async def stream(self, code: str, *, language: Optional[str] = None,
                      stdin: Optional[str] = None, timeout: Optional[float] = None,
@@ -286,11 +310,12 @@ class AsyncSandboxClient(ClientBase):
                      policy: Optional[str] = None, memory: Union[str, int, None] = None,
                      cpu: Union[str, float, None] = None) -> AsyncIterator[StreamEvent]:
         """``async for kind, data in client.stream(code): ...`` (see SandboxClient.stream)."""
-        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
-                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
-                                   files=files)
+        name = policy or self._policy
+        body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
+                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
         events = _calls.StreamDecoder()
-        chunks = self._transport.stream(_calls.execute_stream(body, self.timeout))
+        chunks = self._transport.stream(_calls.execute_stream(
+            body, self.timeout, await self._limit(name, timeout)))
         try:
             async for chunk in chunks:
                 for out in events.feed(chunk):
@@ -303,16 +328,19 @@ class AsyncSandboxClient(ClientBase):
     async def batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
                     concurrency: Optional[int] = None, policy: Optional[str] = None,
                     raise_on_error: bool = False) -> List[Dict[str, Any]]:
-        return await self._run(_calls.batch(tasks, policy=policy or self.policy_name,
-                                            concurrency=concurrency, base_timeout=self.timeout,
-                                            raise_on_error=raise_on_error))
+        encoded = _calls.batch_tasks(tasks, policy=policy or self._policy)
+        limits = {t.get("policy"): await self._policy_timeout(t.get("policy"))
+                  for t in encoded if t.get("timeout") is None}
+        return await self._run(_calls.batch(encoded, concurrency=concurrency,
+                                            base_timeout=self.timeout,
+                                            raise_on_error=raise_on_error, policy_timeouts=limits))
 
     def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
                 idle_timeout: Optional[float] = None,
                 max_lifetime: Optional[float] = None) -> _SessionStarter:
         async def create() -> AsyncSession:
             return AsyncSession(self, await self._run(_calls.create_session(
-                policy=policy or self.policy_name, language=language, idle_timeout=idle_timeout,
+                policy=policy or self._policy, language=language, idle_timeout=idle_timeout,
                 max_lifetime=max_lifetime, base_timeout=self.timeout)))
         return _SessionStarter(create)
 
@@ -325,8 +353,9 @@ class AsyncSandboxClient(ClientBase):
     async def policies(self) -> List[Dict[str, Any]]:
         return await self._run(_calls.policies(self.timeout))
 
-    async def policy(self, name: Optional[str] = None) -> Dict[str, Any]:
-        return await self._run(_calls.policy(name or self.policy_name, self.timeout))
+    async def get_policy(self, name: Optional[str] = None) -> Dict[str, Any]:
+        """One policy with its explain view (default: the client's :attr:`policy`)."""
+        return await self._run(_calls.policy(name or self._policy, self.timeout))
 
     async def health(self) -> Dict[str, Any]:
         return await self._run(_calls.health(self.timeout))
@@ -341,4 +370,4 @@ class AsyncSandboxClient(ClientBase):
         pass
 
     def __repr__(self) -> str:
-        return f"AsyncSandboxClient(base_url={self.base_url!r}, policy={self.policy_name!r})"
+        return f"AsyncSandboxClient(base_url={self.base_url!r}, policy={self._policy!r})"

@@ -9,15 +9,39 @@ The requirements' example works as written::
 from __future__ import annotations
 
 import ssl
+import warnings
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _calls
 from ._calls import FilesArg, StreamEvent
-from ._http import SyncTransport, make_transport
+from ._http import (DEFAULT_MAX_RETRY_WAIT, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET, RetryRule,
+                    SyncTransport, make_transport)
+from . import _policy_timeouts
+from ._policy_timeouts import PolicyTimeouts
+from .errors import ConnectionFailed, RateLimited, RequestTimedOut, SandboxError, Unavailable
 from .session import Session
 
 DEFAULT_URL = "http://localhost:8080"
 DEFAULT_POLICY = "code-sandbox"
+
+
+class PolicyName(str):
+    """``client.policy``: the name of the client's default policy, a plain ``str`` for every
+    use. Calling it is the old spelling of :meth:`SandboxClient.get_policy` (``client.policy`` was
+    that method at first); it still works, with a DeprecationWarning."""
+
+    _get_policy: Callable[..., Any]
+
+    def __new__(cls, name: str, get_policy: Callable[..., Any]) -> "PolicyName":
+        obj = super().__new__(cls, name)
+        obj._get_policy = get_policy
+        return obj
+
+    def __call__(self, name: Optional[str] = None) -> Any:
+        warnings.warn("client.policy is the default policy's name now; call "
+                      "client.get_policy(name) for a policy's details", DeprecationWarning,
+                      stacklevel=2)
+        return self._get_policy(name)
 
 
 class ClientBase:
@@ -27,14 +51,39 @@ class ClientBase:
     _transport_class: Callable[..., Any]
 
     def __init__(self, base_url: str = DEFAULT_URL, policy: Optional[str] = DEFAULT_POLICY,
-                 token: Optional[str] = None, timeout: float = 60.0, *, retries: int = 0,
-                 max_retry_wait: float = 30.0,
+                 token: Optional[str] = None, timeout: float = 60.0, *,
+                 retries: int = DEFAULT_RETRIES, max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
+                 retry_budget: float = DEFAULT_RETRY_BUDGET,
                  ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.base_url = base_url
-        self.policy_name = policy
+        self._policy = policy
         self.timeout = float(timeout)
-        self._transport = make_transport(self._transport_class, base_url, token, retries,
-                                         max_retry_wait, ssl_context)
+        self._policy_timeouts = PolicyTimeouts()
+        retry = RetryRule(retries=max(0, int(retries)), max_wait=float(max_retry_wait),
+                          budget=float(retry_budget))
+        self._transport = make_transport(self._transport_class, base_url, token, retry,
+                                         ssl_context)
+
+    @property
+    def policy(self) -> Optional[PolicyName]:
+        """The policy used when a call names none (None: the daemon's default)."""
+        return None if self._policy is None else PolicyName(self._policy, self.get_policy)
+
+    @policy.setter
+    def policy(self, name: Optional[str]) -> None:
+        self._policy = name
+
+    @property
+    def policy_name(self) -> Optional[str]:
+        """The same as :attr:`policy` (its first name; kept for existing code)."""
+        return self._policy
+
+    @policy_name.setter
+    def policy_name(self, name: Optional[str]) -> None:
+        self._policy = name
+
+    def get_policy(self, name: Optional[str] = None) -> Any:
+        raise NotImplementedError
 
 
 class SandboxClient(ClientBase):
@@ -45,11 +94,15 @@ class SandboxClient(ClientBase):
         policy: the server-side policy used when a call names none. A request may only tighten
             it (lower timeout/memory/cpu); asking for more raises Forbidden.
         token: bearer token; defaults to $LLM_SANDBOX_TOKEN. Needed when the daemon has tokens.
-        timeout: seconds to wait for the daemon's answer. Calls that pass a sandbox ``timeout``
-            wait at least that long plus a margin, so a long program is never cut off here first.
-        retries: how many times a 429/503 answer is retried automatically, honoring its
-            Retry-After (0 = never, the default: the caller decides).
-        max_retry_wait: upper bound of one wait between retries, in seconds.
+        timeout: seconds to wait for the daemon's answer at least. A call that runs a program
+            waits at least its limit (the call's ``timeout``, else the policy's, learned once
+            from GET /v1/policies/<name>) plus 15 s, so the daemon's deadline always fires first
+            and the result is not lost.
+        retries: how many times a 429/503 answer (queue full, not ready) is retried, waiting its
+            Retry-After each time (default 10; 0 = never). Only refusals the daemon made before
+            running anything are retried, so no code runs twice.
+        max_retry_wait: upper bound of one wait between retries, in seconds (default 30).
+        retry_budget: upper bound of all waits of one call together, in seconds (default 30).
         ssl_context: for an https:// daemon behind a TLS proxy.
 
     The client holds no connection between calls and may be shared between threads.
@@ -59,6 +112,25 @@ class SandboxClient(ClientBase):
 
     def _run(self, call: _calls.Call) -> Any:
         return self._transport.run(call)
+
+    def _policy_timeout(self, policy: Optional[str]) -> Optional[float]:
+        """The policy's timeout in seconds (None: unknown), looked up once per TTL."""
+        known, seconds = self._policy_timeouts.get(policy)
+        if known:
+            return seconds
+        try:
+            name = policy or self._run(_policy_timeouts.default_name_call(self.timeout))
+            seconds = self._run(_policy_timeouts.timeout_call(name, self.timeout)) if name else None
+        except (ConnectionFailed, RequestTimedOut, RateLimited, Unavailable):
+            return None  # busy or unreachable: ask again next time; the call itself will say
+        except SandboxError:
+            seconds = None  # unknown policy, older daemon: the client's timeout applies
+        self._policy_timeouts.put(policy, seconds)
+        return seconds
+
+    def _limit(self, policy: Optional[str], given: Optional[float]) -> Optional[float]:
+        """The policy timeout a call's HTTP wait must outlast, or None when it names its own."""
+        return None if given is not None else self._policy_timeout(policy)
 
     # --- executions
 
@@ -77,10 +149,10 @@ class SandboxClient(ClientBase):
         files: ``{"/tmp/data.csv": "a,b\\n"}`` (str or bytes values) or the API's list form;
         written into the box's tmpfs before the program starts.
         """
-        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
-                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
-                                   files=files)
-        return self._run(_calls.execute(body, self.timeout))
+        name = policy or self._policy
+        body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
+                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
+        return self._run(_calls.execute(body, self.timeout, self._limit(name, timeout)))
 
     def stream(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,
                timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,
@@ -94,10 +166,10 @@ class SandboxClient(ClientBase):
         The request is sent when iteration starts. Closing the iterator early (``break``)
         closes the connection.
         """
-        body = _calls.execute_body(code, policy=policy or self.policy_name, language=language,
-                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
-                                   files=files)
-        return self._stream(_calls.execute_stream(body, self.timeout))
+        name = policy or self._policy
+        body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
+                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
+        return self._stream(_calls.execute_stream(body, self.timeout, self._limit(name, timeout)))
 
     def _stream(self, call: _calls.Call) -> Iterator[StreamEvent]:
         events = _calls.StreamDecoder()
@@ -119,9 +191,11 @@ class SandboxClient(ClientBase):
         ``{"error": {"code", "message"}}`` for a task the daemon refused; with
         ``raise_on_error=True`` the first such entry is raised as its typed exception instead.
         """
-        return self._run(_calls.batch(tasks, policy=policy or self.policy_name,
-                                      concurrency=concurrency, base_timeout=self.timeout,
-                                      raise_on_error=raise_on_error))
+        encoded = _calls.batch_tasks(tasks, policy=policy or self._policy)
+        limits = {t.get("policy"): self._policy_timeout(t.get("policy"))
+                  for t in encoded if t.get("timeout") is None}
+        return self._run(_calls.batch(encoded, concurrency=concurrency, base_timeout=self.timeout,
+                                      raise_on_error=raise_on_error, policy_timeouts=limits))
 
     # --- sessions
 
@@ -131,7 +205,7 @@ class SandboxClient(ClientBase):
         """Creates a session (one box kept for several executions). Use it with ``with`` so the
         box is released: ``with client.session(language="python") as s: s.execute("x = 1")``."""
         return Session(self, self._run(_calls.create_session(
-            policy=policy or self.policy_name, language=language, idle_timeout=idle_timeout,
+            policy=policy or self._policy, language=language, idle_timeout=idle_timeout,
             max_lifetime=max_lifetime, base_timeout=self.timeout)))
 
     def attach_session(self, session_id: str) -> Session:
@@ -148,9 +222,10 @@ class SandboxClient(ClientBase):
         """The daemon's policies: name, description, backend, network, languages."""
         return self._run(_calls.policies(self.timeout))
 
-    def policy(self, name: Optional[str] = None) -> Dict[str, Any]:
-        """One policy, resolved, with its per-control explain view (default: the client's)."""
-        return self._run(_calls.policy(name or self.policy_name, self.timeout))
+    def get_policy(self, name: Optional[str] = None) -> Dict[str, Any]:
+        """One policy, resolved, with its per-control explain view (default: the client's
+        :attr:`policy`). Formerly ``client.policy(name)``."""
+        return self._run(_calls.policy(name or self._policy, self.timeout))
 
     def health(self) -> Dict[str, Any]:
         """GET /healthz: {"status": "ok"} when the daemon is up."""
@@ -167,4 +242,4 @@ class SandboxClient(ClientBase):
         pass
 
     def __repr__(self) -> str:
-        return f"SandboxClient(base_url={self.base_url!r}, policy={self.policy_name!r})"
+        return f"SandboxClient(base_url={self.base_url!r}, policy={self._policy!r})"

@@ -7,7 +7,10 @@ usually need to tell three situations apart: "my request was wrong" (fix the cod
 """
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
+import time
 from typing import Any, Mapping, Optional
 
 
@@ -148,15 +151,37 @@ def class_for(status: Optional[int], code: Optional[str] = None) -> type:
     return _BY_CODE.get(code or "", SandboxError)
 
 
-def parse_retry_after(value: Optional[str]) -> Optional[float]:
-    """Retry-After in seconds; the HTTP-date form is not used by the daemon and is ignored."""
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Retry-After in seconds: the delay-seconds form (the daemon's) or an HTTP date (a proxy's),
+    counted from ``now`` (time.time()). A date in the past is 0; anything unreadable is None."""
     if value is None:
         return None
+    text = value.strip()
     try:
-        seconds = float(value.strip())
+        seconds = float(text)
     except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:  # RFC 9110 dates are GMT
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
         return None
     return max(0.0, seconds)
+
+
+def refused_before_running(err: "SandboxError") -> bool:
+    """True when the daemon itself said it did not take the request: a 429/503 whose body is the
+    API's error object with code too_many_requests/unavailable (docs/api.md). A bare 503 from a
+    proxy in front of it does not prove that, so a POST is not retried on one."""
+    body = err.body
+    if not isinstance(body, dict) or not isinstance(body.get("error"), dict):
+        return False
+    return body["error"].get("code") in ("too_many_requests", "unavailable")
 
 
 def error_from_body(payload: Any, status: Optional[int] = None,

@@ -48,7 +48,8 @@ class Session(SessionBase):
         Raises Conflict when another execution of this session is still running."""
         return self._client._run(_calls.session_execute(
             self.session_id, code, stdin=stdin, timeout=timeout, env=env,
-            base_timeout=self._client.timeout))
+            base_timeout=self._client.timeout,
+            policy_timeout=self._client._limit(self.policy, timeout)))
 
     def upload(self, path: str, data: Union[bytes, str]) -> Dict[str, Any]:
         """Writes a file into the box (str is encoded as UTF-8); returns {"path", "size"}.

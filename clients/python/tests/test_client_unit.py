@@ -84,6 +84,11 @@ class FakeDaemon:
     def __init__(self) -> None:
         self.requests: List[Request] = []
         self.script: Script = lambda req: json_reply(200, RESULT)
+        # The clients look a policy's timeout up (GET /v1/policies[/<name>]) before a call that
+        # names none; the fake answers those itself, logged apart, unless a test turns it off.
+        self.answer_policy_lookups = True
+        self.policy_timeout_ms: Optional[int] = 30000
+        self.lookups: List[Request] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -97,8 +102,13 @@ class FakeDaemon:
                 body = self.rfile.read(length) if length else b""
                 req = Request(self.command, self.path,
                               {k.lower(): v for k, v in self.headers.items()}, body)
-                fake.requests.append(req)
-                status, headers, payload = fake.script(req)
+                if fake.answer_policy_lookups and req.method == "GET" and \
+                        req.path.startswith("/v1/policies"):
+                    fake.lookups.append(req)
+                    status, headers, payload = fake.policy_answer(req)
+                else:
+                    fake.requests.append(req)
+                    status, headers, payload = fake.script(req)
                 try:
                     self._reply(status, headers, payload)
                 except (BrokenPipeError, ConnectionResetError):
@@ -138,6 +148,14 @@ class FakeDaemon:
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def policy_answer(self, req: Request) -> Reply:
+        if req.path == "/v1/policies":
+            return json_reply(200, {"policies": [{"name": "code-sandbox", "default": True},
+                                                 {"name": "python-strict", "default": False}]})
+        name = req.path.rsplit("/", 1)[1]
+        resources = {} if self.policy_timeout_ms is None else {"timeout_ms": self.policy_timeout_ms}
+        return json_reply(200, {"name": name, "policy": {"resources": resources}, "explain": []})
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -231,7 +249,7 @@ class SyncClientTest(FakeServerTest):
                 self.fake.script = lambda req, s=status, c=code, e=extra: error_reply(
                     s, c, f"{c} happened; fix it", **e)
                 with self.assertRaises(cls) as cm:
-                    self.client().execute("x")
+                    self.client(retries=0).execute("x")
                 err = cm.exception
                 self.assertIsInstance(err, SandboxError)
                 self.assertEqual(err.status, status)
@@ -288,6 +306,52 @@ class SyncClientTest(FakeServerTest):
         self.fake.script = slow
         # The HTTP timeout is 0.2 s but the program may run 1 s: the client must wait.
         self.assertEqual(self.client(timeout=0.2).execute("x", timeout=1)["exit_code"], 0)
+        self.assertEqual(self.fake.lookups, [])  # the call named its limit: nothing to look up
+
+    def test_policy_timeout_extends_http_wait(self) -> None:
+        # No timeout in the call: the policy's (looked up once, then cached) is what the program
+        # may run, so the client's own 0.2 s must not cut the answer off.
+        def slow(req: Request) -> Reply:
+            time.sleep(0.6)
+            return json_reply(200, RESULT)
+        self.fake.script = slow
+        self.fake.policy_timeout_ms = 1000
+        c = self.client(timeout=0.2)
+        self.assertEqual(c.execute("x")["exit_code"], 0)
+        self.assertEqual([r.path for r in self.fake.lookups], ["/v1/policies/code-sandbox"])
+        self.assertEqual(c.execute("x")["exit_code"], 0)
+        self.assertEqual(len(self.fake.lookups), 1, "the policy's timeout is cached")
+        # Without the policy's timeout (an older daemon), the client's own timeout applies.
+        self.fake.policy_timeout_ms = None
+        with self.assertRaises(RequestTimedOut):
+            self.client(timeout=0.2).execute("x")
+
+    def test_busy_policy_lookup_is_neither_retried_nor_remembered(self) -> None:
+        self.fake.answer_policy_lookups = False
+        self.fake.script = lambda req: (error_reply(503, "unavailable", "draining", Retry_After="0")
+                                        if req.method == "GET" else json_reply(200, RESULT))
+        c = self.client()
+        self.assertEqual(c.execute("x")["stdout"], "42\n")
+        self.assertEqual(c.execute("x")["stdout"], "42\n")
+        self.assertEqual([(r.method, r.path) for r in self.fake.requests],
+                         [("GET", "/v1/policies/code-sandbox"), ("POST", "/v1/execute")] * 2)
+
+    def test_default_policy_timeout_and_batch_and_session(self) -> None:
+        def slow(req: Request) -> Reply:
+            if req.path == "/v1/sessions":
+                return json_reply(201, SESSION)
+            time.sleep(0.6)
+            if req.path == "/v1/batch":
+                return json_reply(200, {"results": [RESULT]})
+            return json_reply(200, RESULT)
+        self.fake.script = slow
+        self.fake.policy_timeout_ms = 1000
+        c = SandboxClient(base_url=self.fake.url, policy=None, timeout=0.2)
+        self.assertEqual(c.execute("x")["exit_code"], 0)
+        self.assertEqual([r.path for r in self.fake.lookups],
+                         ["/v1/policies", "/v1/policies/code-sandbox"])
+        self.assertEqual(self.client(timeout=0.2).batch(["x"])[0]["exit_code"], 0)
+        self.assertEqual(self.client(timeout=0.2).session().execute("x")["exit_code"], 0)
 
     def test_retries_honor_retry_after(self) -> None:
         answers = [error_reply(429, "too_many_requests", "queue full", Retry_After="0"),
@@ -300,23 +364,104 @@ class SyncClientTest(FakeServerTest):
         self.assertEqual(len(self.fake.requests), 3)
         self.assertEqual(self.fake.requests[2].json(), self.fake.requests[0].json())
 
-    def test_retries_off_by_default_and_bounded(self) -> None:
-        self.fake.script = lambda req: error_reply(429, "too_many_requests", "full", Retry_After="60")
+    def test_retries_on_by_default_and_off_with_zero(self) -> None:
+        answers = [error_reply(429, "too_many_requests", "full", Retry_After="0")] * 3 + [
+            json_reply(200, RESULT)]
+        self.fake.script = lambda req: answers.pop(0)
+        self.assertEqual(self.client().execute("x")["stdout"], "42\n")
+        self.assertEqual(len(self.fake.requests), 4)
+        self.fake.requests.clear()
+        self.fake.script = lambda req: error_reply(429, "too_many_requests", "full", Retry_After="0")
         with self.assertRaises(RateLimited):
+            self.client(retries=0).execute("x")
+        self.assertEqual(len(self.fake.requests), 1)
+
+    def test_retries_bounded_by_count_and_budget(self) -> None:
+        self.fake.script = lambda req: error_reply(429, "too_many_requests", "full", Retry_After="0")
+        with self.assertRaises(RateLimited):
+            self.client(retries=2).execute("x")
+        self.assertEqual(len(self.fake.requests), 3)
+        # A Retry-After longer than the whole budget is not waited for at all.
+        self.fake.requests.clear()
+        self.fake.script = lambda req: error_reply(429, "too_many_requests", "full", Retry_After="60")
+        t0 = time.monotonic()
+        with self.assertRaises(RateLimited) as cm:
+            self.client().execute("x")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(cm.exception.retry_after, 60.0)
+        self.assertEqual(len(self.fake.requests), 1)
+        # Waits of 0.3 s (plus up to 20%) in a budget of 1 s: two or three retries, never a
+        # fourth.
+        self.fake.requests.clear()
+        self.fake.script = lambda req: error_reply(503, "unavailable", "busy", Retry_After="0.3")
+        t0 = time.monotonic()
+        with self.assertRaises(Unavailable):
+            self.client(retry_budget=1.0).execute("x")
+        self.assertIn(len(self.fake.requests), (3, 4))
+        self.assertGreaterEqual(time.monotonic() - t0, 0.6)
+        # max_retry_wait bounds one wait: a Retry-After above it is raised at once, never
+        # retried sooner than asked.
+        self.fake.requests.clear()
+        self.fake.script = lambda req: error_reply(429, "too_many_requests", "full", Retry_After="1")
+        with self.assertRaises(RateLimited):
+            self.client(max_retry_wait=0.5).execute("x")
+        self.assertEqual(len(self.fake.requests), 1)
+
+    def test_retry_after_http_date(self) -> None:
+        import email.utils
+        when = email.utils.formatdate(time.time() + 2, usegmt=True)
+        answers = [error_reply(429, "too_many_requests", "full", Retry_After=when),
+                   json_reply(200, RESULT)]
+        self.fake.script = lambda req: answers.pop(0)
+        t0 = time.monotonic()
+        self.assertEqual(self.client().execute("x")["stdout"], "42\n")
+        # The date has a 1 s resolution: at least ~1 s of the 2 s remain.
+        self.assertGreaterEqual(time.monotonic() - t0, 0.9)
+        from llm_sandbox.errors import parse_retry_after
+        self.assertEqual(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), 0.0)  # past
+        self.assertAlmostEqual(parse_retry_after(email.utils.formatdate(1000.0 + 30, usegmt=True),
+                                                 now=1000.0), 30.0)
+        self.assertIsNone(parse_retry_after("soon"))
+        self.assertEqual(parse_retry_after(" 5 "), 5.0)
+
+    def test_post_not_retried_on_a_proxy_503(self) -> None:
+        # A bare 503 (no API error body) does not prove the daemon never ran the request: an
+        # execute is not sent again; an idempotent GET is.
+        self.fake.script = lambda req: (503, {"Retry-After": "0"}, b"<h1>upstream down</h1>")
+        with self.assertRaises(Unavailable):
             self.client().execute("x")
         self.assertEqual(len(self.fake.requests), 1)
-        # max_retry_wait caps a long Retry-After; after `retries` attempts the error surfaces.
-        t0 = time.monotonic()
-        with self.assertRaises(RateLimited):
-            self.client(retries=2, max_retry_wait=0.05).execute("x")
-        self.assertLess(time.monotonic() - t0, 5)
-        self.assertEqual(len(self.fake.requests), 4)
+        answers = [(503, {"Retry-After": "0"}, b"<h1>upstream down</h1>"),
+                   json_reply(200, {"status": "ok"})]
+        self.fake.requests.clear()
+        self.fake.script = lambda req: answers.pop(0)
+        self.assertEqual(self.client().health(), {"status": "ok"})
+        self.assertEqual(len(self.fake.requests), 2)
 
     def test_other_errors_not_retried(self) -> None:
         self.fake.script = lambda req: error_reply(502, "sandbox_error", "init died")
         with self.assertRaises(SandboxFailure):
             self.client(retries=3).execute("x")
         self.assertEqual(len(self.fake.requests), 1)
+
+    def test_json_bodies_say_so(self) -> None:
+        # The daemon refuses a JSON route's body without Content-Type: application/json.
+        def script(req: Request) -> Reply:
+            if req.path == "/v1/sessions":
+                return json_reply(201, SESSION)
+            if req.path == "/v1/batch":
+                return json_reply(200, {"results": []})
+            return json_reply(200, RESULT)
+        self.fake.script = script
+        c = self.client()
+        c.execute("x")
+        c.batch([])
+        s = c.session()
+        s.execute("x")
+        for req in self.fake.requests:
+            self.assertEqual(req.headers.get("content-type"), "application/json", req.target)
+        s.upload("/tmp/f", b"x")
+        self.assertEqual(self.fake.requests[-1].headers["content-type"], "application/octet-stream")
 
     def test_stream_events_in_order(self) -> None:
         alert = {"kind": "network", "severity": "critical", "rule": "network_attempt",
@@ -458,10 +603,11 @@ class SyncClientTest(FakeServerTest):
                 "/readyz": error_reply(503, "unavailable", "no backend", Retry_After="1"),
             }[req.path]
         self.fake.script = script
+        self.fake.answer_policy_lookups = False
         c = self.client()
         self.assertEqual(c.policies(), [{"name": "code-sandbox"}])
-        self.assertEqual(c.policy()["name"], "code-sandbox")
-        self.assertEqual(c.policy("code-sandbox")["explain"], [])
+        self.assertEqual(c.get_policy()["name"], "code-sandbox")
+        self.assertEqual(c.get_policy("code-sandbox")["explain"], [])
         self.assertEqual(c.health(), {"status": "ok"})
         with self.assertRaises(Unavailable):
             c.ready()
@@ -474,7 +620,7 @@ class SyncClientTest(FakeServerTest):
         c = self.client(policy=None)
         with self.assertRaisesRegex(ValueError, "no policy name given and the client has no "
                                                 "default policy"):
-            c.policy()
+            c.get_policy()
         self.assertEqual(self.fake.requests, [])
         self.fake.script = lambda req: json_reply(201, {"state": "ready"})
         with self.assertRaisesRegex(ProtocolError, r"^\[protocol_error\] session created without "
@@ -536,7 +682,7 @@ class AsyncClientTest(FakeServerTest):
             with self.subTest(status=status):
                 self.fake.script = lambda req, s=status, c=code: error_reply(s, c, "m", Retry_After="3")
                 with self.assertRaises(cls) as cm:
-                    asyncio.run(self.aclient().execute("x"))
+                    asyncio.run(self.aclient(retries=0).execute("x"))
                 self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.message),
                                  (status, code, "m"))
 
@@ -583,7 +729,7 @@ class AsyncClientTest(FakeServerTest):
         c = self.aclient(policy=None)
         with self.assertRaisesRegex(ValueError, "no policy name given and the client has no "
                                                 "default policy"):
-            asyncio.run(c.policy())
+            asyncio.run(c.get_policy())
         self.assertEqual(self.fake.requests, [])
 
         async def start() -> Any:
@@ -620,6 +766,7 @@ class AsyncClientTest(FakeServerTest):
             return json_reply(200, SESSION)
 
         self.fake.script = script
+        self.fake.answer_policy_lookups = False
 
         async def go() -> None:
             c = self.aclient()
@@ -723,44 +870,36 @@ class IntegrationAdapterTest(FakeServerTest):
 
 
 class PackageTest(unittest.TestCase):
-    def test_pip_install_offline(self) -> None:
-        """`pip install --no-build-isolation ./clients/python` into a fresh venv, no network."""
-        import shutil
-        import subprocess
-        import tempfile
-        # Debian's interpreter is the one whose setuptools/wheel/venv come from apt
-        # (python3-setuptools, python3-wheel, python3-venv, python3-pip); another python3 on
-        # PATH (pyenv) may lack them.
-        python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
-        probe = subprocess.run([python, "-c", "import setuptools, wheel, venv, pip"],
-                               capture_output=True, text=True, timeout=60)
-        if probe.returncode != 0:
-            self.skipTest(f"{python} cannot build offline: {probe.stderr.strip()[-200:]} "
-                          "(Debian: python3-setuptools python3-wheel python3-venv python3-pip)")
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        with tempfile.TemporaryDirectory() as tmp:
-            # Build from a copy so the source tree gets no build/ or egg-info litter.
-            copy = os.path.join(tmp, "src")
-            shutil.copytree(src, copy, ignore=shutil.ignore_patterns(
-                "build", "*.egg-info", "__pycache__", "tests"))
-            venv = os.path.join(tmp, "venv")
-            subprocess.run([python, "-m", "venv", "--system-site-packages", venv],
-                           check=True, capture_output=True, timeout=120)
-            py = os.path.join(venv, "bin", "python")
-            env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-            proc = subprocess.run([py, "-m", "pip", "install", "--no-index",
-                                   "--no-build-isolation", copy], capture_output=True,
-                                  text=True, timeout=240, env=env)
-            self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-2000:])
-            out = subprocess.run([py, "-c", "import llm_sandbox; print(llm_sandbox.__file__)"],
-                                 capture_output=True, text=True, timeout=60, cwd=tmp)
-            self.assertIn(venv, out.stdout, out.stderr)
-
     def test_public_names(self) -> None:
         for name in llm_sandbox.__all__:
             self.assertTrue(hasattr(llm_sandbox, name), name)
         self.assertTrue(issubclass(RateLimited, SandboxError))
         self.assertTrue(issubclass(ConnectionFailed, SandboxError))
+
+    def test_policy_is_the_default_policys_name(self) -> None:
+        import warnings
+        c = SandboxClient(base_url="http://127.0.0.1:9", policy="python-strict")
+        self.assertEqual(c.policy, "python-strict")
+        self.assertIsInstance(c.policy, str)
+        self.assertEqual(c.policy_name, "python-strict")  # the old attribute, kept
+        self.assertEqual(repr(c), "SandboxClient(base_url='http://127.0.0.1:9', policy='python-strict')")
+        c.policy = "code-sandbox"
+        self.assertEqual((c.policy, c.policy_name), ("code-sandbox", "code-sandbox"))
+        self.assertIsNone(SandboxClient(policy=None).policy)
+        self.assertIsNone(AsyncSandboxClient(policy=None).policy)
+        self.assertTrue(callable(getattr(c, "get_policy")))
+        self.assertEqual(AsyncSandboxClient(policy="node").policy, "node")
+
+    def test_calling_policy_still_works_but_warns(self) -> None:
+        fake = FakeDaemon()
+        self.addCleanup(fake.stop)
+        fake.answer_policy_lookups = False
+        fake.script = lambda req: json_reply(200, {"name": req.path.rsplit("/", 1)[1]})
+        c = SandboxClient(base_url=fake.url, policy="code-sandbox")
+        with self.assertWarns(DeprecationWarning):
+            self.assertEqual(c.policy()["name"], "code-sandbox")
+        with self.assertWarns(DeprecationWarning):
+            self.assertEqual(c.policy("node")["name"], "node")
 
     def test_bad_base_url(self) -> None:
         with self.assertRaises(ValueError):

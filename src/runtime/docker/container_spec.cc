@@ -67,6 +67,15 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
   // Core dumps never leave the box; init sets the program's own limits (RunSpec), core 0 included,
   // so on Podman (see SpecInputs::podman) the program's limits are the same without this.
   if (!in.podman) host["Ulimits"] = json::array({json{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}}});
+  if (policy.runtime != "runsc") {
+    // The engine's default masked paths (moby 20.10 oci/defaults.go; a list given here replaces
+    // them) plus the host's boot parameters and boot id (issue 15: /proc/cmdline can carry tokens;
+    // the native backend masks the same). gVisor's /proc is its own and shows none of these.
+    host["MaskedPaths"] = json::array({"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
+                                       "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                                       "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/proc/cmdline",
+                                       "/proc/bootconfig", "/proc/sys/kernel/random/boot_id"});
+  }
   if (policy.runtime == "runsc") {
     // Under gVisor the policy's pids limit is the Sentry's own RLIMIT_NPROC (it counts the box's
     // tasks, init included, and refuses fork with EAGAIN); the host's pids.max only bounds the

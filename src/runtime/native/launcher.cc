@@ -3,14 +3,18 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/fd_passing.h"
@@ -37,18 +41,61 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
   return UniqueFd(n);
 }
 
+// What the child needs, all of it prepared before clone3 (the child only reads its copy).
+struct ChildPlan {
+  int sync, sync_parent_end, status_w, stream, diag_w, init_fd;
+  bool may_setgroups;
+  int unshare_flags;
+  bool loopback_up;
+  const BoxUserLimits* limits;
+};
+
+// Brings the new network namespace's loopback device up (SIOCSIFFLAGS): the box's own 127.0.0.1
+// and ::1, nobody else's. Raw calls only (child context).
+bool LoopbackUp() {
+  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  struct ifreq req {};
+  std::memcpy(req.ifr_name, "lo", 3);
+  bool ok = ::ioctl(s, SIOCGIFFLAGS, &req) == 0;
+  if (ok) {
+    req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP);
+    ok = ::ioctl(s, SIOCSIFFLAGS, &req) == 0;
+  }
+  ::close(s);
+  return ok;
+}
+
+// The box's own share of the per-user kernel limits (box_user_limits.h): written in its user
+// namespace, where this child is uid 0 with CAP_SYS_RESOURCE; the program will have neither.
+bool ApplyUserLimits(const BoxUserLimits& l) {
+  for (const auto& w : l.sysctls) {
+    int fd = ::open(w.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::write(fd, w.value.data(), w.value.size()) == static_cast<ssize_t>(w.value.size());
+    ::close(fd);
+    if (!ok) return false;
+  }
+  for (const auto& r : l.rlimits) {
+    struct rlimit v {r.value, r.value};
+    if (::syscall(SYS_prlimit64, 0, r.resource, &v, nullptr) != 0) return false;
+  }
+  return true;
+}
+
 // The child between clone3 and execveat: async-signal-safe calls only (the parent may have
 // threads whose locks were copied mid-use).
-[[noreturn]] void ChildMain(int sync, int sync_parent_end, int status_w, int stream, int diag_w,
-                            int init_fd, bool may_setgroups, int unshare_flags) {
-  ::close(sync_parent_end);  // so a dead parent means EOF below, not a hang
+[[noreturn]] void ChildMain(const ChildPlan& p) {
+  const int sync = p.sync, status_w = p.status_w, stream = p.stream, diag_w = p.diag_w, init_fd = p.init_fd;
+  ::close(p.sync_parent_end);  // so a dead parent means EOF below, not a hang
   auto fail = [status_w](int stage) {
     int msg[2] = {stage, errno};
     (void)!::write(status_w, msg, sizeof msg);
     ::_exit(127);
   };
   // Our new user namespace's full capabilities cover these; the parent works meanwhile.
-  if (::unshare(unshare_flags) != 0) fail(10);
+  if (::unshare(p.unshare_flags) != 0) fail(10);
+  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(12);
   char go = 0;
   int attach[kMaxPassedFds];
   size_t n_attach = 0;
@@ -62,10 +109,12 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
   // ids, which the map does not cover, and execve would drop every capability. Raw syscalls:
   // glibc's wrappers would try to sync threads this copy of the process does not have.
   if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(6);
-  if (may_setgroups && ::syscall(SYS_setgroups, 0, nullptr) != 0) fail(7);
+  if (p.may_setgroups && ::syscall(SYS_setgroups, 0, nullptr) != 0) fail(7);
   if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(8);
   // Our cgroup namespace is rooted at the box's group: cgroups are set up by now.
   if (::unshare(CLONE_NEWCGROUP) != 0) fail(1);
+  // Last of the namespaces this box makes: from here on it has max_*_namespaces 0.
+  if (p.limits && !ApplyUserLimits(*p.limits)) fail(11);
   if (::setsid() < 0) fail(2);  // no controlling terminal of the host's session
   sigset_t none;
   sigemptyset(&none);
@@ -109,6 +158,8 @@ const char* StageName(int stage) {
     case 8: return "setresuid(0) in the user namespace";
     case 9: return "join the box's cgroup (write to its tasks file)";
     case 10: return "unshare(mount, ipc, uts, net namespaces)";
+    case 11: return "set the box's per-user limits (/proc/sys/user/max_*, rlimits) in its user namespace";
+    case 12: return "bring the loopback device up in the box's network namespace";
   }
   return "setup";
 }
@@ -191,18 +242,30 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
+  ChildPlan plan{sync_child.get(), sync_parent.get(), status.w.get(), child_end.get(), diag.w.get(),
+                 init_fd.get(),    !opts.idmap.deny_setgroups, unshare_flags, opts.loopback_up,
+                 &opts.user_limits};
+  // The new user namespace is owned by the creating thread's euid, and that uid is what the host
+  // charges for everything the box counts against per-user limits (box_user_limits.h). Only this
+  // thread's euid changes (a raw setresuid; glibc's would change every thread's), for the one
+  // clone3; ruid and suid stay, so the switch back cannot fail, and the saved root keeps the
+  // permitted capabilities that return with euid 0.
+  const uid_t own_euid = ::geteuid();
+  const bool switch_owner = opts.ns_owner != 0 && opts.ns_owner != own_euid;
+  if (switch_owner && ::syscall(SYS_setresuid, -1, opts.ns_owner, -1) != 0)
+    return Error::FromErrno("take the box's owner uid " + std::to_string(opts.ns_owner) + " for clone3");
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  int clone_err = errno;
+  if (pid == 0) ChildMain(plan);
+  if (switch_owner && ::syscall(SYS_setresuid, -1, own_euid, -1) != 0) std::abort();  // never run on as another uid
   if (pid < 0) {
-    int err = errno;
+    int err = clone_err;
     std::string hint;
     if (err == EPERM || err == ENOSPC || err == EINVAL)
       hint = "; user namespaces may be disabled (sysctl user.max_user_namespaces, "
              "kernel.unprivileged_userns_clone) or this process is in a restricted container";
     return Error{Error::FromErrno("clone3 into new namespaces", err).message + hint, err};
   }
-  if (pid == 0)
-    ChildMain(sync_child.get(), sync_parent.get(), status.w.get(), child_end.get(), diag.w.get(),
-              init_fd.get(), !opts.idmap.deny_setgroups, unshare_flags);
 
   auto process = std::make_unique<ChildProcess>(static_cast<pid_t>(pid), UniqueFd(pidfd));
   // The parent keeps only its own ends; on any error below, `process` kills and reaps the child.

@@ -1,13 +1,17 @@
 // Starting llm-sandbox-init in fresh namespaces. The order is a checklist:
-//   1. clone3 into a new user and pid namespace; the child at once unshares its mount, ipc, uts
-//      (and net unless shared) namespaces, owned by its new user namespace exactly as clone3's
-//      flags would make them, and then blocks on the sync socket. Why not all in clone3's flags:
+//   1. clone3 into a new user and pid namespace, from this thread with its euid set for that one
+//      call to the box's own owner uid (`ns_owner`, box_user_limits.h), so that the host charges
+//      the box's per-user kernel counts to that uid, not to ours; the child at once unshares its
+//      mount, ipc, uts (and net unless shared) namespaces, owned by its new user namespace exactly
+//      as clone3's flags would make them, brings lo up there if asked, and then blocks on the sync
+//      socket. Why not all in clone3's flags:
 //      a network namespace costs ~0.45 ms of kernel work (the loopback device's registration),
 //      and made in the child it overlaps with step 2 instead of delaying it;
 //   2. meanwhile the parent writes the uid/gid maps and runs `prepare` (the box's cgroups, v2
 //      membership, oom_score_adj), which returns the v1 `tasks` files the child must join;
 //   3. the parent releases the child with those files (SCM_RIGHTS); the child joins its v1 groups
-//      itself, moves into its own cgroup namespace (now that it sits in the box's groups), puts
+//      itself, moves into its own cgroup namespace (now that it sits in the box's groups), writes
+//      the box's own /proc/sys/user/max_* and rlimits (`user_limits`), puts
 //      the stream on fds 0 and 1 and the diagnostics pipe on fd 2, marks every other fd
 //      close-on-exec and executes init by fd;
 //   4. the parent learns from a CLOEXEC status pipe whether that exec happened.
@@ -23,6 +27,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "runtime/native/box_user_limits.h"
 #include "runtime/native/idmap.h"
 
 namespace lsb::native {
@@ -57,7 +62,13 @@ class ChildProcess {
 struct LaunchOptions {
   int init_fd = -1;           // O_PATH fd of llm-sandbox-init (init_binary.h)
   bool new_net = true;        // false: share the host's network namespace
+  bool loopback_up = false;   // bring `lo` up in the new network namespace (the box's own)
   IdMapPlan idmap;
+  // The host uid that owns the box's user namespace (box_user_limits.h); 0 or our own euid: ours.
+  // Another uid needs CAP_SETUID (root).
+  uid_t ns_owner = 0;
+  // Written in the box's user namespace before init runs; empty: the kernel's defaults.
+  BoxUserLimits user_limits;
   // Written into the stream before the child is released (kSetup): init reads it at once instead
   // of waiting for the host to learn that init started. What the socket buffer cannot hold
   // follows once init reads.

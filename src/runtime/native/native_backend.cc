@@ -27,6 +27,10 @@ bool CanLowerOomScore() {
   return can;
 }
 
+uint32_t OwnerBase(const NativeOptions& o) {
+  return o.owner_id_base ? o.owner_id_base : o.id_base + kDefaultIdCount;
+}
+
 IdMapPlan PlanFor(const NativeOptions& o) {
   return PlanIdMap(Privileged(), ::geteuid(), ::getegid(), o.id_base);
 }
@@ -72,6 +76,12 @@ std::vector<ControlSupport> NativeBackend::PlanControls(const Policy& policy) co
         "user namespace, " + idmap.describe + "; the program runs as " + std::to_string(policy.uid) +
             ":" + std::to_string(policy.gid) + " inside");
   add("container.user_namespace", true, "always: every native box has its own user namespace");
+  add("resources.kernel_user_limits", true,
+      std::string(Privileged() ? "the box's user namespace is owned by its own unprivileged host uid (" +
+                                     std::to_string(OwnerBase(opts_)) + "+, not root), so host-level "
+                                     "per-user limits are charged to it; "
+                                 : "the box's user namespace is owned by this (unprivileged) user; ") +
+          "inside it, per uid: " + DescribeBoxUserLimits());
 
   // Sharing the host's network namespace would expose the host's loopback services (Redis on
   // 127.0.0.1:6379...) to the box, so network "on" is refused here, as the policy loader refuses
@@ -82,7 +92,8 @@ std::vector<ControlSupport> NativeBackend::PlanControls(const Policy& policy) co
         "network namespace (sharing the host's would expose its loopback services)");
   else
     add("network.enabled", true,
-        "a new, empty network namespace (loopback only, down) + init's seccomp/connect watch");
+        std::string("a new, empty network namespace (loopback only, ") + (opts_.loopback_up ? "up" : "down") +
+            ") + init's seccomp/connect watch");
   return out;
 }
 
@@ -185,7 +196,11 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const Policy& policy, const p
   LaunchOptions lo;
   lo.init_fd = init.fd.get();
   lo.new_net = !policy.network_enabled;
+  lo.loopback_up = opts_.loopback_up;
   lo.idmap = PlanFor(opts_);
+  // Host-level per-user charges of this box go to an owner uid of its own, not to root's.
+  if (Privileged()) lo.ns_owner = PickBoxOwner(OwnerBase(opts_), opts_.owner_id_count);
+  lo.user_limits = DefaultBoxUserLimits();
   lo.first_frames = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(setup).dump());
   // While init's process makes its namespaces: the box's groups, joined by init's process itself
   // for v1 (launcher.h), by pid for v2.

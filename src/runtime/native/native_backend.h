@@ -12,6 +12,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/image_map_cache.h"
+#include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/idmap.h"
 
@@ -23,6 +24,15 @@ struct NativeOptions {
   uint32_t id_base = kDefaultIdBase;     // host id of uid 0 inside (root only)
   std::string cgroup_parent = "llm-sandbox";  // groups live at <own cgroup>/<this>/<box-id>
   uint32_t init_pids_reserve = 1;        // pids.max = policy pids + this: init itself (single-threaded)
+  // Owners of the boxes' user namespaces (root only; box_user_limits.h): a random host uid in
+  // [owner_id_base, owner_id_base + owner_id_count). 0 = right above the boxes' mapped range.
+  uint32_t owner_id_base = 0;
+  uint32_t owner_id_count = kDefaultOwnerCount;
+  // The box's loopback device up (its own 127.0.0.1/::1) or, by default, down: with the network
+  // off init refuses every inet connect anyway, and bringing it up costs a start up to tens of
+  // milliseconds (docs/security.md, "Network isolation with loopback up"). The egress proxy needs
+  // it up. $LLM_SANDBOX_NATIVE_LOOPBACK=up sets it (backend_select.cc).
+  bool loopback_up = false;
 };
 
 class NativeBackend : public Backend {
