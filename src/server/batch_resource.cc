@@ -54,7 +54,10 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
   // Each result becomes its JSON at once, cut to its share of the response's byte budget (as
   // encoded: a NUL costs six bytes), so neither the answer nor the daemon's memory while the
   // batch runs grows past the budget, whatever the programs print.
-  const size_t share = static_cast<size_t>(ctx.limits.max_batch_response_bytes / std::max<size_t>(n, 1));
+  // The envelope {"results":[...]} and the commas between results come out of the budget first.
+  const size_t envelope = sizeof("{\"results\":[]}") - 1 + n;
+  const size_t budget = static_cast<size_t>(ctx.limits.max_batch_response_bytes);
+  const size_t share = (budget > envelope ? budget - envelope : 0) / std::max<size_t>(n, 1);
   std::vector<json> results(n);
   std::counting_semaphore<1 << 16> slots(static_cast<std::ptrdiff_t>(concurrency));
   std::vector<std::thread> waiters;
