@@ -15,6 +15,7 @@
 #include "base/io.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "cli/output_relay.h"
 #include "policy/policy_loader.h"
 #include "runtime/backend_select.h"
 #include "runtime/native/native_box.h"
@@ -67,7 +68,7 @@ void WriteOut(FILE* f, std::string_view data) {
   std::fflush(f);
 }
 
-void PrintAlert(const protocol::Event& e) {
+std::string AlertLine(const protocol::Event& e) {
   std::string msg = e.message;
   if (msg.empty()) {
     msg = e.kind;
@@ -75,7 +76,11 @@ void PrintAlert(const protocol::Event& e) {
     if (!e.address.empty()) msg += " " + e.address;
     if (!e.decision.empty()) msg += " (" + e.decision + ")";
   }
-  std::fprintf(stderr, "llm-sandbox: alert [%s] %s\n", e.rule.c_str(), msg.c_str());
+  return "llm-sandbox: alert [" + e.rule + "] " + msg + "\n";
+}
+
+void PrintAlert(const protocol::Event& e) {
+  std::fputs(AlertLine(e).c_str(), stderr);
   std::fflush(stderr);
 }
 
@@ -145,12 +150,15 @@ int RunCommand(const Args& args) {
 
   RunCallbacks cb;
   size_t streamed_alerts = 0;
+  // Our stdout/stderr are written by a thread of their own: a reader that does not drain them
+  // never holds up the run or its timeout (output_relay.h).
+  OutputRelay relay(policy->output_bytes + (4u << 20), &g_signal);
   if (!json) {
-    cb.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
-    cb.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
-    cb.on_event = [&streamed_alerts](const protocol::Event& e) {
+    cb.on_stdout = [&relay](std::string_view d) { relay.Write(1, d); };
+    cb.on_stderr = [&relay](std::string_view d) { relay.Write(2, d); };
+    cb.on_event = [&streamed_alerts, &relay](const protocol::Event& e) {
       if (e.rule.empty()) return;
-      PrintAlert(e);
+      relay.Write(2, AlertLine(e));
       ++streamed_alerts;
     };
   }
@@ -172,6 +180,7 @@ int RunCommand(const Args& args) {
     session->Close();
     return r;
   }();
+  relay.Finish();  // the box is gone: now wait for our readers, as any tool does
   g_cancel_w = -1;
   if (!result.ok()) {
     if (g_signal) {

@@ -160,6 +160,7 @@ int Main() {
   }
   if (first->type != FrameType::kSetup) {
     (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", "the first frame must be kSetup", 0});
+    (void)stream.Drain(1000);
     return 65;
   }
   Setup s;
@@ -167,12 +168,14 @@ int Main() {
     s.box = protocol::ParseMessage<BoxSetup>(first->payload);
   } catch (const std::exception& e) {
     (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("bad BoxSetup: ") + e.what(), 0});
+    (void)stream.Drain(1000);
     return 65;
   }
   auto st = Prepare(s);
   if (!st.ok()) {
     Diag("setup failed: " + st.error().message);
     (void)stream.SendJson(FrameType::kError, protocol::InitError{"setup", st.error().message, st.error().sys_errno});
+    (void)stream.Drain(1000);
     return 1;
   }
   for (const auto& off : s.controls_off) Diag("weaker mode accepted by the policy: " + off);
@@ -184,6 +187,8 @@ int Main() {
   sup.SetControls(s.watch, s.escape);
   sup.AddPrograms(kDefaultHandoffFd, std::move(s.programs));
   auto served = sup.Serve();
+  // The last frames (a run's kExit under kShutdown) get a moment to reach the host, no more.
+  (void)stream.Drain(1000);
   // Leaving PID 1 kills whatever is left in the namespace; do it explicitly anyway.
   ::kill(-1, SIGKILL);
   if (!served.ok()) {

@@ -1,7 +1,8 @@
 #include "init/stream.h"
 
+#include <fcntl.h>
 #include <poll.h>
-#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,21 @@ namespace lsb::init {
 
 using protocol::Frame;
 using protocol::FrameType;
+
+namespace {
+
+int64_t NowMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+Stream::Stream(int in_fd, int out_fd) : in_(in_fd), out_(out_fd) {
+  int fl = ::fcntl(out_, F_GETFL);
+  if (fl >= 0) ::fcntl(out_, F_SETFL, fl | O_NONBLOCK);
+}
 
 Result<bool> Stream::Pump() {
   static char buf[64 * 1024];
@@ -42,11 +58,17 @@ Result<Frame> Stream::Read() {
     LSB_ASSIGN_OR_RETURN(auto f, Next());
     if (f) return std::move(*f);
     if (eof_) return Error{"eof"};
-    pollfd p{in_, POLLIN, 0};
-    if (::poll(&p, 1, -1) < 0) {
+    pollfd p[2] = {{in_, POLLIN, 0}, {out_, POLLOUT, 0}};
+    bool out = pending() > 0 && !broken_;
+    nfds_t n = 1;
+    if (out && out_ == in_) p[0].events |= POLLOUT;
+    else if (out) n = 2;
+    if (::poll(p, n, -1) < 0) {
       if (errno == EINTR) continue;
       return Error::FromErrno("poll control stream");
     }
+    if (out) (void)Flush();  // a broken output shows up as EOF on the input
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     LSB_ASSIGN_OR_RETURN(bool more, Pump());
     if (!more && dec_.buffered() > 0) return Error{"protocol: stream ended inside a frame"};
     if (!more) return Error{"eof"};
@@ -54,57 +76,75 @@ Result<Frame> Stream::Read() {
 }
 
 bool Stream::QuietFor(int ms) {
-  if (eof_ || dec_.buffered() > 0) return false;
+  if (eof_ || dec_.buffered() > 0 || pending() > 0) return false;
   pollfd p{in_, POLLIN, 0};
   int n;
   do n = ::poll(&p, 1, ms); while (n < 0 && errno == EINTR);
   return n == 0;
 }
 
-Status Stream::Send(FrameType type, std::string_view payload) {
+void Stream::Enqueue(FrameType type, std::string_view payload) {
+  bool data = type == FrameType::kStdout || type == FrameType::kStderr;
   do {
-    std::string_view chunk = payload.substr(0, std::min(payload.size(), kMaxDataChunk));
-    bool data = type == FrameType::kStdout || type == FrameType::kStderr;
-    if (!data) chunk = payload;
-    if (chunk.size() > protocol::kMaxFramePayload) return Error{"protocol: control message too large"};
-    unsigned char hdr[protocol::kFrameHeaderSize];
-    auto n = static_cast<uint32_t>(chunk.size());
-    hdr[0] = n & 0xff;
-    hdr[1] = (n >> 8) & 0xff;
-    hdr[2] = (n >> 16) & 0xff;
-    hdr[3] = (n >> 24) & 0xff;
-    hdr[4] = static_cast<unsigned char>(type);
-    iovec iov[2] = {{hdr, sizeof hdr}, {const_cast<char*>(chunk.data()), chunk.size()}};
-    size_t total = sizeof hdr + chunk.size();
-    size_t done = 0;
-    while (done < total) {
-      // Advance the iovecs past what was written.
-      iovec cur[2];
-      int cnt = 0;
-      size_t skip = done;
-      for (auto& v : iov) {
-        if (skip >= v.iov_len) {
-          skip -= v.iov_len;
-          continue;
-        }
-        cur[cnt++] = {static_cast<char*>(v.iov_base) + skip, v.iov_len - skip};
-        skip = 0;
-      }
-      ssize_t w = ::writev(out_, cur, cnt);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) {
-          pollfd p{out_, POLLOUT, 0};
-          ::poll(&p, 1, -1);
-          continue;
-        }
-        return Error::FromErrno("write control stream");
-      }
-      done += static_cast<size_t>(w);
+    std::string_view chunk = data ? payload.substr(0, std::min(payload.size(), kMaxDataChunk)) : payload;
+    // Compact what was written before growing the queue.
+    if (out_pos_ > 0 && out_pos_ >= out_buf_.size() / 2) {
+      out_buf_.erase(0, out_pos_);
+      out_pos_ = 0;
     }
+    out_buf_ += protocol::EncodeFrame(type, chunk);
     payload.remove_prefix(chunk.size());
   } while (!payload.empty());
+}
+
+Status Stream::Send(FrameType type, std::string_view payload) {
+  bool data = type == FrameType::kStdout || type == FrameType::kStderr;
+  if (!data && payload.size() > protocol::kMaxFramePayload) return Error{"protocol: control message too large"};
+  if (broken_) return Error{"write control stream: broken"};
+  Enqueue(type, payload);
+  return Flush();
+}
+
+bool Stream::Offer(FrameType type, std::string_view payload) {
+  if (broken_) return true;  // nobody reads any more: nothing to count
+  if (pending() >= kOutBufferLimit || payload.size() > protocol::kMaxFramePayload) return false;
+  Enqueue(type, payload);
+  (void)Flush();
+  return true;
+}
+
+Status Stream::Flush() {
+  while (out_pos_ < out_buf_.size() && !broken_) {
+    ssize_t w = ::write(out_, out_buf_.data() + out_pos_, out_buf_.size() - out_pos_);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return OkStatus();  // the host is not reading now: the rest waits
+      broken_ = true;
+      out_buf_.clear();
+      out_pos_ = 0;
+      return Error::FromErrno("write control stream");
+    }
+    out_pos_ += static_cast<size_t>(w);
+  }
+  if (broken_) return Error{"write control stream: broken"};
+  if (out_pos_ == out_buf_.size()) {
+    out_pos_ = 0;
+    if (out_buf_.capacity() > 64 * 1024) std::string().swap(out_buf_);  // small again when idle
+    else out_buf_.clear();
+  }
   return OkStatus();
+}
+
+bool Stream::Drain(int ms) {
+  const int64_t until = NowMs() + ms;
+  while (pending() > 0 && !broken_) {
+    int64_t left = until - NowMs();
+    if (left <= 0) return false;
+    pollfd p{out_, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
+    if (!Flush().ok()) return false;
+  }
+  return pending() == 0;
 }
 
 }  // namespace lsb::init

@@ -21,6 +21,7 @@
 #include "init/notify_watch.h"
 #include "init/spawn.h"
 #include "policy/env_rules.h"
+#include "protocol/alert_coalescer.h"
 
 namespace lsb::init {
 
@@ -36,6 +37,8 @@ uint64_t NowMs() {
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
+
+constexpr uint64_t kSummaryEveryMs = 1000;
 
 uint64_t TvMs(const timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
@@ -215,10 +218,27 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   bool killed_all = false, children_gone = false, stdin_eof = false;
   std::string stdin_pending;
 
+  // Alerts and trace events past the run's bound are counted, and sent as one summary per rule
+  // before kExit (protocol/alert_coalescer.h); so are those the output queue has no room for.
+  protocol::AlertCoalescer coalescer(protocol::InitAlertBounds());
   auto emit = [&](Event ev) {
     ev.time_ms = NowMs() - start;
-    auto st = stream_.SendJson(FrameType::kEvent, ev);
-    (void)st;  // a broken stream shows up as EOF on the read side
+    if (!coalescer.Admit(ev)) return;
+    if (!stream_.OfferJson(FrameType::kEvent, ev)) coalescer.Undelivered(ev);
+  };
+  // What was held back goes out as summaries every second while it lasts (the host sees the
+  // count as it grows; a session's executions get theirs), and before kExit. A summary the queue
+  // has no room for is held again.
+  uint64_t last_summary_ms = start;
+  auto send_summaries = [&] {
+    last_summary_ms = NowMs();
+    for (Event& s : coalescer.TakeSummaries())
+      if (!stream_.OfferJson(FrameType::kEvent, s)) coalescer.Undelivered(s);
+  };
+  // The run's own alerts (timeout, output cap): one each per run, always queued.
+  auto emit_always = [&](Event ev) {
+    ev.time_ms = NowMs() - start;
+    (void)stream_.SendJson(FrameType::kEvent, ev);  // a broken stream shows up as EOF on the read side
   };
   auto kill_all = [&] {
     // PID 1 of the box's pid namespace: -1 reaches every other process in it, trap '' TERM and
@@ -233,7 +253,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     ev.rule = rule;
     ev.message = std::move(msg);
     ev.decision = "denied";
-    emit(std::move(ev));
+    emit_always(std::move(ev));
   };
   auto reap = [&] {
     for (;;) {
@@ -269,7 +289,9 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     uint64_t room = forwarded < spec.output_limit_bytes ? spec.output_limit_bytes - forwarded : 0;
     size_t fwd = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
     if (fwd > 0) {
-      (void)stream_.Send(type, std::string_view(buf, fwd));
+      // Refused only once the program is killed and the host still does not read: its last
+      // output is dropped, and flagged, rather than waited for.
+      if (!stream_.Offer(type, std::string_view(buf, fwd))) report.truncated = true;
       forwarded += fwd;
     }
     if (fwd < static_cast<size_t>(n)) {
@@ -319,28 +341,44 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     if (killed_all) reap();
     if (killed_all && children_gone && !child.stdout_r && !child.stderr_r) break;
 
-    pollfd fds[8];
+    pollfd fds[9];
     int nfds = 0;
     auto add = [&](int fd, short ev) -> int {
       if (fd < 0) return -1;
       fds[nfds] = {fd, ev, 0};
       return nfds++;
     };
-    int i_stream = add(stream_.in_fd(), POLLIN);
-    int i_out = add(child.stdout_r.get(), POLLIN);
-    int i_err = add(child.stderr_r.get(), POLLIN);
+    // Output to the host is written as it takes it; while too much waits, the program's pipes
+    // are not read (it blocks on them), but everything else, the timer first, goes on. Once the
+    // run is killed the pipes are drained regardless, so the run always ends.
+    bool out_pending = stream_.pending() > 0 && !stream_.broken();
+    bool same_fd = stream_.out_fd() == stream_.in_fd();
+    int i_stream = add(stream_.in_fd(), static_cast<short>(POLLIN | (out_pending && same_fd ? POLLOUT : 0)));
+    int i_flush = out_pending && !same_fd ? add(stream_.out_fd(), POLLOUT) : -1;
+    bool read_output = killed_all || !stream_.output_paused();
+    int i_out = read_output ? add(child.stdout_r.get(), POLLIN) : -1;
+    int i_err = read_output ? add(child.stderr_r.get(), POLLIN) : -1;
     int i_watch = add(watch.fd(), POLLIN);
     int i_ctl = add(child.control.get(), POLLIN);
     int i_sig = add(sigfd_, POLLIN);
     int i_timer = out.exited ? -1 : add(timer.get(), POLLIN);
     int i_stdin = stdin_pending.empty() ? -1 : add(child.stdin_w.get(), POLLOUT);
-    if (::poll(fds, static_cast<nfds_t>(nfds), -1) < 0) {
+    int wait_ms = -1;
+    if (coalescer.holding()) {
+      uint64_t due = last_summary_ms + kSummaryEveryMs, now = NowMs();
+      wait_ms = due > now ? static_cast<int>(due - now) : 0;
+    }
+    int polled = ::poll(fds, static_cast<nfds_t>(nfds), wait_ms);
+    if (coalescer.holding() && NowMs() >= last_summary_ms + kSummaryEveryMs) send_summaries();
+    if (polled == 0) continue;
+    if (polled < 0) {
       if (errno == EINTR) continue;
       kill_all();
       return Error::FromErrno("poll");
     }
     auto ready = [&](int i) { return i >= 0 && (fds[i].revents & (fds[i].events | POLLHUP | POLLERR)); };
 
+    if (out_pending && (ready(i_flush) || (same_fd && (fds[i_stream].revents & POLLOUT)))) (void)stream_.Flush();
     if (ready(i_watch)) {
       if (fds[i_watch].revents & POLLIN) {
         auto st = watch.HandleOne(emit);
@@ -387,7 +425,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
         child.stdin_w.reset();
       }
     }
-    if (ready(i_stream)) {
+    if (i_stream >= 0 && (fds[i_stream].revents & (POLLIN | POLLHUP | POLLERR))) {
       auto more = stream_.Pump();
       if (!more.ok() || !*more) {
         kill_all();  // the host is gone: nobody will read the result
@@ -402,6 +440,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   report.max_rss_bytes = max_rss_kb * 1024;
   report.duration_ms = (end_ms ? end_ms : NowMs()) - start;
   FillStatus(out, report);
+  for (const Event& summary : coalescer.TakeSummaries()) (void)stream_.SendJson(FrameType::kEvent, summary);
   return stream_.SendJson(FrameType::kExit, report);
 }
 

@@ -10,6 +10,7 @@ std::optional<LiveEvent> Subscription::Next(std::chrono::milliseconds timeout) {
   if (queue_.empty()) return std::nullopt;
   LiveEvent e = std::move(queue_.front());
   queue_.pop_front();
+  bytes_ -= e.bytes;
   return e;
 }
 
@@ -30,18 +31,24 @@ bool Subscription::Push(const LiveEvent& e) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return true;
   bool kept = true;
-  if (queue_.size() >= limit_) {
+  while (!queue_.empty() && (queue_.size() >= limit_ || bytes_ + e.bytes > max_bytes_)) {
+    bytes_ -= queue_.front().bytes;
     queue_.pop_front();
     ++dropped_;
     kept = false;
   }
+  if (e.bytes > max_bytes_) {  // larger than the whole queue: dropped itself
+    ++dropped_;
+    return false;
+  }
   queue_.push_back(e);
+  bytes_ += e.bytes;
   cv_.notify_one();
   return kept;
 }
 
 std::shared_ptr<Subscription> EventBus::Subscribe(std::set<std::string> types, const std::string& owner) {
-  auto s = std::make_shared<Subscription>(std::move(types), owner, limit_);
+  auto s = std::make_shared<Subscription>(std::move(types), owner, limit_, max_bytes_);
   std::lock_guard<std::mutex> lock(mu_);
   subs_.push_back(s);
   return s;
@@ -63,6 +70,7 @@ size_t EventBus::Publish(const std::string& type, nlohmann::json data, const std
       if (s->Wants(type, owner)) targets.push_back(s);
   }
   e.type = type;
+  e.bytes = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
   e.data = std::move(data);
   e.owner = owner;
   size_t dropped = 0;

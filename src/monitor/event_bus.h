@@ -25,13 +25,14 @@ struct LiveEvent {
   uint64_t seq = 0;
   std::string type;   // "alert", "trace", "usage", "execution_started", "execution_finished", ...
   nlohmann::json data;
+  size_t bytes = 0;   // of data, serialized (what a subscriber's queue is charged)
   std::string owner;  // of the execution or session it is about (server/owner.h)
 };
 
 class Subscription {
  public:
-  Subscription(std::set<std::string> types, std::string owner, size_t limit)
-      : types_(std::move(types)), owner_(std::move(owner)), limit_(limit) {}
+  Subscription(std::set<std::string> types, std::string owner, size_t limit, size_t max_bytes)
+      : types_(std::move(types)), owner_(std::move(owner)), limit_(limit), max_bytes_(max_bytes) {}
   // Waits up to `timeout` for the next event; nullopt on timeout or once closed.
   std::optional<LiveEvent> Next(std::chrono::milliseconds timeout);
   // Events dropped for this subscriber since the last call (it fell behind).
@@ -48,16 +49,21 @@ class Subscription {
   const std::set<std::string> types_;  // empty = all
   const std::string owner_;
   const size_t limit_;
+  const size_t max_bytes_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<LiveEvent> queue_;
+  size_t bytes_ = 0;
   uint64_t dropped_ = 0;
   bool closed_ = false;
 };
 
 class EventBus {
  public:
-  explicit EventBus(size_t per_subscriber_limit = 1024) : limit_(per_subscriber_limit) {}
+  // Each subscriber's queue holds at most `per_subscriber_limit` events and `per_subscriber_bytes`
+  // of their JSON; past either, its oldest events are dropped and counted.
+  explicit EventBus(size_t per_subscriber_limit = 1024, size_t per_subscriber_bytes = 4 << 20)
+      : limit_(per_subscriber_limit), max_bytes_(per_subscriber_bytes) {}
   // Events of `owner` only ("" = the daemon's one user, when it has no tokens).
   std::shared_ptr<Subscription> Subscribe(std::set<std::string> types, const std::string& owner);
   void Unsubscribe(const std::shared_ptr<Subscription>& s);
@@ -68,6 +74,7 @@ class EventBus {
 
  private:
   const size_t limit_;
+  const size_t max_bytes_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<Subscription>> subs_;
   uint64_t seq_ = 0;

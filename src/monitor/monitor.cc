@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "monitor/sha256.h"
+#include "policy/alert_rules.h"
 
 namespace lsb::monitor {
 namespace {
@@ -17,6 +18,45 @@ std::string Cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.s
 json EventJson(const protocol::Event& e) {
   json j = e;
   return j;
+}
+
+// Metric labels come from what init reported, and init may be subverted: a label is a built-in
+// rule, a known severity, or "other", so a box cannot grow the metrics without bound.
+std::string RuleLabel(const std::string& rule) {
+  for (const auto& r : BuiltinAlertRules())
+    if (r.name == rule) return rule;
+  return "other";
+}
+std::string SeverityLabel(const std::string& s) {
+  return s == "info" || s == "warning" || s == "critical" ? s : "other";
+}
+
+size_t JsonBytes(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace).size(); }
+
+// A recent execution's view bounded to `max` bytes of JSON: the trace goes first, then the
+// alerts past the first ten, then the output (issue 15: the view's cost is fixed per execution).
+size_t BoundView(json& view, size_t max) {
+  size_t bytes = JsonBytes(view);
+  if (bytes <= max) return bytes;
+  if (view.contains("trace")) {
+    view["trace_omitted"] = view["trace"].size();
+    view.erase("trace");
+    bytes = JsonBytes(view);
+  }
+  if (bytes > max && view.contains("alerts") && view["alerts"].size() > 10) {
+    json& a = view["alerts"];
+    view["alerts_omitted"] = a.size() - 10;
+    a.erase(a.begin() + 10, a.end());
+    bytes = JsonBytes(view);
+  }
+  for (const char* k : {"stdout", "stderr", "alerts"}) {
+    if (bytes <= max) break;
+    if (!view.contains(k)) continue;
+    view[k] = view[k].is_string() ? json("") : json::array();
+    view["view_truncated"] = true;
+    bytes = JsonBytes(view);
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -111,8 +151,13 @@ json Monitor::RunningJson(const Execution& ex) const {
 }
 
 void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
-  metrics_.Inc("lsb_alerts_total", {{"rule", e.rule}, {"severity", e.severity}});
-  if (ex.alerts_recorded_ >= opts_.alert_record_limit) {
+  // A summary stands for `count` alerts past the runner's bound (protocol/alert_coalescer.h); the
+  // runner passes at most one per rule, so it is always recorded.
+  bool summary = e.kind == "summary";
+  double weight = summary && e.count > 0 ? static_cast<double>(e.count) : 1.0;
+  metrics_.Inc("lsb_alerts_total", {{"rule", RuleLabel(e.rule)}, {"severity", SeverityLabel(e.severity)}}, weight);
+  if (summary) metrics_.Inc("lsb_alerts_suppressed_total", {}, weight);
+  if (!summary && ex.alerts_recorded_ >= opts_.alert_record_limit) {
     metrics_.Inc("lsb_alerts_suppressed_total");
     return;
   }
@@ -131,6 +176,19 @@ void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
     a["type"] = "alert";
     ex.alert_records_.push_back(std::move(a));
   }
+}
+
+std::string Monitor::TraceKindLabel(const std::string& kind) {
+  // A syscall name; at most kMaxTraceKinds different ones are labels, the rest "other".
+  static constexpr size_t kMaxTraceKinds = 64;
+  bool plain = !kind.empty() && kind.size() <= 32 &&
+               kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  if (!plain) return "other";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (trace_kinds_.count(kind)) return kind;
+  if (trace_kinds_.size() >= kMaxTraceKinds) return "other";
+  trace_kinds_.insert(kind);
+  return kind;
 }
 
 void Monitor::OnUsage(Execution& ex, const BoxUsage& u) {
@@ -156,9 +214,11 @@ RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks in
   Execution* e = ex.get();  // the caller keeps `ex` alive for the run
   cb.on_event = [this, e, fn = inner.on_event](const protocol::Event& ev) {
     if (ev.rule.empty()) {
-      metrics_.Inc("lsb_trace_events_total", {{"kind", ev.kind}});
+      metrics_.Inc("lsb_trace_events_total", {{"kind", TraceKindLabel(ev.kind)}});
       json t = EventJson(ev);
-      if (e->trace_.size() < opts_.trace_limit) {
+      size_t bytes = JsonBytes(t);
+      if (e->trace_.size() < opts_.trace_limit && e->trace_bytes_ + bytes <= opts_.trace_max_bytes) {
+        e->trace_bytes_ += bytes;
         e->trace_.push_back(t);
       } else {
         ++e->trace_dropped_;
@@ -261,11 +321,16 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
   summary.erase("stdout");
   summary.erase("stderr");
   summary.erase("trace");
+  size_t view_bytes = BoundView(view, opts_.recent_entry_bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(ex->info_.id);
-    recent_.push_front({ex->info_.owner, std::move(view)});
-    while (recent_.size() > opts_.recent_limit) recent_.pop_back();
+    recent_.push_front({ex->info_.owner, std::move(view), view_bytes});
+    recent_bytes_ += view_bytes;
+    while (recent_.size() > 1 && (recent_.size() > opts_.recent_limit || recent_bytes_ > opts_.recent_max_bytes)) {
+      recent_bytes_ -= recent_.back().bytes;
+      recent_.pop_back();
+    }
   }
   events_.Publish("execution_finished", std::move(summary), ex->info_.owner);
 }
@@ -297,10 +362,10 @@ size_t Monitor::RunningCount() const {
 json Monitor::Recent(size_t limit, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   json list = json::array();
-  for (const auto& [who, v] : recent_) {
+  for (const auto& entry : recent_) {
     if (list.size() >= limit) break;
-    if (who != owner) continue;
-    json s = v;
+    if (entry.owner != owner) continue;
+    json s = entry.view;
     s.erase("stdout");
     s.erase("stderr");
     s.erase("trace");
@@ -311,8 +376,8 @@ json Monitor::Recent(size_t limit, const std::string& owner) const {
 
 std::optional<json> Monitor::FindExecution(const std::string& id, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [who, v] : recent_)
-    if (who == owner && v.value("execution_id", "") == id) return v;
+  for (const auto& entry : recent_)
+    if (entry.owner == owner && entry.view.value("execution_id", "") == id) return entry.view;
   auto it = running_.find(id);
   if (it != running_.end() && it->second->info_.owner == owner) return RunningJson(*it->second);
   return std::nullopt;

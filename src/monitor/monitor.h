@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,13 @@ struct MonitorOptions {
   int audit_keep = 5;
   WebhookOptions webhooks;             // no URLs = no webhooks
   size_t recent_limit = 100;           // executions kept for the dashboard
+  size_t recent_max_bytes = 16 << 20;  // ... and their JSON, in all (the oldest go first)
+  size_t recent_entry_bytes = 1 << 20; // one recent execution's JSON (past it: alerts/trace cut)
   size_t output_keep_bytes = 64 << 10; // of stdout and of stderr, per recent execution
-  size_t trace_limit = 10000;          // trace records kept per execution (the rest counted)
-  size_t alert_record_limit = 100;     // alert records/webhooks per execution (the rest counted)
+  size_t trace_limit = 1000;           // trace records kept per execution (the rest counted)
+  size_t trace_max_bytes = 1 << 20;    // ... and their JSON
+  size_t alert_record_limit = 100;     // alert records/webhooks per execution (the rest counted;
+                                       // the runner's per-rule summaries always pass)
   uint64_t usage_interval_ms = 1000;
 };
 
@@ -72,6 +77,7 @@ class Execution {
   std::vector<nlohmann::json> alert_records_;  // audit records, written with the execution's
   nlohmann::json trace_ = nlohmann::json::array();
   uint64_t trace_dropped_ = 0;
+  size_t trace_bytes_ = 0;
   std::optional<BoxUsage> last_usage_;
   std::chrono::steady_clock::time_point last_usage_at_;
 };
@@ -109,6 +115,7 @@ class Monitor {
   void OnAlert(Execution& ex, const protocol::Event& e);
   void OnUsage(Execution& ex, const BoxUsage& u);
   nlohmann::json RunningJson(const Execution& ex) const;
+  std::string TraceKindLabel(const std::string& kind);
 
   MonitorOptions opts_;
   Metrics metrics_;
@@ -121,8 +128,11 @@ class Monitor {
   struct Kept {
     std::string owner;
     nlohmann::json view;
+    size_t bytes = 0;  // of view, serialized
   };
   std::deque<Kept> recent_;  // newest first
+  size_t recent_bytes_ = 0;
+  std::set<std::string> trace_kinds_;  // metric labels of trace kinds seen (bounded)
 };
 
 }  // namespace lsb::monitor

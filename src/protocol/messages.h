@@ -93,9 +93,12 @@ struct Event {
   std::string address;   // "127.0.0.1:6379", "[::1]:80", "unix:/path"
   std::string decision;  // "allowed" | "denied"
   uint64_t time_ms = 0;  // since the run started
+  // kind "summary" (protocol/alert_coalescer.h): how many alerts of `rule` past the per-run bound
+  // this one stands for; time_ms is the last of them. 0 for any other event.
+  uint64_t count = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Event, kind, severity, rule, message, pid, path,
-                                                argv, address, decision, time_ms)
+                                                argv, address, decision, time_ms, count)
 
 // kExit: the run is over. status: "ok" (exit 0), "error" (exit != 0), "killed" (by a signal),
 // "timeout", "output_limit", "denied" (the program itself could not be executed). The host may

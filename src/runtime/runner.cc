@@ -7,6 +7,7 @@
 #include "policy/alert_rules.h"
 #include "policy/env_rules.h"
 #include "policy/languages.h"
+#include "protocol/alert_coalescer.h"
 
 namespace lsb {
 namespace {
@@ -272,6 +273,8 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   auto start = Clock::now();  // the run's clock starts once the box is ready
 
   OutputBudget budget(spec.output_limit_bytes);
+  // The host's own bound on what init reports (init bounds it too, but may be subverted).
+  protocol::AlertCoalescer alerts;
   auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + opts_.grace_ms);
   bool exited = false;
   std::optional<BoxVerdict> died;  // the box ended without an exit report, for a reason it knows
@@ -337,6 +340,7 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
       case FrameType::kEvent: {
         LSB_ASSIGN_OR_RETURN(protocol::Event ev, ParseJson<protocol::Event>(fr.payload, "event"));
         if (!ApplyAlertRule(policy_, ev)) break;  // the policy turned this rule off
+        if (!alerts.Admit(ev)) break;              // past the bound: counted into a summary
         if (cb.on_event) cb.on_event(ev);
         if (!ev.rule.empty()) r.alerts.push_back(std::move(ev));
         break;
@@ -360,6 +364,11 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
     }
   }
   if (r.duration_ms == 0) r.duration_ms = ElapsedMs(start);
+  for (protocol::Event& summary : alerts.TakeSummaries()) {
+    if (!ApplyAlertRule(policy_, summary)) continue;
+    if (cb.on_event) cb.on_event(summary);
+    if (!summary.rule.empty()) r.alerts.push_back(std::move(summary));
+  }
   ApplyVerdict(before, died ? *died : box_->Verdict(), policy_, r);
   if (r.status == ExecStatus::kTimeout && !HasRule(r, "timeout"))
     r.alerts.push_back(HostAlert("timeout", "timeout", "warning",

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/random_id.h"
+#include "protocol/alert_coalescer.h"
 
 namespace lsb::sched {
 namespace {
@@ -227,6 +228,13 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
   const std::string out_mark = "\x1e" + marker_ + ":";
   const std::string err_mark = "\x1e" + marker_ + "\n";
   Reply rep;
+  // This execution's alerts, bounded here (init's bound refills over the interpreter's life).
+  protocol::AlertCoalescer alerts;
+  auto with_summaries = [&]() -> Reply& {
+    for (auto& s : alerts.TakeSummaries())
+      if (!s.rule.empty()) rep.events.push_back(std::move(s));
+    return rep;
+  };
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   size_t out_at = std::string::npos, err_at = std::string::npos;
   for (;;) {
@@ -243,24 +251,24 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
       rep.over_cap = true;
       run_->Kill();
       WaitExit(std::chrono::milliseconds(5000));
-      return rep;
+      return with_summaries();
     }
     LSB_ASSIGN_OR_RETURN(auto piece, run_->Next(deadline));
     switch (piece.kind) {
       case Kind::kStdout: rep.out += piece.data; break;
       case Kind::kStderr: rep.err += piece.data; break;
       case Kind::kEvent:
-        if (!piece.event.rule.empty()) rep.events.push_back(std::move(piece.event));
+        if (!piece.event.rule.empty() && alerts.Admit(piece.event)) rep.events.push_back(std::move(piece.event));
         break;
       case Kind::kExit:
         rep.run_ended = true;
         rep.exit = piece.exit;
-        return rep;
+        return with_summaries();
       case Kind::kDeadline:
         rep.deadline = true;
         run_->Kill();
         WaitExit(std::chrono::milliseconds(5000));
-        return rep;
+        return with_summaries();
     }
   }
   size_t nl = rep.out.find('\n', out_at);
@@ -272,7 +280,7 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
   if (ec != std::errc() || end != last || rep.status < 0 || rep.status > 255) rep.status = 255;
   rep.out.resize(out_at);
   rep.err.resize(err_at);
-  return rep;
+  return with_summaries();
 }
 
 Result<ExecResult> PythonDriver::Execute(const std::string& code, const std::string& stdin_data,

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "server/execute_plan.h"
+#include "server/json_budget.h"
 #include "server/routes.h"
 
 namespace lsb::server {
@@ -50,32 +51,38 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
   }
 
   // One waiter thread per running task, at most `concurrency` at once; each blocks in RunPlan.
-  std::vector<std::optional<ApiOr<ExecResult>>> results(n);
+  // Each result becomes its JSON at once, cut to its share of the response's byte budget (as
+  // encoded: a NUL costs six bytes), so neither the answer nor the daemon's memory while the
+  // batch runs grows past the budget, whatever the programs print.
+  // The envelope {"results":[...]} and the commas between results come out of the budget first.
+  const size_t envelope = sizeof("{\"results\":[]}") - 1 + n;
+  const size_t budget = static_cast<size_t>(ctx.limits.max_batch_response_bytes);
+  const size_t share = (budget > envelope ? budget - envelope : 0) / std::max<size_t>(n, 1);
+  std::vector<json> results(n);
   std::counting_semaphore<1 << 16> slots(static_cast<std::ptrdiff_t>(concurrency));
   std::vector<std::thread> waiters;
   for (size_t i = 0; i < n; ++i) {
     if (!plans[i]->ok()) {
-      results[i].emplace(plans[i]->error());
+      results[i] = ErrorJson(plans[i]->error());
       continue;
     }
     slots.acquire();
     waiters.emplace_back([&, i] {
-      results[i].emplace(RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true, "batch"));
+      auto r = RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true, "batch");
+      if (r.ok()) {
+        results[i] = ExecResultJson(*r, (*plans[i])->policy.name);
+        FitResultJson(results[i], share);
+      } else {
+        results[i] = ErrorJson(r.error());
+      }
       slots.release();
     });
   }
   for (auto& t : waiters) t.join();
 
   json out = json::array();
-  for (size_t i = 0; i < n; ++i) {
-    auto& r = *results[i];
-    if (r.ok()) {
-      out.push_back(ExecResultJson(*r, (*plans[i])->policy.name));
-    } else {
-      out.push_back(ErrorJson(r.error()));
-    }
-  }
-  return JsonResponse(200, {{"results", out}});
+  for (auto& r : results) out.push_back(std::move(r));
+  return JsonResponse(200, {{"results", std::move(out)}});
 }
 
 }  // namespace

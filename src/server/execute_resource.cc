@@ -1,10 +1,12 @@
 // POST /v1/execute: one program in a fresh box. With ?stream=true (or Accept: text/event-stream)
 // the answer is server-sent events: stdout/stderr chunks and alerts as they happen, then one
 // "result" (or "error") event last.
-#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "server/execute_plan.h"
 #include "server/routes.h"
+#include "server/sse_queue.h"
 
 namespace lsb::server {
 namespace {
@@ -23,45 +25,46 @@ std::string SseEvent(const char* name, const json& data) {
 }
 
 Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out) {
-  // Callbacks run on the worker thread; the connection thread waits in RunPlan meanwhile, so the
-  // stream has one writer at a time. `begun` is set by the first callback or by the task itself.
-  std::mutex mu;
-  bool begun = false;
-  auto begin = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    if (begun) return;
-    out.Begin(200, "text/event-stream");  // a client gone is noticed by Write(); the run goes on
-    begun = true;
-  };
+  // The run (on the executor, waited for by `runner`) never waits for this client: its callbacks
+  // only queue (sse_queue.h), and this thread writes at the client's pace. A client that stops
+  // reading is cut by the socket's write timeout; the box still ends at its own timeout.
+  SseQueue queue;
   RunCallbacks cb;
-  cb.on_stdout = [&](std::string_view d) {
-    begin();
-    out.Write(SseEvent("stdout", {{"data", std::string(d)}}));
-  };
-  cb.on_stderr = [&](std::string_view d) {
-    begin();
-    out.Write(SseEvent("stderr", {{"data", std::string(d)}}));
-  };
+  cb.on_stdout = [&](std::string_view d) { queue.Push(SseEvent("stdout", {{"data", std::string(d)}})); };
+  cb.on_stderr = [&](std::string_view d) { queue.Push(SseEvent("stderr", {{"data", std::string(d)}})); };
   cb.on_event = [&](const protocol::Event& e) {
     if (e.rule.empty()) return;  // trace records are not alerts
-    begin();
-    out.Write(SseEvent("alert", json(e)));
+    queue.Push(SseEvent("alert", json(e)));
   };
   cb.on_usage = [&](const BoxUsage& u) {  // live CPU/RAM of the box, every second
-    begin();
     json j = json::object();
     j["cpu_ms"] = u.cpu_ns ? json(*u.cpu_ns / 1000000) : json(nullptr);
     j["memory_bytes"] = u.memory_bytes ? json(*u.memory_bytes) : json(nullptr);
-    out.Write(SseEvent("usage", j));
+    queue.Push(SseEvent("usage", j));
   };
-  auto r = RunPlan(ctx, plan, cb);
-  if (!r.ok() && !begun) return ErrorResponse(r.error());  // nothing sent yet: a plain error answer
-  begin();
-  if (r.ok()) {
-    out.Write(SseEvent("result", ExecResultJson(*r, plan.policy.name)));
-  } else {
-    out.Write(SseEvent("error", ErrorJson(r.error())));
+  std::optional<ApiOr<ExecResult>> result;
+  std::thread runner([&] {
+    auto r = RunPlan(ctx, plan, cb);
+    if (r.ok()) {
+      queue.Finish(SseEvent("result", ExecResultJson(*r, plan.policy.name)));
+    } else if (queue.ever_pushed()) {
+      queue.Finish(SseEvent("error", ErrorJson(r.error())));
+    } else {
+      queue.Close();  // nothing sent yet: a plain error answer
+    }
+    result.emplace(std::move(r));
+  });
+  bool begun = false, client_ok = true;
+  while (auto chunk = queue.Pop()) {
+    if (!client_ok) continue;  // the client is gone: drain, so the run is never held up
+    if (!begun) {
+      client_ok = out.Begin(200, "text/event-stream");
+      begun = true;
+    }
+    if (client_ok) client_ok = out.Write(*chunk);
   }
+  runner.join();
+  if (!begun && !result->ok()) return ErrorResponse(result->error());
   return Reply::Streamed();
 }
 

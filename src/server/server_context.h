@@ -20,6 +20,9 @@ struct ServerLimits {
   std::string default_policy = "code-sandbox";
   uint64_t max_file_bytes = 16u << 20;   // one uploaded / downloaded / inline file
   size_t max_batch_tasks = 256;
+  // A /v1/batch answer in all, as sent (JSON-encoded); each task gets an equal share, and a result
+  // over its share is cut and flagged (server/json_budget.h).
+  uint64_t max_batch_response_bytes = 16u << 20;
   uint64_t default_idle_timeout_ms = 300000;
   uint64_t default_max_lifetime_ms = 3600000;
   uint64_t max_session_lifetime_ms = 24ull * 3600 * 1000;

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +67,45 @@ TEST(Stream, SplitsDataFramesAt64KiBAndReadsBackFrames) {
   auto eof = reader.Read();
   ASSERT_FALSE(eof.ok());
   EXPECT_EQ(eof.error().message, "eof");
+  close(sp[1]);
+}
+
+// Issue 15, class 5: a host that does not read never blocks init (its timer must fire).
+TEST(Stream, NeverBlocksOnAHostThatDoesNotReadAndKeepsItsQueueBounded) {
+  int sp[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+  int small = 4096;
+  setsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  Stream writer(sp[0], sp[0]);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(writer.Send(protocol::FrameType::kStdout, std::string(512 * 1024, 'x')).ok());
+  EXPECT_TRUE(writer.output_paused());  // the run loop stops reading the program's pipes
+  size_t offered = 0;
+  while (writer.Offer(protocol::FrameType::kEvent, std::string(1000, 'e'))) ++offered;
+  EXPECT_GE(writer.pending(), kOutBufferLimit);
+  EXPECT_LT(writer.pending(), kOutBufferLimit + 2000);  // refused at the bound, not queued
+  EXPECT_GT(offered, 0u);
+  ASSERT_TRUE(writer.Send(protocol::FrameType::kExit, "{}").ok());  // control frames always queue
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_FALSE(writer.Drain(50));  // nobody reads: gives up at its deadline
+
+  // Once the host reads, every queued frame arrives whole and in order.
+  std::thread reader([&] {
+    Stream r(sp[1], sp[1]);
+    size_t events = 0, data = 0;
+    for (;;) {
+      auto f = r.Read();
+      ASSERT_TRUE(f.ok()) << f.error().message;
+      if (f->type == protocol::FrameType::kStdout) data += f->payload.size();
+      if (f->type == protocol::FrameType::kEvent) ++events;
+      if (f->type == protocol::FrameType::kExit) break;
+    }
+    EXPECT_EQ(data, 512u * 1024);
+    EXPECT_EQ(events, offered);
+  });
+  EXPECT_TRUE(writer.Drain(10000));
+  reader.join();
+  close(sp[0]);
   close(sp[1]);
 }
 
