@@ -41,7 +41,7 @@ inline AlertBounds InitAlertBounds() {
 
 class AlertCoalescer {
  public:
-  explicit AlertCoalescer(AlertBounds b = {}) : b_(b), tokens_(b.total), trace_tokens_(b.trace_total) {}
+  explicit AlertCoalescer(AlertBounds b = {}) : b_(b), tokens_{b.total}, trace_tokens_{b.trace_total} {}
   static constexpr size_t kMaxRules = 16;
   static constexpr size_t kMaxKeys = 1024;
 
