@@ -17,7 +17,21 @@ import unittest
 from daemon_harness import Daemon, request, skip_unless_daemon_suite
 
 SLOW = int(os.environ.get("LSB_SLOW_CONNECTIONS", "1000"))
-HEALTHZ_BUDGET_S = 0.100
+
+
+def _sanitized_build():
+    """True for scripts/sanitize.sh's ASan+UBSan build (its CMakeCache says LSB_SANITIZE=ON)."""
+    try:
+        with open(os.path.join(os.environ.get("LSB_BUILD_DIR", ""), "CMakeCache.txt")) as f:
+            return any(line.strip() == "LSB_SANITIZE:BOOL=ON" for line in f)
+    except OSError:
+        return False
+
+
+# The 100 ms answer is the release build's promise. Under ASan every thread start and allocation
+# costs several times more; there the suite checks that nobody is locked out (and that no sanitizer
+# reports), with a budget of a second.
+HEALTHZ_BUDGET_S = 1.0 if _sanitized_build() else 0.100
 
 
 def raise_fd_limit(need):
@@ -168,7 +182,7 @@ class SlowClientsTest(unittest.TestCase):
         # Every answer within the budget; one late probe out of 30 is scheduling noise on a shared
         # machine (the daemon still answered), two are not.
         late = [round(x * 1000, 1) for x in latencies if x > HEALTHZ_BUDGET_S]
-        self.assertLessEqual(len(late), 1, f"/healthz slower than 100 ms: {late} ms")
+        self.assertLessEqual(len(late), 1, f"/healthz slower than {HEALTHZ_BUDGET_S * 1000:.0f} ms: {late} ms")
         # The table bounds the daemon's threads: max connections + closing ones + its own.
         self.assertLess(threads, 2 * 512 + 64)
 
