@@ -1,8 +1,10 @@
 #include "monitor/monitor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
+#include "monitor/cpu_share.h"
 #include "monitor/sha256.h"
 #include "policy/alert_rules.h"
 
@@ -106,6 +108,7 @@ Result<std::unique_ptr<Monitor>> Monitor::Create(MonitorOptions opts) {
     a.keep = m->opts_.audit_keep;
     LSB_ASSIGN_OR_RETURN(m->audit_, AuditLog::Open(a));
   }
+  (void)m->usage_sampler_.Sample();  // so the first totals have an interval to measure CPU over
   if (!m->opts_.webhooks.urls.empty()) m->webhooks_ = std::make_unique<WebhookSender>(m->opts_.webhooks, m->metrics_);
   return m;
 }
@@ -121,6 +124,7 @@ std::shared_ptr<Execution> Monitor::Begin(ExecutionInfo info) {
   ex->code_bytes_ = info.code.size();
   info.code.clear();
   ex->info_ = std::move(info);
+  ex->cpu_cores_ = CpuLimitCores(ex->info_.cpu_limit);
   ex->started_ = std::chrono::system_clock::now();
   ex->started_mono_ = std::chrono::steady_clock::now();
   json started;
@@ -141,11 +145,16 @@ json Monitor::RunningJson(const Execution& ex) const {
             {"started_at", Rfc3339(ex.started_)},
             {"code_sha256", ex.code_sha256_},
             {"code_bytes", ex.code_bytes_},
+            {"cpu_limit", ex.cpu_cores_},
             {"state", "running"}};
   if (!ex.info_.session_id.empty()) j["session_id"] = ex.info_.session_id;
   if (ex.last_usage_) {
     j["cpu_ms"] = ex.last_usage_->cpu_ns ? json(*ex.last_usage_->cpu_ns / 1000000) : json(nullptr);
     j["memory_bytes"] = ex.last_usage_->memory_bytes ? json(*ex.last_usage_->memory_bytes) : json(nullptr);
+  }
+  if (ex.last_cpu_percent_) {
+    j["cpu_percent"] = *ex.last_cpu_percent_;
+    j["cpu_percent_of_limit"] = *ex.last_cpu_percent_ / ex.cpu_cores_;
   }
   return j;
 }
@@ -200,7 +209,11 @@ void Monitor::OnUsage(Execution& ex, const BoxUsage& u) {
     std::lock_guard<std::mutex> lock(mu_);
     if (ex.last_usage_ && ex.last_usage_->cpu_ns && u.cpu_ns && *u.cpu_ns >= *ex.last_usage_->cpu_ns) {
       double wall_ns = std::chrono::duration<double, std::nano>(now - ex.last_usage_at_).count();
-      if (wall_ns > 0) j["cpu_percent"] = 100.0 * static_cast<double>(*u.cpu_ns - *ex.last_usage_->cpu_ns) / wall_ns;
+      if (wall_ns > 0) {
+        ex.last_cpu_percent_ = 100.0 * static_cast<double>(*u.cpu_ns - *ex.last_usage_->cpu_ns) / wall_ns;
+        j["cpu_percent"] = *ex.last_cpu_percent_;
+        j["cpu_percent_of_limit"] = *ex.last_cpu_percent_ / ex.cpu_cores_;
+      }
     }
     ex.last_usage_ = u;
     ex.last_usage_at_ = now;
@@ -277,7 +290,8 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
                     {"cpu_ms", r->cpu_ms},
                     {"memory_peak_bytes", r->memory_peak_bytes ? json(*r->memory_peak_bytes) : json(nullptr)},
                     {"stdout_bytes", r->stdout_data.size()},
-                    {"stderr_bytes", r->stderr_data.size()}};
+                    {"stderr_bytes", r->stderr_data.size()},
+                    {"cpu_limit", ex->cpu_cores_}};
     rec["alerts"] = json::array();
     for (const auto& a : r->alerts) rec["alerts"].push_back(a);
     metrics_.Inc("lsb_executions_total", {{"status", status}, {"policy", policy}});
@@ -304,7 +318,10 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
     view["duration_ms"] = r->duration_ms;
     view["cpu_ms"] = r->cpu_ms;
     view["memory_peak_bytes"] = r->memory_peak_bytes ? json(*r->memory_peak_bytes) : json(nullptr);
+    if (auto pct = CpuPercentOfLimit(static_cast<double>(r->cpu_ms), static_cast<double>(r->duration_ms), ex->cpu_cores_))
+      view["cpu_percent_of_limit"] = *pct;
   }
+  view["cpu_limit"] = ex->cpu_cores_;
   view["state"] = "finished";
 
   if (audit_) {
@@ -359,12 +376,13 @@ size_t Monitor::RunningCount() const {
   return running_.size();
 }
 
-json Monitor::Recent(size_t limit, const std::string& owner) const {
+json Monitor::Recent(size_t limit, const std::string& owner, const ExecutionFilter* filter) const {
   std::lock_guard<std::mutex> lock(mu_);
   json list = json::array();
   for (const auto& entry : recent_) {
     if (list.size() >= limit) break;
     if (entry.owner != owner) continue;
+    if (filter && !filter->Matches(entry.view)) continue;
     json s = entry.view;
     s.erase("stdout");
     s.erase("stderr");
@@ -372,6 +390,13 @@ json Monitor::Recent(size_t limit, const std::string& owner) const {
     list.push_back(std::move(s));
   }
   return list;
+}
+
+Result<HistoryPage> Monitor::History(const HistoryQuery& query, const HistoryLimits& limits) const {
+  if (!audit_) return Error{"this daemon keeps no audit log (start it with --audit-log FILE)"};
+  HistoryLimits l = limits;
+  l.max_files = std::max(0, opts_.audit_keep);  // FILE.1 ... FILE.<keep>: what rotation keeps
+  return ReadHistory(audit_->path(), query, l);
 }
 
 std::optional<json> Monitor::FindExecution(const std::string& id, const std::string& owner) const {

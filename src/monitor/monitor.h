@@ -23,8 +23,11 @@
 
 #include "base/time_format.h"
 #include "base/result.h"
+#include "monitor/audit_history.h"
 #include "monitor/audit_log.h"
 #include "monitor/event_bus.h"
+#include "monitor/execution_filter.h"
+#include "monitor/host_usage.h"
 #include "monitor/metrics.h"
 #include "monitor/webhook.h"
 #include "runtime/runner.h"
@@ -56,6 +59,7 @@ struct ExecutionInfo {
   std::string language;
   std::string code;        // hashed, never stored
   std::string owner;       // who asked (server/owner.h); the views and events are its alone
+  double cpu_limit = 0;    // the (tightened) policy's resources.cpu; 0 = none (monitor/cpu_share.h)
 };
 
 class Monitor;
@@ -78,7 +82,9 @@ class Execution {
   nlohmann::json trace_ = nlohmann::json::array();
   uint64_t trace_dropped_ = 0;
   size_t trace_bytes_ = 0;
+  double cpu_cores_ = 1;  // CpuLimitCores(info_.cpu_limit)
   std::optional<BoxUsage> last_usage_;
+  std::optional<double> last_cpu_percent_;  // of one core, between the last two samples
   std::chrono::steady_clock::time_point last_usage_at_;
 };
 
@@ -104,8 +110,16 @@ class Monitor {
   // The views of `owner`'s executions only: another owner's are absent (404 for one by id).
   nlohmann::json Running(const std::string& owner) const;
   size_t RunningCount() const;  // of every owner, for the metrics
-  nlohmann::json Recent(size_t limit, const std::string& owner) const;
+  // `filter` (may be null) selects among them (monitor/execution_filter.h).
+  nlohmann::json Recent(size_t limit, const std::string& owner, const ExecutionFilter* filter = nullptr) const;
   std::optional<nlohmann::json> FindExecution(const std::string& id, const std::string& owner) const;
+
+  // History beyond the recent view, from the audit log (monitor/audit_history.h); an error when
+  // this daemon keeps no audit log.
+  bool has_audit_log() const { return audit_ != nullptr; }
+  Result<HistoryPage> History(const HistoryQuery& query, const HistoryLimits& limits = {}) const;
+  // The daemon's and the host's CPU and memory now (monitor/host_usage.h).
+  nlohmann::json HostTotals() { return usage_sampler_.Sample(); }
 
   // Stops webhooks and closes event subscribers (shutdown).
   void Stop();
@@ -122,6 +136,7 @@ class Monitor {
   EventBus events_;
   std::unique_ptr<AuditLog> audit_;
   std::unique_ptr<WebhookSender> webhooks_;
+  UsageSampler usage_sampler_;
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Execution>> running_;

@@ -178,8 +178,12 @@ NativePoolStats NativePool::stats() const {
   std::lock_guard<std::mutex> l(mu_);
   NativePoolStats s;
   s.hits = hits_;
+  s.per_policy = per_policy_;
   s.misses = misses_;
-  for (const auto& [name, p] : pools_) s.ready += p.ready.size();
+  for (const auto& [name, p] : pools_) {
+    s.ready += p.ready.size();
+    s.ready_by_policy[name] = p.ready.size();
+  }
   s.reaping = reap_.size();
   return s;
 }

@@ -67,6 +67,8 @@ struct NativePoolStats {
   uint64_t misses = 0;   // one-shots that had to start a box
   size_t ready = 0;      // boxes waiting now
   size_t reaping = 0;    // used boxes waiting for the reaper
+  std::map<std::string, size_t> ready_by_policy;  // `ready`, per pooled policy (the dashboard)
+  size_t per_policy = 0;  // the pool's target per policy
 };
 
 class NativePool {

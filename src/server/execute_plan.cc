@@ -76,7 +76,7 @@ ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const R
     req.execution_id = NewExecutionId();
     auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",
                                   req.language.empty() ? plan.policy.default_language : req.language, req.code,
-                                  plan.owner});
+                                  plan.owner, plan.policy.cpu});
     auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb));
     ctx.monitor->Finish(ex, r.ok() ? &*r : nullptr, r.ok() ? "" : r.error().message, ctx.backend.name());
     return r;

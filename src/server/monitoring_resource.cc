@@ -1,11 +1,13 @@
 // Monitoring routes (docs/monitoring.md): GET /metrics (Prometheus text), GET /v1/events (live
 // server-sent events), GET /v1/executions[/{id}] (running and recent executions, for the
-// dashboard), GET / (the dashboard page itself, embedded in the binary).
+// dashboard), GET /v1/history (older executions, from the audit log), GET /v1/overview (the
+// daemon's and host's totals), GET / (the dashboard page itself, embedded in the binary).
 #include <chrono>
 #include <cstdlib>
 #include <set>
 
 #include "monitor/dashboard_page.h"
+#include "scheduler/native_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 
@@ -76,6 +78,99 @@ Reply Events(ServerContext& ctx, HttpRequest& req, ResponseStream& out) {
   return Reply::Streamed();
 }
 
+// ?name=N: a whole number from 1 to `max`, or `fallback` when absent.
+ApiOr<size_t> CountParam(const HttpRequest& req, const char* name, size_t fallback, size_t max) {
+  std::string l = req.Query(name);
+  if (l.empty()) return fallback;
+  char* end = nullptr;
+  unsigned long v = std::strtoul(l.c_str(), &end, 10);
+  if (l[0] == '-' || *end != '\0' || v == 0 || v > max)
+    return BadRequest(std::string(name) + ": a whole number from 1 to " + std::to_string(max) + ", got '" + l + "'");
+  return static_cast<size_t>(v);
+}
+
+monitor::FilterChoices FilterChoicesNow(ServerContext& ctx) {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : *ctx.policies.Snapshot()) names.push_back(name);
+  return monitor::BuiltinFilterChoices(std::move(names));
+}
+
+// ?policy=&status=&rule=, each checked against what this daemon knows (400 lists the valid ones).
+ApiOr<monitor::ExecutionFilter> FilterParams(ServerContext& ctx, const HttpRequest& req) {
+  auto f = monitor::MakeExecutionFilter(req.Query("policy"), req.Query("status"), req.Query("rule"),
+                                        FilterChoicesNow(ctx));
+  if (!f.ok()) return BadRequest(f.error().message);
+  return *f;
+}
+
+Reply Executions(ServerContext& ctx, HttpRequest& req) {
+  auto limit = CountParam(req, "limit", 50, 1000);
+  if (!limit.ok()) return ErrorResponse(limit.error());
+  auto filter = FilterParams(ctx, req);
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  // A running execution has no status yet and its alerts arrive as events: a status or rule
+  // filter selects among finished ones only.
+  json running = json::array();
+  if (filter->status.empty() && filter->rule.empty())
+    for (auto& e : ctx.monitor->Running(req.owner))
+      if (filter->policy.empty() || e.value("policy", "") == filter->policy) running.push_back(std::move(e));
+  return JsonResponse(200, {{"running", running}, {"recent", ctx.monitor->Recent(*limit, req.owner, &*filter)}});
+}
+
+Reply History(ServerContext& ctx, HttpRequest& req) {
+  if (!ctx.monitor->has_audit_log())
+    return ErrorResponse(NotFound("no history: this daemon keeps no audit log (start it with --audit-log FILE); "
+                                  "GET /v1/executions has the recent executions"));
+  monitor::HistoryQuery q;
+  q.owner = req.owner;
+  auto limit = CountParam(req, "limit", 50, 200);
+  if (!limit.ok()) return ErrorResponse(limit.error());
+  q.limit = *limit;
+  auto filter = FilterParams(ctx, req);
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  q.filter = *filter;
+  std::string cursor = req.Query("cursor");
+  if (!cursor.empty()) {
+    q.cursor = monitor::ParseHistoryCursor(cursor);
+    if (!q.cursor) return ErrorResponse(BadRequest("cursor: not one this daemon gave; pass next_cursor of the previous "
+                                                   "page as it is, or leave cursor out for the newest"));
+  }
+  auto page = ctx.monitor->History(q);
+  if (!page.ok()) return ErrorResponse({ApiCode::kInternal, "history: " + page.error().message});
+  return JsonResponse(200, {{"executions", page->executions},
+                            {"next_cursor", page->next ? json(monitor::FormatHistoryCursor(*page->next)) : json(nullptr)},
+                            {"scanned_bytes", page->scanned_bytes},
+                            {"skipped_lines", page->skipped_lines},
+                            {"cursor_expired", page->cursor_expired}});
+}
+
+// Daemon-wide counts (as /metrics and /readyz give them) and the caller's own: the sessions and
+// running executions "mine" are the caller's, every other number is of the whole daemon.
+Reply Overview(ServerContext& ctx, HttpRequest& req) {
+  json totals = ctx.monitor->HostTotals();
+  json pool = nullptr;
+  if (auto* p = ctx.boxes.pool()) {
+    auto st = p->stats();
+    pool = {{"per_policy", st.per_policy}, {"warm_boxes", st.ready}, {"by_policy", st.ready_by_policy},
+            {"reaping", st.reaping}, {"hits", st.hits}, {"misses", st.misses}};
+  }
+  auto choices = FilterChoicesNow(ctx);
+  return JsonResponse(
+      200, {{"owner", req.owner},
+            {"backend", ctx.backend.name()},
+            {"daemon", totals["daemon"]},
+            {"host", totals["host"]},
+            {"executor", {{"workers", ctx.executor.workers()}, {"busy", ctx.executor.running()},
+                          {"queued", ctx.executor.queued()}, {"queue_limit", ctx.executor.queue_limit()}}},
+            {"pool", pool},
+            {"sessions", {{"active", ctx.sessions.count()}, {"limit", ctx.sessions.max_sessions()},
+                          {"mine", ctx.sessions.List(req.owner).size()}}},
+            {"executions", {{"running", ctx.monitor->RunningCount()},
+                            {"running_mine", ctx.monitor->Running(req.owner).size()}}},
+            {"audit_log", ctx.monitor->has_audit_log()},
+            {"filters", {{"policies", choices.policies}, {"statuses", choices.statuses}, {"rules", choices.rules}}}});
+}
+
 }  // namespace
 
 void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
@@ -94,15 +189,15 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
   });
   router.Add("GET", "/v1/executions", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());
-    size_t limit = 50;
-    std::string l = req.Query("limit");
-    if (!l.empty()) {
-      char* end = nullptr;
-      unsigned long v = std::strtoul(l.c_str(), &end, 10);
-      if (*end != '\0' || v == 0 || v > 1000) return ErrorResponse(BadRequest("limit: a whole number from 1 to 1000"));
-      limit = v;
-    }
-    return JsonResponse(200, {{"running", ctx.monitor->Running(req.owner)}, {"recent", ctx.monitor->Recent(limit, req.owner)}});
+    return Executions(ctx, req);
+  });
+  router.Add("GET", "/v1/history", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
+    if (!ctx.monitor) return ErrorResponse(MonitoringOff());
+    return History(ctx, req);
+  });
+  router.Add("GET", "/v1/overview", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
+    if (!ctx.monitor) return ErrorResponse(MonitoringOff());
+    return Overview(ctx, req);
   });
   router.Add("GET", "/v1/executions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());

@@ -123,7 +123,8 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
       er.execution_id = NewExecutionId();
       std::string lang = er.language.empty() ? session.Info().language : er.language;
       ex = ctx.monitor->Begin(
-          {er.execution_id, session.policy().name, "session", session.id(), lang, er.code, session.owner()});
+          {er.execution_id, session.policy().name, "session", session.id(), lang, er.code, session.owner(),
+           session.policy().cpu});
     }
     auto x = session.Execute(er);
     if (ex && x.ok()) x->execution_id = er.execution_id;  // the interpreter names its own
