@@ -21,6 +21,7 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
   main { display: grid; grid-template-columns: 1fr 1fr; gap: 14px; padding: 14px; }
   section { background: #fff; border-radius: 6px; padding: 10px 12px; box-shadow: 0 1px 2px #0002; min-width: 0; }
   section h2 { font-size: 14px; margin: 0 0 8px; }
+  .wide { grid-column: 1 / 3; }
   table { width: 100%; border-collapse: collapse; font-size: 12px; }
   td, th { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; white-space: nowrap; }
   tr.exec { cursor: pointer; } tr.exec:hover { background: #eef3ff; }
@@ -32,10 +33,14 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
   #alerts li.fresh { animation: flash 1.5s; }
   @keyframes flash { from { background: #ffe28a; } }
   pre { background: #f7f7f9; padding: 6px; max-height: 220px; overflow: auto; font-size: 12px; white-space: pre-wrap; word-break: break-all; }
-  #detail { grid-column: 1 / 3; }
   .bar { display: inline-block; height: 8px; background: #58c; vertical-align: middle; }
   #token-box { display: none; padding: 10px 18px; background: #fff3cd; }
   .muted { color: #888; }
+  #totals-grid { display: grid; grid-template-columns: repeat(6, 1fr); gap: 8px; }
+  .card { background: #f7f8fb; border-radius: 4px; padding: 6px 8px; font-size: 12px; min-width: 0; }
+  .card b { display: block; font-size: 15px; }
+  #filters { display: flex; gap: 14px; align-items: center; font-size: 12px; }
+  .scroll { max-height: 420px; overflow: auto; }
 </style>
 </head>
 <body>
@@ -45,60 +50,196 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
   <span class="stat">running <b id="n-running">0</b></span>
   <span class="stat">recent <b id="n-recent">0</b></span>
   <span class="stat">alerts <b id="n-alerts">0</b></span>
+  <span class="stat">you <b id="n-owner">-</b></span>
 </header>
 <div id="token-box">This daemon wants a bearer token:
   <input id="token" type="password" size="40"> <button id="token-save">use</button></div>
 <main>
+  <section id="totals" class="wide"><h2>Daemon and host</h2><div id="totals-grid">
+    <div class="card">daemon CPU<b id="t-daemon-cpu">-</b><span id="t-daemon-mem" class="muted">-</span></div>
+    <div class="card">host CPU<b id="t-host-cpu">-</b><span id="t-host-load" class="muted">-</span></div>
+    <div class="card">host memory<b id="t-host-mem">-</b><span id="t-host-mem-total" class="muted">-</span></div>
+    <div class="card">workers busy<b id="t-workers">-</b><span id="t-queue" class="muted">-</span></div>
+    <div class="card">warm pool<b id="t-pool">-</b><span id="t-pool-policies" class="muted">-</span></div>
+    <div class="card">sessions<b id="t-sessions">-</b><span id="t-sessions-mine" class="muted">-</span></div>
+  </div></section>
   <section id="running-section"><h2>Running sandboxes</h2>
-    <table><thead><tr><th>execution</th><th>policy</th><th>kind</th><th>started</th><th>CPU</th><th>memory</th></tr></thead>
+    <table><thead><tr><th>execution</th><th>policy</th><th>kind</th><th>started</th><th>CPU</th><th>of limit</th><th>memory</th></tr></thead>
     <tbody id="running"></tbody></table></section>
   <section id="alerts-section"><h2>Alerts (live)</h2><ul id="alerts"></ul></section>
-  <section id="recent-section" style="grid-column: 1 / 3"><h2>Recent executions</h2>
-    <table><thead><tr><th>execution</th><th>policy</th><th>status</th><th>exit</th><th>wall</th><th>cpu</th><th>peak memory</th><th>alerts</th><th>finished</th></tr></thead>
-    <tbody id="recent"></tbody></table></section>
-  <section id="detail"><h2>Execution detail</h2><div id="detail-body" class="muted">click an execution</div></section>
+  <section id="sessions-section" class="wide"><h2>Sessions</h2>
+    <table><thead><tr><th>session</th><th>policy</th><th>owner</th><th>language</th><th>age</th><th>idle</th><th>executions</th><th>state</th></tr></thead>
+    <tbody id="sessions"></tbody></table></section>
+  <section class="wide"><div id="filters"><b>Filter</b>
+    <label>policy <select id="f-policy"><option value="">any</option></select></label>
+    <label>status <select id="f-status"><option value="">any</option></select></label>
+    <label>alert rule <select id="f-rule"><option value="">any</option></select></label>
+    <span id="f-note" class="muted"></span></div></section>
+  <section id="recent-section" class="wide"><h2>Recent executions</h2>
+    <div class="scroll"><table><thead><tr><th>execution</th><th>policy</th><th>status</th><th>exit</th><th>wall</th><th>cpu</th><th>CPU of limit</th><th>peak memory</th><th>alerts</th><th>finished</th></tr></thead>
+    <tbody id="recent"></tbody></table></div></section>
+  <section id="history-section" class="wide"><h2>History (audit log, newest first)</h2>
+    <div class="scroll"><table><thead><tr><th>execution</th><th>policy</th><th>status</th><th>exit</th><th>wall</th><th>cpu</th><th>CPU of limit</th><th>peak memory</th><th>alerts</th><th>finished</th></tr></thead>
+    <tbody id="history"></tbody></table></div>
+    <p><button id="history-reload">newest</button> <button id="history-more" disabled>older</button> <span id="history-status" class="muted">loading</span></p></section>
+  <section id="detail" class="wide"><h2>Execution detail</h2><div id="detail-body" class="muted">click an execution</div></section>
 </main>
 <script>
 "use strict";
-const state = { running: new Map(), recent: [], alerts: 0, token: sessionStorage.getItem("lsb-token") || "" };
+const state = { running: new Map(), recent: [], alerts: 0, token: sessionStorage.getItem("lsb-token") || "",
+  owner: "", history: [], historyCursor: null, historyLoading: false, historyGen: 0, filter: { policy: "", status: "", rule: "" } };
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s == null ? "" : s).replace(/[&<>"']/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;","'":"&#39;"}[c]));
-const mib = (b) => b == null ? "-" : (b / 1048576).toFixed(1) + " MiB";
-const ms = (v) => v == null ? "-" : v + " ms";
-const time = (t) => t ? new Date(t).toLocaleTimeString() : "";
+const num = (v) => (typeof v === "number" && isFinite(v)) ? v : null;
+const mib = (b) => num(b) == null ? "-" : (b / 1048576).toFixed(1) + " MiB";
+const gib = (b) => num(b) == null ? "-" : (b / 1073741824).toFixed(1) + " GiB";
+const ms = (v) => num(v) == null ? "-" : v + " ms";
+const pct = (v) => num(v) == null ? "-" : v.toFixed(0) + "%";
+const time = (t) => t ? esc(new Date(t).toLocaleTimeString()) : "";
+const age = (t) => { const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000)); return isFinite(s) ? (s < 120 ? s + " s" : s < 7200 ? Math.round(s / 60) + " min" : Math.round(s / 3600) + " h") : "-"; };
 
 function headers() { return state.token ? { Authorization: "Bearer " + state.token } : {}; }
 async function api(path) {
   const r = await fetch(path, { headers: headers() });
   if (r.status === 401) { $("token-box").style.display = "block"; throw new Error("unauthorized"); }
-  if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+  if (!r.ok) { let m = "HTTP " + r.status; try { m = (await r.json()).error.message; } catch (e) {} const err = new Error(m); err.status = r.status; throw err; }
   return r.json();
 }
 
+// The filters: client-side over the rows loaded, and the same values as query parameters for
+// /v1/history (the daemon checks them). A running execution has no status yet: only policy applies.
+function matches(e, running) {
+  const f = state.filter;
+  if (f.policy && e.policy !== f.policy) return false;
+  if (running) return !f.status && !f.rule;
+  if (f.status && e.status !== f.status) return false;
+  if (f.rule && !(e.alerts || []).some((a) => a.rule === f.rule)) return false;
+  return true;
+}
+function filterQuery() {
+  const f = state.filter, q = [];
+  for (const k of ["policy", "status", "rule"]) if (f[k]) q.push(k + "=" + encodeURIComponent(f[k]));
+  return q.join("&");
+}
+
+function cpuOfLimit(e) {
+  const v = num(e.cpu_percent_of_limit);
+  return v == null ? "-" : v.toFixed(0) + "% of " + esc(num(e.cpu_limit) == null ? "?" : e.cpu_limit) + " CPU";
+}
+
 function renderRunning() {
-  const rows = [...state.running.values()].map((e) =>
+  const rows = [...state.running.values()].filter((e) => matches(e, true)).map((e) =>
     `<tr class="exec" data-id="${esc(e.execution_id)}"><td>${esc(e.execution_id)}</td><td>${esc(e.policy)}</td><td>${esc(e.kind)}</td>` +
-    `<td>${time(e.started_at)}</td><td>${e.cpu_percent == null ? "-" : e.cpu_percent.toFixed(0) + "% <span class=bar style='width:" + Math.min(60, e.cpu_percent / 2) + "px'></span>"}</td>` +
-    `<td>${mib(e.memory_bytes)}</td></tr>`);
-  $("running").innerHTML = rows.join("") || `<tr><td colspan=6 class=muted>none</td></tr>`;
+    `<td>${time(e.started_at)}</td><td>${num(e.cpu_percent) == null ? "-" : pct(e.cpu_percent) + " <span class=bar style='width:" + Math.min(60, e.cpu_percent / 2).toFixed(0) + "px'></span>"}</td>` +
+    `<td>${cpuOfLimit(e)}</td><td>${mib(e.memory_bytes)}</td></tr>`);
+  $("running").innerHTML = rows.join("") || `<tr><td colspan=7 class=muted>none</td></tr>`;
   $("n-running").textContent = state.running.size;
 }
 
-function renderRecent() {
-  $("recent").innerHTML = state.recent.map((e) =>
-    `<tr class="exec" data-id="${esc(e.execution_id)}"><td>${esc(e.execution_id)}</td><td>${esc(e.policy)}</td>` +
+function execRow(e) {
+  return `<tr class="exec" data-id="${esc(e.execution_id)}"><td>${esc(e.execution_id)}</td><td>${esc(e.policy)}</td>` +
     `<td class="st-${esc(e.status)}">${esc(e.status)}</td><td>${esc(e.exit_code)}</td><td>${ms(e.duration_ms)}</td><td>${ms(e.cpu_ms)}</td>` +
-    `<td>${mib(e.memory_peak_bytes)}</td><td>${(e.alerts || []).map((a) => esc(a.rule)).join(", ")}</td><td>${time(e.time)}</td></tr>`).join("");
+    `<td>${cpuOfLimit(e)}</td><td>${mib(e.memory_peak_bytes)}</td><td>${(e.alerts || []).map((a) => esc(a.rule)).join(", ")}</td><td>${time(e.time)}</td></tr>`;
+}
+
+function renderRecent() {
+  const rows = state.recent.filter((e) => matches(e, false));
+  $("recent").innerHTML = rows.map(execRow).join("") || `<tr><td colspan=10 class=muted>none</td></tr>`;
   $("n-recent").textContent = state.recent.length;
+}
+
+function renderHistory() {
+  $("history").innerHTML = state.history.filter((e) => matches(e, false)).map(execRow).join("");
+}
+
+async function loadHistory(reset) {
+  if (state.historyLoading && !reset) return;
+  const gen = reset ? ++state.historyGen : state.historyGen;
+  if (reset) { state.history = []; state.historyCursor = null; renderHistory(); }
+  state.historyLoading = true;
+  $("history-more").disabled = true;
+  $("history-status").textContent = "loading";
+  try {
+    let q = "limit=50";
+    const fq = filterQuery();
+    if (fq) q += "&" + fq;
+    if (state.historyCursor) q += "&cursor=" + encodeURIComponent(state.historyCursor);
+    const d = await api("/v1/history?" + q);
+    if (gen !== state.historyGen) return;  // the filter changed meanwhile
+    state.history = state.history.concat(d.executions);
+    state.historyCursor = d.next_cursor;
+    renderHistory();
+    $("history-status").textContent = state.history.length + " loaded" + (d.next_cursor ? "" : ", the oldest reached") +
+      (d.cursor_expired ? " (the log rotated past this point)" : "");
+    $("history-more").disabled = !d.next_cursor;
+  } catch (err) {
+    if (gen === state.historyGen) $("history-status").textContent = String(err.message || err);
+  } finally {
+    if (gen === state.historyGen) state.historyLoading = false;
+  }
+}
+
+function renderTotals(o) {
+  const d = o.daemon || {}, h = o.host || {}, x = o.executor || {}, s = o.sessions || {};
+  $("t-daemon-cpu").textContent = pct(d.cpu_percent);
+  $("t-daemon-mem").textContent = mib(d.rss_bytes) + " RSS, " + (num(d.threads) == null ? "-" : d.threads) + " threads";
+  $("t-host-cpu").textContent = pct(h.cpu_percent);
+  $("t-host-load").textContent = (num(h.cpus) == null ? "-" : h.cpus) + " CPUs, load " + (num(h.load1) == null ? "-" : h.load1.toFixed(2));
+  const used = num(h.memory_total_bytes) != null && num(h.memory_available_bytes) != null ? h.memory_total_bytes - h.memory_available_bytes : null;
+  $("t-host-mem").textContent = gib(used) + " used";
+  $("t-host-mem-total").textContent = "of " + gib(h.memory_total_bytes);
+  $("t-workers").textContent = x.busy + " / " + x.workers;
+  $("t-queue").textContent = "queue " + x.queued + " / " + x.queue_limit;
+  if (o.pool) {
+    $("t-pool").textContent = o.pool.warm_boxes + " warm";
+    const per = Object.entries(o.pool.by_policy || {}).map(([p, n]) => p + " " + n + "/" + o.pool.per_policy).join(", ");
+    $("t-pool-policies").textContent = per || "no policy pooled yet";
+  } else {
+    $("t-pool").textContent = "-";
+    $("t-pool-policies").textContent = "no native pool on " + (o.backend || "this backend");
+  }
+  $("t-sessions").textContent = s.active + " / " + s.limit;
+  $("t-sessions-mine").textContent = s.mine + " yours";
+  state.owner = o.owner || "";
+  $("n-owner").textContent = state.owner || "single user";
+}
+
+function fillFilters(f) {
+  for (const [id, values] of [["f-policy", f.policies], ["f-status", f.statuses], ["f-rule", f.rules]]) {
+    const sel = $(id);
+    if (sel.options.length > 1) continue;
+    sel.innerHTML = `<option value="">any</option>` + (values || []).map((v) => `<option value="${esc(v)}">${esc(v)}</option>`).join("");
+  }
+}
+
+async function refreshTotals() {
+  try {
+    const o = await api("/v1/overview");
+    renderTotals(o);
+    fillFilters(o.filters || {});
+    return o;
+  } catch (err) { return null; }
+}
+
+async function refreshSessions() {
+  try {
+    const d = await api("/v1/sessions");
+    const owner = state.owner || "single user";
+    $("sessions").innerHTML = d.sessions.map((s) =>
+      `<tr data-id="${esc(s.session_id)}"><td>${esc(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(owner)}</td><td>${esc(s.language)}</td>` +
+      `<td>${esc(age(s.created_at))}</td><td>${esc(age(s.last_used_at))}</td><td class="executions">${esc(s.executions)}</td><td>${esc(s.state)}</td></tr>`).join("") ||
+      `<tr><td colspan=8 class=muted>none</td></tr>`;
+  } catch (err) { /* shown by the next refresh */ }
 }
 
 function addAlert(a, fresh) {
   const li = document.createElement("li");
-  li.className = "alert " + (a.severity || "warning") + (fresh ? " fresh" : "");
+  li.className = "alert " + (["info", "warning", "critical"].includes(a.severity) ? a.severity : "warning") + (fresh ? " fresh" : "");
   li.dataset.rule = a.rule;
   li.dataset.execution = a.execution_id || "";
   li.innerHTML = `<b>${esc(a.rule)}</b> <span class=muted>${esc(a.severity)}</span> ${esc(a.message)}` +
-    (a.address ? ` <code>${esc(a.address)}</code>` : "") + ` <span class=muted>${esc(a.execution_id || "")} ${esc(a.policy || "")}</span>`;
+    (a.address ? ` <code>${esc(a.address)}</code>` : "") + (a.path ? ` <code>${esc(a.path)}</code>` : "") +
+    ` <span class=muted>${esc(a.execution_id || "")} ${esc(a.policy || "")}</span>`;
   $("alerts").prepend(li);
   while ($("alerts").children.length > 200) $("alerts").lastChild.remove();
   state.alerts += 1;
@@ -107,15 +248,21 @@ function addAlert(a, fresh) {
 
 async function showDetail(id) {
   let e;
-  try { e = await api("/v1/executions/" + encodeURIComponent(id)); } catch (err) { $("detail-body").textContent = String(err); return; }
-  const alerts = (e.alerts || []).map((a) => `<li>${esc(a.severity)} <b>${esc(a.rule)}</b>: ${esc(a.message)}</li>`).join("");
+  try { e = await api("/v1/executions/" + encodeURIComponent(id)); } catch (err) {
+    // Older than the recent view: what the audit log keeps (sizes and hashes, not the output).
+    e = state.history.find((h) => h.execution_id === id);
+    if (!e || err.status !== 404) { $("detail-body").textContent = String(err.message || err); return; }
+    e = Object.assign({ from_history: true }, e);
+  }
+  const alerts = (e.alerts || []).map((a) => `<li>${esc(a.severity)} <b>${esc(a.rule)}</b>: ${esc(a.message)}${a.path ? " <code>" + esc(a.path) + "</code>" : ""}</li>`).join("");
   const trace = (e.trace || []).slice(0, 500).map((t) => `${t.time_ms}ms ${t.kind} ${t.path || t.address || ""} ${t.decision || ""}`).join("\n");
   $("detail-body").innerHTML =
     `<p><b id="detail-id">${esc(e.execution_id)}</b> policy <b>${esc(e.policy)}</b> ${esc(e.kind)} ${esc(e.language || "")} — ` +
-    `<span class="st-${esc(e.status)}">${esc(e.status || e.state)}</span> exit ${esc(e.exit_code)}, wall ${ms(e.duration_ms)}, cpu ${ms(e.cpu_ms)}, ` +
+    `<span class="st-${esc(e.status)}">${esc(e.status || e.state)}</span> exit ${esc(e.exit_code)}, wall ${ms(e.duration_ms)}, cpu ${ms(e.cpu_ms)} (${cpuOfLimit(e)}), ` +
     `peak ${mib(e.memory_peak_bytes)}, code ${esc(e.code_bytes)} bytes sha256 <code>${esc((e.code_sha256 || "").slice(0, 16))}…</code></p>` +
     (e.error ? `<p class="st-error">${esc(e.error)}</p>` : "") +
-    `<h3>stdout</h3><pre id="detail-stdout">${esc(e.stdout)}</pre><h3>stderr</h3><pre>${esc(e.stderr)}</pre>` +
+    (e.from_history ? `<p id="detail-history" class="muted">from the audit log: its output is not kept there</p>` :
+      `<h3>stdout</h3><pre id="detail-stdout">${esc(e.stdout)}</pre><h3>stderr</h3><pre>${esc(e.stderr)}</pre>`) +
     `<h3>alerts</h3><ul>${alerts || "<li class=muted>none</li>"}</ul>` +
     (trace ? `<h3>trace</h3><pre>${esc(trace)}</pre>` : "");
 }
@@ -143,7 +290,7 @@ function onEvent(type, data) {
     state.recent = state.recent.slice(0, 50);
     renderRunning();
     renderRecent();
-  }
+  } else if (type === "session_created" || type === "session_closed") refreshSessions();
 }
 
 async function follow() {
@@ -183,13 +330,30 @@ document.addEventListener("click", (ev) => {
   const tr = ev.target.closest("tr.exec");
   if (tr) showDetail(tr.dataset.id);
 });
+for (const k of ["policy", "status", "rule"]) {
+  $("f-" + k).addEventListener("change", (ev) => {
+    state.filter[k] = ev.target.value;
+    $("f-note").textContent = state.filter.status || state.filter.rule ? "running executions have no status yet: hidden" : "";
+    renderRunning();
+    renderRecent();
+    loadHistory(true);
+  });
+}
+$("history-more").onclick = () => loadHistory(false);
+$("history-reload").onclick = () => loadHistory(true);
 $("token-save").onclick = () => { state.token = $("token").value; sessionStorage.setItem("lsb-token", state.token); location.reload(); };
 
 (async () => {
+  const o = await refreshTotals();
+  refreshSessions();
   const d = await refresh();
   if (d) for (const e of d.recent.slice().reverse()) for (const a of e.alerts || []) addAlert(Object.assign({ execution_id: e.execution_id, policy: e.policy }, a), false);
+  if (o && !o.audit_log) $("history-status").textContent = "this daemon keeps no audit log (serve --audit-log FILE): only the recent executions above";
+  else loadHistory(true);
   follow();
   setInterval(refresh, 10000);
+  setInterval(refreshTotals, 2000);
+  setInterval(refreshSessions, 5000);
 })();
 </script>
 </body>

@@ -1,5 +1,7 @@
 // The dashboard served at GET /: one self-contained HTML page (no build step, no external
-// resources) that reads GET /v1/executions and follows GET /v1/events.
+// resources) that reads GET /v1/overview (totals, filter values), GET /v1/sessions,
+// GET /v1/executions and GET /v1/history (the audit log, paged), and follows GET /v1/events.
+// Every value from the daemon is HTML-escaped before it reaches innerHTML (or set as text).
 #pragma once
 
 #include <string_view>

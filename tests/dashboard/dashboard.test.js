@@ -1,6 +1,9 @@
 // The dashboard (GET /) in headless Chromium: a sandbox's connect to 127.0.0.1:6379 must appear
 // on the page as an alert while the page is open, its execution in the recent list with its
-// output, and its detail on click. Saves a screenshot in the build dir (dashboard-screenshot.png,
+// output, and its detail on click. Then, against the same daemon (with an audit log): the daemon
+// and host totals, the sessions view, CPU relative to the policy's limit, the policy filter (on
+// the rows loaded and on /v1/history, whose unknown values are 400s), history paged past the last
+// 50 executions, and markup in output, alert paths and a policy name rendered as text. Saves a screenshot in the build dir (dashboard-screenshot.png,
 // replaced by each run; a test leaves nothing in the temp dir), or where LSB_DASHBOARD_SCREENSHOT
 // says (LSB_DASHBOARD_SCREENSHOT=docs/dashboard.png refreshes the docs' one).
 "use strict";
@@ -21,13 +24,20 @@ function freePort() {
   });
 }
 
-function post(base, p, body) {
+function post(base, p, body, method = "POST") {
   return new Promise((resolve, reject) => {
     const data = Buffer.from(JSON.stringify(body));
-    const req = http.request(base + p, { method: "POST", headers: { "Content-Type": "application/json", "Content-Length": data.length } },
-      (res) => { let t = ""; res.on("data", (c) => (t += c)); res.on("end", () => resolve({ status: res.statusCode, body: JSON.parse(t) })); });
+    const req = http.request(base + p, { method, headers: { "Content-Type": "application/json", "Content-Length": data.length } },
+      (res) => { let t = ""; res.on("data", (c) => (t += c)); res.on("end", () => resolve({ status: res.statusCode, body: t ? JSON.parse(t) : null })); });
     req.on("error", reject);
     req.end(data);
+  });
+}
+
+function get(base, p) {
+  return new Promise((resolve, reject) => {
+    http.get(base + p, (res) => { let t = ""; res.on("data", (c) => (t += c)); res.on("end", () => resolve({ status: res.statusCode, body: JSON.parse(t) })); })
+      .on("error", reject);
   });
 }
 
@@ -43,11 +53,100 @@ async function waitUp(base) {
 
 function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); console.log("ok - " + what); }
 
+const rowsOf = (page, tbody) => page.$$eval(`#${tbody} tr.exec`, (trs) => trs.map((tr) => ({
+  id: tr.dataset.id, policy: tr.children[1].textContent, cpuOfLimit: tr.children[6].textContent })));
+
+// Issue 16's dashboard: totals, sessions, CPU of limit, filters, history, escaping.
+async function newSurfaces(page, base, longId) {
+  // Totals (refreshed every 2 s from /v1/overview).
+  const o = (await get(base, "/v1/overview")).body;
+  await page.waitForFunction(() => /^\d+%$/.test(document.querySelector("#t-host-cpu").textContent) &&
+    /^\d+%$/.test(document.querySelector("#t-daemon-cpu").textContent), null, { timeout: 10000 });
+  check((await page.textContent("#t-workers")).endsWith(" / " + o.executor.workers), "totals: the daemon's worker count");
+  check(await page.textContent("#t-queue") === `queue 0 / ${o.executor.queue_limit}`, "totals: queue depth and limit");
+  check(/MiB RSS/.test(await page.textContent("#t-daemon-mem")), "totals: the daemon's memory");
+  check(/GiB used/.test(await page.textContent("#t-host-mem")) && /CPUs, load/.test(await page.textContent("#t-host-load")), "totals: the host's memory, CPUs and load");
+  check(/code-sandbox \d+\/\d+/.test(await page.textContent("#t-pool-policies")), "totals: warm boxes per policy");
+
+  // CPU relative to the policy's limit: cpu_ms / (duration_ms * cpus), as the daemon reports it.
+  const lx = (await get(base, "/v1/executions/" + longId)).body;
+  const want = Math.round(100 * lx.cpu_ms / (lx.duration_ms * lx.cpu_limit));
+  const longRow = (await rowsOf(page, "recent")).find((r) => r.id === longId);
+  check(longRow && longRow.cpuOfLimit === `${want}% of ${lx.cpu_limit} CPU` && want > 20,
+    `CPU relative to the policy's limit (${longRow && longRow.cpuOfLimit}, want ${want}% of ${lx.cpu_limit})`);
+
+  // Sessions view: the caller's sessions with policy, owner, age, executions, state.
+  const ses = await post(base, "/v1/sessions", {});
+  const sid = ses.body.session_id;
+  await post(base, `/v1/sessions/${sid}/execute`, { code: "x = 1" });
+  await page.waitForFunction((id) => { const tr = document.querySelector(`#sessions tr[data-id="${id}"]`);
+    return tr && tr.querySelector(".executions").textContent === "1"; }, sid, { timeout: 15000 });
+  const cells = await page.$$eval(`#sessions tr[data-id="${sid}"] td`, (tds) => tds.map((td) => td.textContent));
+  check(cells[1] === "code-sandbox" && cells[2] === "single user" && /\d+ s/.test(cells[4]) && cells[7] === "ready",
+    "the sessions view shows the session: " + cells.join(" | "));
+  await page.waitForFunction(() => /^1 \/ \d+$/.test(document.querySelector("#t-sessions").textContent) &&
+    document.querySelector("#t-sessions-mine").textContent === "1 yours", null, { timeout: 10000 });
+  check(true, "totals: live sessions, all and yours");
+  await post(base, `/v1/sessions/${sid}`, {}, "DELETE");
+  await page.waitForFunction((id) => !document.querySelector(`#sessions tr[data-id="${id}"]`), sid, { timeout: 15000 });
+  check(true, "a closed session leaves the view");
+
+  // Markup from a sandbox (output, an alert's path) and in a policy name is text, never markup.
+  const xss = await post(base, "/v1/execute", { code: "import os\np = '/tmp/<img src=x onerror=window.__xss=3>'\nopen(p, 'w').write('x')\n" +
+    "try:\n    os.execv(p, [p])\nexcept OSError as e:\n    print('<script>window.__xss=1</script><img src=x onerror=\"window.__xss=2\">', e.errno)\n" });
+  const xid = xss.body.execution_id;
+  await page.waitForSelector(`#alerts li[data-rule="denied_exec"][data-execution="${xid}"]`, { timeout: 15000 });
+  await page.click(`#recent tr[data-id="${xid}"]`);
+  await page.waitForFunction((id) => document.querySelector("#detail-id") && document.querySelector("#detail-id").textContent === id, xid, { timeout: 10000 });
+  await page.evaluate(() => onEvent("execution_finished", { execution_id: "ex-xss", policy: "<img src=x onerror=window.__xss=4>",
+    status: "<script>window.__xss=5</script>", alerts: [{ rule: "<b>r</b>" }], state: "finished" }));
+  const seen = await page.evaluate(() => ({ xss: window.__xss, imgs: document.querySelectorAll("img, main script, b > b").length,
+    out: document.querySelector("#detail-stdout").textContent, alert: document.querySelector("#alerts li[data-rule=denied_exec]").textContent,
+    row: document.querySelector('#recent tr[data-id="ex-xss"]').textContent }));
+  check(seen.xss === undefined && seen.imgs === 0, "no markup from a sandbox or a policy name ran or rendered");
+  check(seen.out.includes("<script>window.__xss=1</script>") && seen.alert.includes("/tmp/<img src=x") &&
+    seen.row.includes("<img src=x onerror=window.__xss=4>"), "output, alert paths and policy names show as text");
+  await page.evaluate(() => { state.recent = state.recent.filter((e) => e.execution_id !== "ex-xss"); renderRecent(); });
+
+  // More than 50 executions, one of another policy: history pages past the last 50.
+  const batch = await post(base, "/v1/batch", { tasks: Array.from({ length: 55 }, (_, i) => ({ code: `print(${i})` })) });
+  check(batch.status === 200 && batch.body.results.every((r) => r.status === "ok"), "55 more executions");
+  const bash = await post(base, "/v1/execute", { code: "echo hi", policy: "bash-tools", language: "bash" });
+  check(bash.status === 200, "a bash-tools execution");
+  const total = (await get(base, "/v1/history?limit=200")).body.executions.length;
+  check(total >= 60, `the audit log has every execution (${total})`);
+  await page.click("#history-reload");
+  await page.waitForFunction(() => document.querySelectorAll("#history tr.exec").length === 50, null, { timeout: 10000 });
+  check(!(await page.$eval("#history-more", (b) => b.disabled)), "history: the first page holds 50, with older ones to load");
+  await page.click("#history-more");
+  await page.waitForFunction((n) => document.querySelectorAll("#history tr.exec").length === n, total, { timeout: 10000 });
+  const hist = await rowsOf(page, "history");
+  check(new Set(hist.map((r) => r.id)).size === total && hist[hist.length - 1].id === longId,
+    `history reaches the oldest execution past the last 50 (${hist.length} rows, none repeated)`);
+  check(/the oldest reached/.test(await page.textContent("#history-status")), "history says when the oldest is reached");
+  await page.click(`#history tr[data-id="${longId}"]`);
+  await page.waitForFunction((id) => document.querySelector("#detail-id") && document.querySelector("#detail-id").textContent === id, longId, { timeout: 10000 });
+  check(true, "an execution from the history opens in the detail");
+
+  // The policy filter: over the loaded rows and, server-side, over /v1/history.
+  await page.selectOption("#f-policy", "bash-tools");
+  await page.waitForFunction(() => document.querySelectorAll("#history tr.exec").length === 1 && /loaded/.test(document.querySelector("#history-status").textContent), null, { timeout: 10000 });
+  const recent = await rowsOf(page, "recent"), filtered = await rowsOf(page, "history");
+  check(recent.length >= 1 && recent.every((r) => r.policy === "bash-tools") && filtered[0].id === bash.body.execution_id,
+    "the policy filter keeps only bash-tools rows, in recent and in history");
+  await page.selectOption("#f-policy", "");
+  await page.waitForFunction(() => document.querySelectorAll("#history tr.exec").length === 50, null, { timeout: 10000 });
+  const bad = await get(base, "/v1/history?status=bogus");
+  check(bad.status === 400 && /not one of ok, error, timeout/.test(bad.body.error.message), "an unknown filter value is a 400 listing the valid ones");
+}
+
 (async () => {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  const tmp = fs.mkdtempSync("/tmp/lsb-dashboard-");
   const daemon = spawn(path.join(BUILD, "llm-sandbox"), ["serve", "--listen", `127.0.0.1:${port}`, "--policies", path.join(SRC, "policies"),
-    "--images", path.join(SRC, "config", "images.yaml"), "--usage-interval", "250"], { stdio: ["ignore", "ignore", "pipe"] });
+    "--images", path.join(SRC, "config", "images.yaml"), "--usage-interval", "250", "--audit-log", path.join(tmp, "audit.log")],
+    { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   daemon.stderr.on("data", (d) => (log += d));
   let browser;
@@ -87,6 +186,10 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
     await page.waitForSelector("#detail-id", { timeout: 10000 });
     const out = await page.textContent("#detail-stdout");
     check(out.includes("connect refused"), "the detail shows the execution's output");
+    const longId = (await long).body.execution_id;
+    await newSurfaces(page, base, longId);
+    const open = await post(base, "/v1/sessions", {});  // one open session in the screenshot
+    await page.waitForSelector(`#sessions tr[data-id="${open.body.session_id}"]`, { timeout: 15000 });
     check(errors.length === 0, "no script errors on the page " + errors.join("; "));
     const shot = process.env.LSB_DASHBOARD_SCREENSHOT
       ? path.resolve(SRC, process.env.LSB_DASHBOARD_SCREENSHOT)
@@ -100,6 +203,8 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
   } finally {
     if (browser) await browser.close();
     daemon.kill("SIGTERM");
+    await new Promise((r) => (daemon.exitCode != null ? r() : daemon.on("exit", r)));
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
   console.log(failed ? "0 passed, 1 failed" : "1 passed, 0 failed");
   process.exit(failed ? 1 : 0);
