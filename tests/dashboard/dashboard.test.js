@@ -190,6 +190,7 @@ async function newSurfaces(page, base, longId) {
     await newSurfaces(page, base, longId);
     const open = await post(base, "/v1/sessions", {});  // one open session in the screenshot
     await page.waitForSelector(`#sessions tr[data-id="${open.body.session_id}"]`, { timeout: 15000 });
+    await page.waitForFunction(() => /^1 \//.test(document.querySelector("#t-sessions").textContent), null, { timeout: 10000 });
     check(errors.length === 0, "no script errors on the page " + errors.join("; "));
     const shot = process.env.LSB_DASHBOARD_SCREENSHOT
       ? path.resolve(SRC, process.env.LSB_DASHBOARD_SCREENSHOT)
