@@ -45,9 +45,12 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
 
 (async () => {
   const port = await freePort();
+  // The default audit log goes to a temp dir, never the machine's default place.
+  const stateDir = fs.mkdtempSync(path.join(require("os").tmpdir(), "lsb-dashboard-state-"));
   const base = `http://127.0.0.1:${port}`;
   const daemon = spawn(path.join(BUILD, "llm-sandbox"), ["serve", "--listen", `127.0.0.1:${port}`, "--policies", path.join(SRC, "policies"),
-    "--images", path.join(SRC, "config", "images.yaml"), "--usage-interval", "250"], { stdio: ["ignore", "ignore", "pipe"] });
+    "--images", path.join(SRC, "config", "images.yaml"), "--usage-interval", "250"],
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LLM_SANDBOX_STATE_DIR: stateDir } });
   let log = "";
   daemon.stderr.on("data", (d) => (log += d));
   let browser;
@@ -100,6 +103,8 @@ function check(cond, what) { if (!cond) throw new Error("FAILED: " + what); cons
   } finally {
     if (browser) await browser.close();
     daemon.kill("SIGTERM");
+    await new Promise((r) => (daemon.exitCode !== null ? r() : daemon.once("exit", r)));
+    fs.rmSync(stateDir, { recursive: true, force: true });
   }
   console.log(failed ? "0 passed, 1 failed" : "1 passed, 0 failed");
   process.exit(failed ? 1 : 0);
