@@ -86,6 +86,12 @@ class DaemonDefaultsTest(unittest.TestCase):
         self.assertEqual(r.status, 200, r.body[:1000])
         self.assertEqual(r.headers.get("X-Execution-Id"), r.json()["execution_id"])
         self.assertTrue(r.headers["X-Execution-Id"].startswith("ex-"))
+        # The streaming form sends it with its headers, before any output.
+        s = self.call("POST", "/v1/execute?stream=true", None, {"code": "print(1)"})
+        self.assertEqual(s.status, 200, s.body[:1000])
+        xid = s.headers.get("X-Execution-Id")
+        self.assertTrue(xid and xid.startswith("ex-"), dict(s.headers))
+        self.assertIn(f'"execution_id":"{xid}"', s.body.decode())
 
     def test_async_execute_answers_202_with_the_id_then_the_result(self):
         r = self.call("POST", "/v1/execute", "/v1/execute",
