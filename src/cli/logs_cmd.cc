@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -14,13 +15,17 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/bounded_json.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "monitor/audit_log.h"
 #include "monitor/monitor.h"
+#include "policy/alert_rules.h"
+#include "runtime/exec_result.h"
 
 namespace lsb::cli {
 namespace {
@@ -33,16 +38,21 @@ constexpr size_t kMaxRecordBytes = 16u << 20;
 constexpr const char* kLogsUsage =
     "usage: llm-sandbox logs [--file FILE] [filters] [-f] [--json]\n"
     "\n"
-    "  --file FILE        the audit log (default $LLM_SANDBOX_AUDIT_LOG); FILE.1... are read first\n"
+    "  --file FILE        the audit log (default: the daemon's, $LLM_SANDBOX_AUDIT_LOG,\n"
+    "                     $LLM_SANDBOX_STATE_DIR/audit.jsonl, /var/lib/llm-sandbox/audit.jsonl for root,\n"
+    "                     else ${XDG_STATE_HOME:-~/.local/state}/llm-sandbox/audit.jsonl); FILE.1... first\n"
     "  --policy NAME      records of this policy\n"
     "  --status STATUS    executions that ended so (ok, error, timeout, oom, killed, denied,\n"
     "                     output_limit, sandbox_error)\n"
-    "  --rule RULE        alerts of this rule, and executions that raised one\n"
+    "  --rule RULE        alerts of this rule, and executions that raised one (network_attempt,\n"
+    "                     denied_exec, escape_syscall, oom_kill, pids_limit, timeout, output_flood, ...)\n"
     "  --type execution|alert\n"
     "  --since WHEN       records from then on: RFC 3339 (2024-05-01T10:00:00Z) or an age (90s, 10m, 2h, 1d)\n"
     "  --execution ID     the records of one execution\n"
     "  -f, --follow       keep reading as records are appended (across rotations)\n"
-    "  --json             print the records as they are (JSON lines)\n";
+    "  --json             print the records as they are (JSON lines)\n"
+    "\n"
+    "an unknown --status, --rule or --type is an error (exit 2) that lists the valid values\n";
 
 struct Filter {
   std::string policy, status, rule, type, since, execution;
@@ -141,6 +151,34 @@ bool ReadAll(int fd, std::string& buf) {
   }
 }
 
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+// A filter value no record can have is a typo, not an empty answer: named, with the valid values.
+std::optional<std::string> CheckFilterValues(const Filter& f) {
+  if (!f.type.empty() && f.type != "execution" && f.type != "alert")
+    return "--type '" + f.type + "' is not a record type; valid: execution, alert";
+  if (!f.status.empty()) {
+    std::vector<std::string> statuses;
+    for (auto s : {ExecStatus::kOk, ExecStatus::kError, ExecStatus::kTimeout, ExecStatus::kOom, ExecStatus::kKilled,
+                   ExecStatus::kDenied, ExecStatus::kOutputLimit})
+      statuses.push_back(ExecStatusName(s));
+    statuses.push_back("sandbox_error");  // the daemon's own failure (monitor.cc)
+    if (std::find(statuses.begin(), statuses.end(), f.status) == statuses.end())
+      return "--status '" + f.status + "' is not an execution status; valid: " + Join(statuses);
+  }
+  if (!f.rule.empty()) {
+    std::vector<std::string> rules;
+    for (const auto& r : BuiltinAlertRules()) rules.push_back(r.name);
+    if (std::find(rules.begin(), rules.end(), f.rule) == rules.end())
+      return "--rule '" + f.rule + "' is not an alert rule; valid: " + Join(rules);
+  }
+  return std::nullopt;
+}
+
 int Bad(const std::string& msg) {
   std::fprintf(stderr, "llm-sandbox logs: %s\n\n%s", msg.c_str(), kLogsUsage);
   return 2;
@@ -151,7 +189,6 @@ int Bad(const std::string& msg) {
 int LogsCommand(const Args& args) {
   Filter f;
   std::string file;
-  if (const char* env = std::getenv("LLM_SANDBOX_AUDIT_LOG")) file = env;
   bool follow = false, raw = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -185,8 +222,10 @@ int LogsCommand(const Args& args) {
       return Bad("unknown option '" + a + "'");
     }
   }
+  const bool default_file = file.empty();
+  if (default_file) file = monitor::DefaultAuditLogPath();
   if (file.empty()) return Bad("no audit log: give --file FILE (the daemon's --audit-log) or set LLM_SANDBOX_AUDIT_LOG");
-  if (!f.type.empty() && f.type != "execution" && f.type != "alert") return Bad("--type wants execution or alert");
+  if (auto bad = CheckFilterValues(f)) return Bad(*bad);
 
   // Rotated files first, oldest (highest number) first.
   int highest = 0;
@@ -200,7 +239,10 @@ int LogsCommand(const Args& args) {
   }
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd && !follow) {
-    std::fprintf(stderr, "llm-sandbox logs: cannot open %s: %s\n", file.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "llm-sandbox logs: cannot open %s: %s%s\n", file.c_str(), std::strerror(errno),
+                 default_file ? " (the default place of the daemon's audit log for this user: a daemon run as "
+                                "another user, or with --audit-log FILE, writes elsewhere; give --file FILE)"
+                              : "");
     return 1;
   }
   std::string buf;

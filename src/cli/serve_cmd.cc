@@ -1,12 +1,19 @@
 // llm-sandbox serve: the HTTP daemon (docs/api.md). Thin: options -> DaemonConfig -> RunDaemon.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
+#include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "monitor/audit_log.h"
 #include "policy/units.h"
 #include "monitor/webhook.h"
+#include "server/body_limits.h"
 #include "server/daemon.h"
 #include "server/web_guard.h"
 
@@ -24,11 +31,16 @@ constexpr const char* kServeUsage =
     "                           (default: $LLM_SANDBOX_BACKEND, else auto)\n"
     "  --pool-size N            docker: warm containers kept per policy (default 2; 0 = none)\n"
     "  --native-pool N          native: boxes kept started per policy for one-shot executions (default 2; 0 = none)\n"
-    "  --max-concurrency N      executions at once (default: the number of cores)\n"
+    "  --max-concurrency N      executions at once (default: by box cost, the largest policy's memory\n"
+    "                           and pids against the host's, from 4 to 64; docs/api.md)\n"
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
-    "  --max-body BYTES         largest request body, e.g. 10M (default 10 MiB; larger: 413)\n"
+    "  --max-body BYTES         largest request body, e.g. 10M (default: what one --max-file file needs\n"
+    "                           as base64 plus 64K, at least 10M: 21.4M with the default; larger: 413)\n"
     "  --max-sessions N         sessions at once (default 64)\n"
-    "  --max-file BYTES         largest file uploaded/downloaded (default 16M)\n"
+    "  --max-file BYTES         largest file uploaded/downloaded (default 16M; with only --max-body,\n"
+    "                           the largest file that body carries)\n"
+    "  --async-keep N           asynchronous executions kept, pending or finished (default 1000)\n"
+    "  --async-keep-bytes BYTES their results' JSON in all; the oldest finished go first (default 64M)\n"
     "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"
@@ -48,7 +60,10 @@ constexpr const char* kServeUsage =
     "\n"
     "monitoring (docs/monitoring.md):\n"
     "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
-    "  --audit-log FILE         the audit log (JSON lines, fdatasync per record; default: none)\n"
+    "  --audit-log FILE|none    the audit log (JSON lines, fdatasync per record; default:\n"
+    "                           $LLM_SANDBOX_AUDIT_LOG, $LLM_SANDBOX_STATE_DIR/audit.jsonl,\n"
+    "                           /var/lib/llm-sandbox/audit.jsonl for root, else\n"
+    "                           ${XDG_STATE_HOME:-~/.local/state}/llm-sandbox/audit.jsonl; none: no log)\n"
     "  --audit-max-size BYTES   rotate the audit log past this size (default 64M)\n"
     "  --audit-keep N           rotated audit files kept (default 5)\n"
     "  --webhook URL            POST alerts to this http:// URL (repeatable)\n"
@@ -94,6 +109,29 @@ Result<std::string> RandomToken() {
   return t;
 }
 
+// The default audit log (audit_log.h), its directory made; "" with a warning when that fails: a
+// daemon nobody asked for a log is not refused for lack of one (--audit-log FILE is).
+std::string DefaultAuditLog() {
+  std::string path = monitor::DefaultAuditLogPath();
+  if (path.empty()) {
+    std::fprintf(stderr, "llm-sandbox serve: warning: no audit log (no HOME for its default place); give --audit-log FILE\n");
+    return "";
+  }
+  auto made = monitor::MakeParentDirs(path);
+  if (made.ok() && ::access(path.c_str(), F_OK) != 0) {
+    UniqueFd probe(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640));
+    if (!probe) made = Error::FromErrno("audit log: create " + path);
+  } else if (made.ok() && ::access(path.c_str(), W_OK) != 0) {
+    made = Error::FromErrno("audit log: write " + path);
+  }
+  if (!made.ok()) {
+    std::fprintf(stderr, "llm-sandbox serve: warning: no audit log at its default place: %s; give --audit-log FILE (or none)\n",
+                 made.error().message.c_str());
+    return "";
+  }
+  return path;
+}
+
 int Bad(const std::string& msg) {
   std::fprintf(stderr, "llm-sandbox serve: %s\n\n%s", msg.c_str(), kServeUsage);
   return 2;
@@ -106,6 +144,8 @@ int ServeCommand(const Args& args) {
   std::string token_file;
   bool generate_token = false;
   std::string webhook_secret_file;
+  std::optional<uint64_t> max_body, max_file;
+  std::optional<std::string> audit_log;
   // The environment gives the default backend (tests pin one this way); --backend overrides it.
   if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') c.backend = env;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -161,11 +201,14 @@ int ServeCommand(const Args& args) {
       if (!ParseCount(v, &c.queue)) return Bad("--queue wants a positive integer");
     } else if (value("--max-sessions")) {
       if (!ParseCount(v, &c.max_sessions)) return Bad("--max-sessions wants a positive integer");
-    } else if (value("--max-body") || value("--max-file")) {
+    } else if (value("--max-body") || value("--max-file") || value("--async-keep-bytes")) {
       auto n = units::ParseBytes(v);
       if (!n.ok() || *n == 0) return Bad(a + ": " + (n.ok() ? "must be positive" : n.error().message));
-      if (a.rfind("--max-body", 0) == 0) c.max_body = *n;
-      else c.limits.max_file_bytes = *n;
+      if (a.rfind("--max-body", 0) == 0) max_body = *n;
+      else if (a.rfind("--max-file", 0) == 0) max_file = *n;
+      else c.async_results.max_bytes = *n;
+    } else if (value("--async-keep")) {
+      if (!ParseCount(v, &c.async_results.max_entries)) return Bad("--async-keep wants a positive integer");
     } else if (value("--shutdown-grace")) {
       size_t s = 0;
       if (v != "0" && !ParseCount(v, &s)) return Bad("--shutdown-grace wants seconds");
@@ -200,7 +243,8 @@ int ServeCommand(const Args& args) {
       if (v != "on" && v != "off") return Bad("--monitoring wants on or off");
       c.monitoring = v == "on";
     } else if (value("--audit-log")) {
-      c.monitor.audit_path = v;
+      if (v.empty()) return Bad("--audit-log wants a file, or none");
+      audit_log = v;
     } else if (value("--audit-max-size")) {
       auto n = units::ParseBytes(v);
       if (!n.ok() || *n == 0) return Bad("--audit-max-size wants a size such as 64M");
@@ -256,6 +300,20 @@ int ServeCommand(const Args& args) {
   }
   if (!c.monitor.webhooks.urls.empty() && c.monitor.webhooks.secret.empty())
     std::fprintf(stderr, "llm-sandbox serve: warning: webhooks are not signed (no --webhook-secret-file)\n");
+  auto sizes = server::ReconcileBodyLimits(max_body, max_file, c.limits.max_file_bytes);
+  if (!sizes.ok()) return Bad(sizes.error().message);
+  c.max_body = sizes->max_body;
+  c.limits.max_file_bytes = sizes->max_file;
+  if (!sizes->note.empty()) std::fprintf(stderr, "llm-sandbox serve: %s\n", sizes->note.c_str());
+  if (c.monitoring) {
+    if (audit_log && monitor::IsAuditLogOff(*audit_log)) {
+      c.monitor.audit_path.clear();
+    } else if (audit_log) {
+      c.monitor.audit_path = *audit_log;
+    } else {
+      c.monitor.audit_path = DefaultAuditLog();
+    }
+  }
   return server::RunDaemon(std::move(c));
 }
 

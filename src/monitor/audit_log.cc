@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/io.h"
 
@@ -28,7 +30,31 @@ void SyncDir(const std::string& path) {
   if (d) (void)::fsync(d.get());
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 }  // namespace
+
+std::string DefaultAuditLogPath() {
+  if (std::string p = Env("LLM_SANDBOX_AUDIT_LOG"); !p.empty()) return p;
+  if (std::string d = Env("LLM_SANDBOX_STATE_DIR"); !d.empty()) return d + "/audit.jsonl";
+  if (::geteuid() == 0) return "/var/lib/llm-sandbox/audit.jsonl";
+  if (std::string d = Env("XDG_STATE_HOME"); !d.empty() && d[0] == '/') return d + "/llm-sandbox/audit.jsonl";
+  if (std::string h = Env("HOME"); !h.empty()) return h + "/.local/state/llm-sandbox/audit.jsonl";
+  return "";
+}
+
+bool IsAuditLogOff(const std::string& value) { return value == "none" || value == "off"; }
+
+Status MakeParentDirs(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) return Error::FromErrno("audit log: mkdir " + dir);
+  }
+  return OkStatus();
+}
 
 Result<std::unique_ptr<AuditLog>> AuditLog::Open(AuditLogOptions opts) {
   if (opts.path.empty()) return Error{"audit log: no path given"};

@@ -33,6 +33,17 @@ struct AuditLogOptions {
   bool sync = true;                  // fdatasync before Append returns
 };
 
+// Where the daemon writes its audit log when --audit-log is not given, and where `llm-sandbox logs`
+// reads it (docs/monitoring.md "Audit log"), first that applies:
+//   $LLM_SANDBOX_AUDIT_LOG; $LLM_SANDBOX_STATE_DIR/audit.jsonl; /var/lib/llm-sandbox/audit.jsonl for
+//   root; $XDG_STATE_HOME/llm-sandbox/audit.jsonl; $HOME/.local/state/llm-sandbox/audit.jsonl.
+// "" when none applies (no HOME).
+std::string DefaultAuditLogPath();
+// The values of --audit-log that turn the audit log off.
+bool IsAuditLogOff(const std::string& value);
+// Creates the directories above `path` (mode 0750) when missing.
+Status MakeParentDirs(const std::string& path);
+
 class AuditLog {
  public:
   static Result<std::unique_ptr<AuditLog>> Open(AuditLogOptions opts);

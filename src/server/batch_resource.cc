@@ -1,5 +1,6 @@
 // POST /v1/batch: many tasks, each in a fresh box, run concurrently (at most `concurrency` at a
-// time, and never more than the executor's workers), answered in request order. A task that is
+// time, and never more than the executor's workers: the answer's "concurrency" says what was
+// granted and why when less than asked), answered in request order. A task that is
 // invalid or fails gets {"error": {...}} in its slot; the others still run.
 #include <algorithm>
 #include <optional>
@@ -27,12 +28,21 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse({ApiCode::kPayloadTooLarge, "tasks: " + std::to_string(tasks.size()) +
                                                          " tasks; a batch may have at most " +
                                                          std::to_string(ctx.limits.max_batch_tasks)});
-  size_t concurrency = ctx.executor.workers();
+  // Never more at once than the executor's workers; a request asking for more is told so.
+  const size_t workers = ctx.executor.workers();
+  size_t concurrency = workers;
+  json granted = {{"requested", nullptr}, {"granted", workers}};
   if (j->contains("concurrency") && !(*j)["concurrency"].is_null()) {
     const json& c = (*j)["concurrency"];
     if (!c.is_number_integer() || c.get<int64_t>() < 1)
       return ErrorResponse(BadRequest("concurrency: must be a positive integer"));
-    concurrency = std::min(concurrency, static_cast<size_t>(c.get<int64_t>()));
+    size_t requested = static_cast<size_t>(c.get<int64_t>());
+    concurrency = std::min(workers, requested);
+    granted = {{"requested", requested}, {"granted", concurrency}};
+    if (requested > workers)
+      granted["reason"] = "the daemon runs at most " + std::to_string(workers) +
+                          " executions at once (serve --max-concurrency; the default is sized by box cost, "
+                          "docs/api.md \"Concurrency and queue\")";
   }
   // Admission for the batch as a whole: refuse it while the executor has no room at all.
   if (ctx.executor.queued() >= ctx.executor.queue_limit())
@@ -54,8 +64,9 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
   // Each result becomes its JSON at once, cut to its share of the response's byte budget (as
   // encoded: a NUL costs six bytes), so neither the answer nor the daemon's memory while the
   // batch runs grows past the budget, whatever the programs print.
-  // The envelope {"results":[...]} and the commas between results come out of the budget first.
-  const size_t envelope = sizeof("{\"results\":[]}") - 1 + n;
+  // The envelope {"concurrency":{...},"results":[...]} and the commas between results come out of
+  // the budget first.
+  const size_t envelope = sizeof("{\"concurrency\":,\"results\":[]}") - 1 + granted.dump().size() + n;
   const size_t budget = static_cast<size_t>(ctx.limits.max_batch_response_bytes);
   const size_t share = (budget > envelope ? budget - envelope : 0) / std::max<size_t>(n, 1);
   std::vector<json> results(n);
@@ -82,7 +93,7 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
 
   json out = json::array();
   for (auto& r : results) out.push_back(std::move(r));
-  return JsonResponse(200, {{"results", std::move(out)}});
+  return JsonResponse(200, {{"results", std::move(out)}, {"concurrency", std::move(granted)}});
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "server/owner.h"
 #include "server/routes.h"
 #include "server/web_guard.h"
+#include "server/worker_sizing.h"
 
 namespace lsb::server {
 namespace {
@@ -147,8 +148,17 @@ int RunDaemon(DaemonConfig config) {
   ::pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  size_t workers = config.max_concurrency ? config.max_concurrency : std::max(1u, std::thread::hardware_concurrency());
+  // By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
+  size_t workers = config.max_concurrency;
+  if (!workers) {
+    std::vector<Policy> loaded_policies;
+    for (const auto& [name, p] : *policies.Snapshot()) loaded_policies.push_back(p);
+    auto sizing = SizeWorkers(ReadHostCapacity(), LargestBoxCost(loaded_policies));
+    workers = sizing.workers;
+    Log(std::to_string(workers) + " workers by box cost (" + sizing.why + "); --max-concurrency N sets them");
+  }
   size_t queue = config.queue ? config.queue : 4 * workers;
+  ExecutionStore executions(config.async_results);  // outlives the executor, whose tasks finish into it
   sched::Executor executor(workers, queue);
   sched::BoxRegistry boxes;
   sched::SessionManager sessions(config.max_sessions);
@@ -163,6 +173,7 @@ int RunDaemon(DaemonConfig config) {
     boxes.set_pool(pool.get());
   }
   ServerContext ctx{**backend, policies, executor, boxes, sessions, config.limits, config.tokens};
+  ctx.executions = &executions;
   std::unique_ptr<monitor::Monitor> mon;
   if (config.monitoring) {
     auto m = monitor::Monitor::Create(config.monitor);

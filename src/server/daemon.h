@@ -22,9 +22,9 @@ struct DaemonConfig {
   std::string init_path;
   size_t pool_size = 2;            // docker: warm containers kept per policy (--pool-size; 0 = none)
   size_t native_pool = 2;          // native: warm boxes kept per policy for one-shots (--native-pool; 0 = none)
-  size_t max_concurrency = 0;      // 0 = the number of cores
+  size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency
-  uint64_t max_body = 10u << 20;
+  uint64_t max_body = 10u << 20;  // serve derives it from the file limit (body_limits.h)
   size_t max_sessions = 64;
   int shutdown_grace_ms = 10000;
   std::set<std::string> tokens;
@@ -37,6 +37,7 @@ struct DaemonConfig {
   int keepalive_timeout_ms = 30000;
   uint64_t min_transfer_rate = 64u << 10;
   ServerLimits limits;
+  ExecutionStoreLimits async_results;   // kept asynchronous results (--async-keep, --async-keep-bytes)
   bool monitoring = true;               // --monitoring off: no metrics, events, audit, webhooks
   lsb::monitor::MonitorOptions monitor;  // audit log, webhooks (docs/monitoring.md)
 };

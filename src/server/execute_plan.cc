@@ -42,7 +42,7 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
     const std::string& m = tight.error().message;
     return ApiError{ApiCode::kForbidden, where + field_of(m) + ": " + m + "; a request may only tighten its policy"};
   }
-  ExecutionPlan plan{std::move(*tight), {}, {}, owner};
+  ExecutionPlan plan{std::move(*tight), {}, {}, owner, NewExecutionId()};
   plan.request.code = std::move(body.code);
   plan.request.language = std::move(body.language);
   plan.request.stdin_data = std::move(body.stdin_data);
@@ -66,25 +66,49 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   return plan;
 }
 
+namespace {
+
+// One plan in a fresh box, on the calling (worker) thread, under the plan's execution id.
+Result<ExecResult> RunInBox(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb, const char* kind) {
+  ExecRequest req = plan.request;
+  req.execution_id = plan.execution_id;
+  if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, cb);
+  // Observed: its live events and its result share the id.
+  auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",
+                                req.language.empty() ? plan.policy.default_language : req.language, req.code,
+                                plan.owner, plan.policy.cpu});
+  auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb));
+  ctx.monitor->Finish(ex, r.ok() ? &*r : nullptr, r.ok() ? "" : r.error().message, ctx.backend.name());
+  return r;
+}
+
+}  // namespace
+
 ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb, bool wait_for_room,
                           const char* kind) {
   sched::Admission admission;
-  std::function<Result<ExecResult>()> fn = [&ctx, &plan, &cb, kind]() -> Result<ExecResult> {
-    if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, plan.request, plan.files, cb);
-    // Observed: named in advance so its live events and its result share the id.
-    ExecRequest req = plan.request;
-    req.execution_id = NewExecutionId();
-    auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",
-                                  req.language.empty() ? plan.policy.default_language : req.language, req.code,
-                                  plan.owner, plan.policy.cpu});
-    auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb));
-    ctx.monitor->Finish(ex, r.ok() ? &*r : nullptr, r.ok() ? "" : r.error().message, ctx.backend.name());
-    return r;
-  };
+  std::function<Result<ExecResult>()> fn = [&ctx, &plan, &cb, kind] { return RunInBox(ctx, plan, cb, kind); };
   auto r = sched::RunOn<Result<ExecResult>>(ctx.executor, fn, &admission, wait_for_room);
   if (!r) return FromAdmission(admission);
   if (!r->ok()) return SandboxError(r->error().message);
   return std::move(**r);
+}
+
+sched::Admission SubmitPlan(ServerContext& ctx, std::shared_ptr<const ExecutionPlan> plan,
+                            std::function<void()> started, std::function<void(ApiOr<ExecResult>)> done) {
+  // As RunOn: the value is handed on in the continuation, once the worker's slot is free again.
+  auto value = std::make_shared<std::optional<Result<ExecResult>>>();
+  sched::Executor::Task task = [&ctx, plan, value, started = std::move(started)](bool cancelled) {
+    if (cancelled) return;
+    if (started) started();
+    value->emplace(RunInBox(ctx, *plan, {}, "execute"));
+  };
+  sched::Executor::Then then = [value, done = std::move(done)] {
+    if (!*value) return done(FromAdmission(sched::Admission::kShuttingDown));
+    if (!(*value)->ok()) return done(SandboxError((*value)->error().message));
+    done(std::move(***value));
+  };
+  return ctx.executor.Submit(std::move(task), std::move(then));
 }
 
 }  // namespace lsb::server

@@ -3,6 +3,7 @@
 // files with their paths checked. Shared by /v1/execute and /v1/batch.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct ExecutionPlan {
   ExecRequest request;
   std::vector<sched::InputFile> files;
   std::string owner;  // of the request (HttpRequest::owner): its execution's views and events are its own
+  std::string execution_id;  // named when planned: known before the result (X-Execution-Id, async)
 };
 
 // The policy named `name` ("" = the daemon's default); `field` names the body field in errors.
@@ -32,5 +34,10 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
 // With monitoring on, the execution is observed (metrics, events, audit log) under `kind`.
 ApiOr<ExecResult> RunPlan(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb = {},
                           bool wait_for_room = false, const char* kind = "execute");
+// Queues a plan on the executor without waiting (the asynchronous form); `done` gets the result
+// (or the error) on a worker once it ran, or a 503 when a shutdown dropped it first. `started`
+// runs when a worker takes it. kQueueFull / kShuttingDown: nothing was queued, `done` never runs.
+sched::Admission SubmitPlan(ServerContext& ctx, std::shared_ptr<const ExecutionPlan> plan,
+                            std::function<void()> started, std::function<void(ApiOr<ExecResult>)> done);
 
 }  // namespace lsb::server

@@ -1,6 +1,8 @@
 // POST /v1/execute: one program in a fresh box. With ?stream=true (or Accept: text/event-stream)
 // the answer is server-sent events: stdout/stderr chunks and alerts as they happen, then one
-// "result" (or "error") event last.
+// "result" (or "error") event last. With Prefer: respond-async (or ?async=true) it is queued and
+// answered 202 with its id; the result is fetched later from GET /v1/executions/{id}.
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -68,6 +70,44 @@ Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out)
   return Reply::Streamed();
 }
 
+bool WantsAsync(const HttpRequest& req) {
+  std::string a = req.Query("async");
+  if (a == "true" || a == "1") return true;
+  return req.Header("prefer").find("respond-async") != std::string::npos;
+}
+
+// The asynchronous form: queued now, answered 202 with the id; the result waits in the store
+// (execution_store.h) for GET /v1/executions/{id}. Refused like the synchronous form when the
+// executor has no room (429), so no more work is accepted than the daemon would run.
+Reply SubmitAsync(ServerContext& ctx, ExecutionPlan plan) {
+  if (!ctx.executions) return ErrorResponse(BadRequest("async: this daemon keeps no asynchronous results"));
+  const std::string id = plan.execution_id;
+  ExecutionStore& store = *ctx.executions;
+  if (!store.Add(id, plan.owner, plan.policy.name))
+    return ErrorResponse({ApiCode::kTooManyRequests,
+                          "async: " + std::to_string(store.limits().max_entries) +
+                              " asynchronous executions are pending, the most kept (serve --async-keep); "
+                              "retry after the Retry-After seconds",
+                          1});
+  auto shared = std::make_shared<const ExecutionPlan>(std::move(plan));
+  std::string policy = shared->policy.name;
+  auto admission = SubmitPlan(
+      ctx, shared, [&store, id] { store.Start(id); },
+      [&store, id, policy](ApiOr<ExecResult> r) {
+        store.Finish(id, r.ok() ? ExecResultJson(*r, policy) : ErrorJson(r.error()));
+      });
+  if (admission != sched::Admission::kAccepted) {
+    store.Forget(id);
+    return ErrorResponse(FromAdmission(admission));
+  }
+  std::string location = "/v1/executions/" + id;
+  HttpResponse res = JsonResponse(202, {{"execution_id", id}, {"state", "queued"}, {"location", location}});
+  res.headers.emplace_back("Location", location);
+  res.headers.emplace_back("X-Execution-Id", id);
+  res.headers.emplace_back("Preference-Applied", "respond-async");
+  return res;
+}
+
 }  // namespace
 
 void AddExecuteRoutes(Router& router, ServerContext& ctx) {
@@ -78,10 +118,21 @@ void AddExecuteRoutes(Router& router, ServerContext& ctx) {
     if (!body.ok()) return ErrorResponse(body.error());
     auto plan = PlanExecution(ctx, req.owner, std::move(*body));
     if (!plan.ok()) return ErrorResponse(plan.error());
-    if (WantsStream(req)) return Stream(ctx, *plan, out);
+    bool stream = WantsStream(req);
+    if (WantsAsync(req)) {
+      if (stream) return ErrorResponse(BadRequest("async: choose the streaming form or the asynchronous one, not both"));
+      return SubmitAsync(ctx, std::move(*plan));
+    }
+    // The id is named before the run: a client sees it in the headers of either form.
+    if (stream) {
+      out.AddHeader("X-Execution-Id", plan->execution_id);
+      return Stream(ctx, *plan, out);
+    }
     auto r = RunPlan(ctx, *plan);
     if (!r.ok()) return ErrorResponse(r.error());
-    return JsonResponse(200, ExecResultJson(*r, plan->policy.name));
+    HttpResponse res = JsonResponse(200, ExecResultJson(*r, plan->policy.name));
+    res.headers.emplace_back("X-Execution-Id", plan->execution_id);
+    return res;
   });
 }
 

@@ -200,6 +200,9 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
     return Overview(ctx, req);
   });
   router.Add("GET", "/v1/executions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
+    // An asynchronous execution's state or result first (execution_store.h), monitoring or not.
+    if (ctx.executions)
+      if (auto a = ctx.executions->Find(req.params.at("id"), req.owner)) return JsonResponse(200, *a);
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());
     auto e = ctx.monitor->FindExecution(req.params.at("id"), req.owner);
     if (!e) return ErrorResponse(NotFound("no execution " + req.params.at("id") +

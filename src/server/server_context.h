@@ -13,6 +13,7 @@
 #include "scheduler/executor.h"
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
+#include "server/execution_store.h"
 
 namespace lsb::server {
 
@@ -38,6 +39,7 @@ struct ServerContext {
   std::set<std::string> tokens;           // empty: no auth (loopback only)
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
+  ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
 };
 
 }  // namespace lsb::server

@@ -4,8 +4,10 @@ Every backend runs the seed policy (policies/code-sandbox.yaml); docker/runsc ru
 `runtime: runsc` and `gvisor_accept_weaker: true` added, the only way gVisor is accepted.
 LSB_BUILD_DIR / LSB_SOURCE_DIR locate the binary and the repo (the CTest entry sets them).
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -15,6 +17,14 @@ BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
 SEED_POLICY = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
 IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+
+# The daemon writes an audit log by default (docs/monitoring.md "Audit log"); every daemon these
+# suites start writes it into a temporary state directory, never the machine's default place.
+if not os.environ.get("LLM_SANDBOX_STATE_DIR"):
+    os.environ["LLM_SANDBOX_STATE_DIR"] = tempfile.mkdtemp(prefix="lsb-test-state-")
+    atexit.register(shutil.rmtree, os.environ["LLM_SANDBOX_STATE_DIR"], True)
+os.environ.pop("LLM_SANDBOX_AUDIT_LOG", None)
+
 TEST_IMAGE = "llm-sandbox/python:3.11-test"
 
 # What a backend's box is made of: the suite's expectations key on these, never on names.

@@ -142,11 +142,13 @@ async function newSurfaces(page, base, longId) {
 
 (async () => {
   const port = await freePort();
+  // The default audit log goes to a temp dir, never the machine's default place.
+  const stateDir = fs.mkdtempSync(path.join(require("os").tmpdir(), "lsb-dashboard-state-"));
   const base = `http://127.0.0.1:${port}`;
   const tmp = fs.mkdtempSync("/tmp/lsb-dashboard-");
   const daemon = spawn(path.join(BUILD, "llm-sandbox"), ["serve", "--listen", `127.0.0.1:${port}`, "--policies", path.join(SRC, "policies"),
     "--images", path.join(SRC, "config", "images.yaml"), "--usage-interval", "250", "--audit-log", path.join(tmp, "audit.log")],
-    { stdio: ["ignore", "ignore", "pipe"] });
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LLM_SANDBOX_STATE_DIR: stateDir } });
   let log = "";
   daemon.stderr.on("data", (d) => (log += d));
   let browser;
@@ -204,8 +206,9 @@ async function newSurfaces(page, base, longId) {
   } finally {
     if (browser) await browser.close();
     daemon.kill("SIGTERM");
-    await new Promise((r) => (daemon.exitCode != null ? r() : daemon.on("exit", r)));
+    await new Promise((r) => (daemon.exitCode !== null ? r() : daemon.once("exit", r)));
     fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(stateDir, { recursive: true, force: true });
   }
   console.log(failed ? "0 passed, 1 failed" : "1 passed, 0 failed");
   process.exit(failed ? 1 : 0);

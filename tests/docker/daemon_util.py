@@ -1,13 +1,16 @@
 """Helpers shared by the Docker suites (stdlib only): engine/image setup, a free port, a small HTTP
 client, a daemon under test, waiting for it to answer, and what this project left behind
 (containers, volumes, temp files)."""
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import urllib.error
@@ -20,6 +23,13 @@ BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
 OWNER_LABEL = "io.llm-sandbox.owner"
 IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
 POLICIES = os.path.join(SOURCE_DIR, "policies")
+
+# The daemon writes an audit log by default (docs/monitoring.md "Audit log"); every daemon these
+# suites start writes it into a temporary state directory, never the machine's default place.
+if not os.environ.get("LLM_SANDBOX_STATE_DIR"):
+    os.environ["LLM_SANDBOX_STATE_DIR"] = tempfile.mkdtemp(prefix="lsb-test-state-")
+    atexit.register(shutil.rmtree, os.environ["LLM_SANDBOX_STATE_DIR"], True)
+os.environ.pop("LLM_SANDBOX_AUDIT_LOG", None)
 # What the CLI, the daemon or the engine on their behalf could leave in the shared temp dirs.
 TMP_DIRS = ("/tmp", "/dev/shm")
 TMP_NAME = re.compile(r"llm|lsb|sandbox|docker", re.I)

@@ -2,9 +2,12 @@
 
 LSB_BUILD_DIR points at the build directory (the CTest entry sets it); LSB_SOURCE_DIR at the repo.
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
@@ -13,6 +16,13 @@ BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
 SEED_POLICY = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
 IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+
+# The daemon writes an audit log by default (docs/monitoring.md "Audit log"); every daemon these
+# suites start writes it into a temporary state directory, never the machine's default place.
+if not os.environ.get("LLM_SANDBOX_STATE_DIR"):
+    os.environ["LLM_SANDBOX_STATE_DIR"] = tempfile.mkdtemp(prefix="lsb-test-state-")
+    atexit.register(shutil.rmtree, os.environ["LLM_SANDBOX_STATE_DIR"], True)
+os.environ.pop("LLM_SANDBOX_AUDIT_LOG", None)
 
 
 def run_cli(args, stdin=None, timeout=120):

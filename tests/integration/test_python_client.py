@@ -29,8 +29,8 @@ from harness import (BINARY, SOURCE_DIR, TEST_BACKEND, boxes_left_by,  # noqa: E
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
 from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFailed,  # noqa: E402
-                         Forbidden, NotFound, PayloadTooLarge, RateLimited, SandboxClient,
-                         SandboxError, Unauthorized)
+                         Forbidden, NotFound, PayloadTooLarge, RateLimited, RequestTimedOut,
+                         SandboxClient, SandboxError, Unauthorized)
 
 RESULT_KEYS = {"stdout", "stderr", "exit_code", "status", "duration_ms", "cpu_ms",
                "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy"}
@@ -445,6 +445,34 @@ class AsyncPythonClientTest(DaemonTestCase):
             with self.assertRaises(Forbidden):
                 await c.execute("print(1)", timeout=3600)
         asyncio.run(go())
+
+
+class ExecutionIdBeforeTheResultTest(DaemonTestCase):
+    """execute_async returns the id at once; the daemon keeps the result for get_execution /
+    wait_execution, so a caller whose HTTP wait is short loses nothing."""
+
+    def test_execute_async_then_fetch_the_result_later(self):
+        c = self.client(timeout=1)
+        xid = c.execute_async("import time; time.sleep(1.5); print('kept')")
+        self.assertTrue(xid.startswith("ex-"), xid)
+        self.assertIn(c.get_execution(xid)["state"], ("queued", "running", "finished"))
+        with self.assertRaises(RequestTimedOut):
+            c.wait_execution(xid, timeout=0.2)
+        r = c.wait_execution(xid, timeout=60)
+        self.assertEqual((r["stdout"], r["execution_id"]), ("kept\n", xid), r)
+        self.assertEqual(c.get_execution(xid)["result"]["stdout"], "kept\n")
+        with self.assertRaises(NotFound):
+            c.get_execution("ex-00000000deadbeef")
+        with self.assertRaises(BadRequest):
+            c.execute_async("print(1)", policy="no-such-policy")
+
+    def test_the_asyncio_client_too(self):
+        async def go():
+            c = AsyncSandboxClient(base_url=self.daemon.url, policy="code-sandbox")
+            xid = await c.execute_async("print('aio')")
+            return xid, await c.wait_execution(xid, timeout=60)
+        xid, r = asyncio.run(go())
+        self.assertEqual((r["stdout"], r["execution_id"]), ("aio\n", xid), r)
 
 
 def slow_policy():

@@ -36,6 +36,9 @@ export async function startDaemon() {
   const logDone = new Promise((r) => { log.once("close", r); log.once("error", () => r()); });
   const env = { ...process.env };
   delete env.LLM_SANDBOX_TOKENS;
+  // The default audit log goes to this daemon's temp dir, never the machine's default place.
+  env.LLM_SANDBOX_STATE_DIR = logDir;
+  delete env.LLM_SANDBOX_AUDIT_LOG;
   const proc = spawn(BINARY, ["serve", "--listen", `127.0.0.1:${port}`, ...POLICY_ARGS],
     { cwd: SOURCE_DIR, env, stdio: ["ignore", "pipe", "pipe"] });
   proc.stdout.pipe(log, { end: false });

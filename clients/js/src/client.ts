@@ -7,7 +7,7 @@
  *   console.log(result.stdout);
  */
 import { batchTasks, batchTimeoutMs, executeBody, httpTimeoutMs, segment } from "./body.js";
-import { ProtocolError, errorFromBody } from "./errors.js";
+import { ProtocolError, RequestTimedOut, errorFromBody } from "./errors.js";
 import {
   DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport, transportError,
 } from "./http.js";
@@ -15,7 +15,7 @@ import { Session } from "./session.js";
 import { SSEParser, type SSEMessage } from "./sse.js";
 import { PolicyTimeouts } from "./timeouts.js";
 import type {
-  BatchEntry, BatchTask, ExecResult, ExecuteOptions, PolicyDetail, PolicySummary, SessionInfo,
+  BatchEntry, BatchTask, ExecResult, ExecuteOptions, ExecutionState, PolicyDetail, PolicySummary, SessionInfo,
   SessionOptions, StreamEvent,
 } from "./types.js";
 
@@ -91,6 +91,56 @@ export class SandboxClient {
       method: "POST", path: "/v1/execute", json: body, signal: opts.signal,
       timeoutMs: httpTimeoutMs(this.timeout, limit),
     });
+  }
+
+  /**
+   * Queues code like execute() and returns its execution id at once; the daemon keeps the
+   * result (bounded, docs/api.md) for getExecution() / waitExecution(), so a result outlives any
+   * HTTP wait of the caller.
+   */
+  async executeAsync(code: string, opts: ExecuteOptions = {}): Promise<string> {
+    const body = executeBody(code, opts, this.policy);
+    const answer = await this.transport.json<{ execution_id?: unknown }>({
+      method: "POST", path: "/v1/execute?async=true", json: body, signal: opts.signal,
+      timeoutMs: httpTimeoutMs(this.timeout),
+    });
+    if (typeof answer?.execution_id !== "string") {
+      throw new ProtocolError(`async execute answer without an execution_id: ${JSON.stringify(answer).slice(0, 200)}`);
+    }
+    return answer.execution_id;
+  }
+
+  /**
+   * An execution's state: `state` queued | running | finished, `result` once finished, `error`
+   * when the daemon could not run it. Throws NotFound once it is no longer kept (or is another
+   * token's).
+   */
+  getExecution(executionId: string): Promise<ExecutionState> {
+    return this.transport.json<ExecutionState>({
+      method: "GET", path: `/v1/executions/${segment(executionId)}`, timeoutMs: httpTimeoutMs(this.timeout),
+    });
+  }
+
+  /**
+   * Waits for an asynchronous execution and returns its result (a failed one throws its typed
+   * error). `timeout`: seconds to wait at most (default: until it finishes); past it
+   * RequestTimedOut, and the execution is still kept for a later call.
+   */
+  async waitExecution(executionId: string, opts: { timeout?: number; pollInterval?: number } = {}): Promise<ExecResult> {
+    const deadline = opts.timeout === undefined ? undefined : Date.now() + opts.timeout * 1000;
+    for (;;) {
+      const view = await this.getExecution(executionId);
+      if (view?.state === "finished") {
+        if (view.error) throw errorFromBody(view);
+        if (!view.result) throw new ProtocolError(`a finished execution without a result: ${JSON.stringify(view).slice(0, 200)}`);
+        return view.result;
+      }
+      if (deadline !== undefined && Date.now() >= deadline) {
+        throw new RequestTimedOut(`execution ${executionId} did not finish within ${opts.timeout} s; ` +
+          "it is still kept: call waitExecution again later");
+      }
+      await new Promise((r) => setTimeout(r, (opts.pollInterval ?? 0.25) * 1000));
+    }
   }
 
   /**

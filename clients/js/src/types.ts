@@ -132,3 +132,18 @@ export type StreamEvent =
   | { kind: "alert"; data: SandboxEvent }
   | { kind: "result"; data: ExecResult }
   | { kind: string; data: unknown };
+
+/** An asynchronous execution's state (GET /v1/executions/{id}, docs/api.md "Asynchronous executions"). */
+export interface ExecutionState {
+  execution_id: string;
+  policy: string;
+  kind: string;
+  async?: boolean;
+  state: "queued" | "running" | "finished";
+  submitted_at?: string;
+  finished_at?: string;
+  /** The result, once finished. */
+  result?: ExecResult;
+  /** Set instead of `result` when the daemon could not run it. */
+  error?: { code: string; message: string };
+}

@@ -3,7 +3,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  BadRequest, ConnectionFailed, Forbidden, NotFound, SandboxClient, SandboxError, Unauthorized,
+  BadRequest, ConnectionFailed, Forbidden, NotFound, RequestTimedOut, SandboxClient, SandboxError, Unauthorized,
   VERSION, isBatchError, type ExecResult, type StreamEvent,
 } from "@llm-sandbox/client";
 import { Daemon } from "./harness.js";
@@ -85,6 +85,29 @@ describe("one-shot executions", () => {
     assert.ok(isBatchError(results[1]));
     // The daemon refuses a body naming an unknown policy as a bad request (400), with the names it has.
     await assert.rejects(client.batch([{ code: "print(2)", policy: "no-such-policy" }], { raiseOnError: true }), BadRequest);
+  });
+});
+
+describe("asynchronous executions", () => {
+  test("executeAsync returns the id at once; waitExecution and getExecution fetch the result later", async () => {
+    const id = await client.executeAsync("import time\ntime.sleep(0.5)\nprint('later')");
+    assert.match(id, /^ex-/);
+    const early = await client.getExecution(id);
+    assert.equal(early.execution_id, id);
+    assert.ok(["queued", "running", "finished"].includes(early.state), JSON.stringify(early));
+    const r = await client.waitExecution(id, { timeout: 60 });
+    assert.equal(r.stdout, "later\n");
+    assert.equal(r.execution_id, id);
+    const kept = await client.getExecution(id);
+    assert.equal(kept.state, "finished");
+    assert.equal(kept.result?.stdout, "later\n");
+  });
+
+  test("an unknown execution id is NotFound; a short wait is RequestTimedOut and the result stays", async () => {
+    await assert.rejects(client.getExecution("ex-00000000deadbeef"), NotFound);
+    const id = await client.executeAsync("import time\ntime.sleep(1)\nprint('slow')");
+    await assert.rejects(client.waitExecution(id, { timeout: 0.1 }), RequestTimedOut);
+    assert.equal((await client.waitExecution(id)).stdout, "slow\n");
   });
 });
 

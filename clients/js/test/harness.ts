@@ -48,6 +48,9 @@ export class Daemon {
     const logDone = new Promise<void>((r) => { log.once("close", r); log.once("error", () => r()); });
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
     if (!("LLM_SANDBOX_TOKENS" in env)) delete childEnv.LLM_SANDBOX_TOKENS;
+    // The default audit log goes to this daemon's temp dir, never the machine's default place.
+    if (!("LLM_SANDBOX_STATE_DIR" in env)) childEnv.LLM_SANDBOX_STATE_DIR = logDir;
+    delete childEnv.LLM_SANDBOX_AUDIT_LOG;
     const proc = spawn(BINARY, ["serve", "--listen", `127.0.0.1:${port}`,
       "--policies", opts.policies ?? join(SOURCE_DIR, "policies"),
       "--images", join(SOURCE_DIR, "config", "images.yaml"), ...(opts.args ?? [])],

@@ -348,3 +348,33 @@ def health(base_timeout: float) -> Call:
 
 def ready(base_timeout: float) -> Call:
     return Call("GET", "/readyz", http_timeout=base_timeout, parse=decode_json, retry=False)
+
+
+# --- asynchronous executions (docs/api.md "Asynchronous executions")
+
+#: How often wait_execution asks GET /v1/executions/{id} while the execution is not finished.
+POLL_INTERVAL = 0.25
+
+
+def execute_async(body: Dict[str, Any], base_timeout: float) -> Call:
+    """POST /v1/execute?async=true: queued, answered at once (202) with the execution id."""
+    return _post_json("/v1/execute?async=true", body, base_timeout, _key("execution_id"))
+
+
+def get_execution(execution_id: str, base_timeout: float) -> Call:
+    """GET /v1/executions/{id}: {"state": "queued"|"running"|"finished", "result"?, "error"?}."""
+    return Call("GET", f"/v1/executions/{quote(str(execution_id), safe='')}",
+                http_timeout=base_timeout, parse=decode_json)
+
+
+def finished_result(view: Any) -> Optional[Dict[str, Any]]:
+    """The ExecResult of a finished asynchronous execution's view, None while it is not finished;
+    a failed one (the daemon could not run it) raises its typed exception."""
+    if not isinstance(view, dict) or view.get("state") != "finished":
+        return None
+    if "error" in view:
+        raise error_from_body(view)
+    result = view.get("result")
+    if not isinstance(result, dict):
+        raise ProtocolError(f"a finished execution without a result: {str(view)[:200]}")
+    return result

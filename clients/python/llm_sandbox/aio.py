@@ -325,6 +325,35 @@ class AsyncSandboxClient(ClientBase):
         finally:
             await chunks.aclose()
 
+    async def execute_async(self, code: str, *, language: Optional[str] = None,
+                            stdin: Optional[str] = None, timeout: Optional[float] = None,
+                            env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
+                            policy: Optional[str] = None, memory: Union[str, int, None] = None,
+                            cpu: Union[str, float, None] = None) -> str:
+        """See SandboxClient.execute_async: the execution id, at once."""
+        body = _calls.execute_body(code, policy=policy or self._policy, language=language,
+                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
+                                   files=files)
+        return await self._run(_calls.execute_async(body, self.timeout))
+
+    async def get_execution(self, execution_id: str) -> Dict[str, Any]:
+        """See SandboxClient.get_execution."""
+        return await self._run(_calls.get_execution(execution_id, self.timeout))
+
+    async def wait_execution(self, execution_id: str, *, timeout: Optional[float] = None,
+                             poll_interval: float = _calls.POLL_INTERVAL) -> Dict[str, Any]:
+        """See SandboxClient.wait_execution."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + float(timeout)
+        while True:
+            result = _calls.finished_result(await self.get_execution(execution_id))
+            if result is not None:
+                return result
+            if deadline is not None and loop.time() >= deadline:
+                raise RequestTimedOut(f"execution {execution_id} did not finish within {timeout} s; "
+                                      "it is still kept: call wait_execution again later")
+            await asyncio.sleep(poll_interval)
+
     async def batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
                     concurrency: Optional[int] = None, policy: Optional[str] = None,
                     raise_on_error: bool = False) -> List[Dict[str, Any]]:

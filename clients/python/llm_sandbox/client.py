@@ -9,6 +9,7 @@ The requirements' example works as written::
 from __future__ import annotations
 
 import ssl
+import time
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
@@ -170,6 +171,40 @@ class SandboxClient(ClientBase):
         body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
                                    timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
         return self._stream(_calls.execute_stream(body, self.timeout, self._limit(name, timeout)))
+
+    def execute_async(self, code: str, *, language: Optional[str] = None,
+                      stdin: Optional[str] = None, timeout: Optional[float] = None,
+                      env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
+                      policy: Optional[str] = None, memory: Union[str, int, None] = None,
+                      cpu: Union[str, float, None] = None) -> str:
+        """Queues code like :meth:`execute` and returns its execution id at once; the daemon
+        keeps the result (bounded, docs/api.md) for :meth:`get_execution` / :meth:`wait_execution`,
+        so a result outlives any HTTP wait of the caller."""
+        body = _calls.execute_body(code, policy=policy or self._policy, language=language,
+                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
+                                   files=files)
+        return self._run(_calls.execute_async(body, self.timeout))
+
+    def get_execution(self, execution_id: str) -> Dict[str, Any]:
+        """An execution's state: ``{"state": "queued"|"running"|"finished", "result": ExecResult
+        (finished), "error": {...} (the daemon could not run it)}``; NotFound once it is no
+        longer kept (or is another token's)."""
+        return self._run(_calls.get_execution(execution_id, self.timeout))
+
+    def wait_execution(self, execution_id: str, *, timeout: Optional[float] = None,
+                       poll_interval: float = _calls.POLL_INTERVAL) -> Dict[str, Any]:
+        """Waits for an asynchronous execution and returns its ExecResult (a failed one raises
+        its typed exception). ``timeout``: seconds to wait at most (None: until it finishes);
+        past it RequestTimedOut, and the execution is still kept for a later call."""
+        deadline = None if timeout is None else time.monotonic() + float(timeout)
+        while True:
+            result = _calls.finished_result(self.get_execution(execution_id))
+            if result is not None:
+                return result
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RequestTimedOut(f"execution {execution_id} did not finish within {timeout} s; "
+                                      "it is still kept: call wait_execution again later")
+            time.sleep(poll_interval)
 
     def _stream(self, call: _calls.Call) -> Iterator[StreamEvent]:
         events = _calls.StreamDecoder()

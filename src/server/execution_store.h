@@ -1,0 +1,67 @@
+// The results of asynchronous executions (POST /v1/execute with `Prefer: respond-async` or
+// ?async=true, docs/api.md "Asynchronous executions"): the id is answered at once (202), the
+// result is kept here until fetched with GET /v1/executions/{id}, as often as the caller likes.
+//
+// Bounded (DESIGN §11 "Defaults written down"): at most `max_entries` executions (pending ones
+// included; a full store of pending ones refuses new work with 429) and `max_bytes` of kept result
+// JSON in all; the oldest finished results go first. A result over `max_result_bytes` is cut the
+// way a batch entry is (json_budget.h: "response_truncated": true).
+// Ownership (owner.h): each entry belongs to the token that submitted it; another owner's Find
+// answers nothing, the same as an id that never existed.
+// Concurrency: `mu_` guards everything; the executor's workers call Start/Finish, requests Find.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace lsb::server {
+
+struct ExecutionStoreLimits {
+  size_t max_entries = 1000;
+  uint64_t max_bytes = 64ull << 20;
+  uint64_t max_result_bytes = 16ull << 20;
+};
+
+class ExecutionStore {
+ public:
+  explicit ExecutionStore(ExecutionStoreLimits limits = {}) : limits_(limits) {}
+
+  // Records a queued execution; false when the store is full of pending ones (nothing to evict).
+  bool Add(const std::string& id, const std::string& owner, const std::string& policy);
+  void Start(const std::string& id);
+  // `body` is the result (ExecResult JSON) or {"error": {...}}; it replaces the pending entry.
+  void Finish(const std::string& id, nlohmann::json body);
+  // Drops a pending entry whose work was never admitted.
+  void Forget(const std::string& id);
+  // The entry's view (docs/api.md), or nullopt: unknown, evicted, or another owner's.
+  std::optional<nlohmann::json> Find(const std::string& id, const std::string& owner) const;
+
+  size_t size() const;
+  uint64_t bytes() const;
+  const ExecutionStoreLimits& limits() const { return limits_; }
+
+ private:
+  struct Entry {
+    std::string owner, policy, state;  // state: queued | running | finished
+    std::string submitted_at, finished_at;
+    nlohmann::json body;  // finished only
+    size_t bytes = 0;     // of body, as sent
+  };
+  void EvictFinished();  // while over a bound, the oldest finished entry goes (mu_ held)
+
+  const ExecutionStoreLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+  std::deque<std::string> finished_order_;  // oldest first
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace lsb::server
