@@ -52,6 +52,20 @@ Status AddSupport(const std::string& exe, Support& support, int depth) {
   return OkStatus();
 }
 
+std::string_view BaseName(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// A multi-call binary that is also a shell: allowing it under another name (/bin/ls -> busybox, as
+// in Alpine and similar images) would allow every applet, `busybox sh` included, so such an entry
+// counts only where it names the binary itself. Matters most for presets, which name commands,
+// not files.
+bool IsMultiCallShell(std::string_view real) {
+  std::string_view base = BaseName(real);
+  return base == "busybox" || base == "toybox";
+}
+
 std::set<FileId> IdsOf(const std::set<std::string>& paths) {
   std::set<FileId> ids;
   for (const auto& p : paths) {
@@ -105,6 +119,11 @@ Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
     auto real = RealPath(a);
     if (!real) {
       warn("commands.allow: " + a + " does not exist in the box; skipped");
+      continue;
+    }
+    if (IsMultiCallShell(*real) && BaseName(a) != BaseName(*real)) {
+      warn("commands.allow: " + a + " is " + *real + ", a multi-call binary with a shell; skipped (list " + *real +
+           " itself to allow it)");
       continue;
     }
     if (denied.count(*real) || denied_raw.count(JoinPath("/", a))) {
