@@ -13,6 +13,7 @@
 #include "scheduler/executor.h"
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
+#include "server/policy_runnable.h"
 
 namespace lsb::server {
 
@@ -38,6 +39,7 @@ struct ServerContext {
   std::set<std::string> tokens;           // empty: no auth (loopback only)
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
+  PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)
 };
 
 }  // namespace lsb::server
