@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
+#include <set>
 #include <cstring>
 
 namespace lsb::init {
@@ -118,6 +120,21 @@ TEST(ExecPolicy, DenyWinsOverAllow) {
   auto p = ExecPolicy::Resolve({"/bin/sh"}, {"/bin/sh"}, [](const std::string&) {});
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->allowed().empty());
+}
+
+// Presets write /usr/bin/NAME and /bin/NAME: on a merged-/usr root (this host) both are one file,
+// allowed once under its real name, as realpath() names it.
+TEST(ExecPolicy, BothNamesOfAPresetCommandAreOneFile) {
+  std::vector<std::string> warnings;
+  auto p = ExecPolicy::Resolve({"/usr/bin/ls", "/bin/ls", "/usr/bin/python3", "/bin/python3", "/bin/no-such-cmd"}, {},
+                               [&](const std::string& w) { warnings.push_back(w); });
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  char ls[PATH_MAX], py[PATH_MAX];
+  ASSERT_NE(::realpath("/bin/ls", ls), nullptr);
+  ASSERT_NE(::realpath("/usr/bin/python3", py), nullptr);  // a symlink (python3 -> python3.11)
+  EXPECT_EQ(p->allowed(), (std::set<std::string>{ls, py}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("/bin/no-such-cmd does not exist"), std::string::npos) << warnings[0];
 }
 
 // /bin/ls -> busybox (Alpine-style roots): allowing "ls" (by hand or through @coreutils) must not
