@@ -16,7 +16,9 @@
 #include "base/unique_fd.h"
 #include "cli/commands.h"
 #include "cli/output_relay.h"
+#include "policy/languages.h"
 #include "policy/policy_loader.h"
+#include "policy/suggest.h"
 #include "runtime/backend_select.h"
 #include "runtime/native/native_box.h"
 #include "runtime/runner.h"
@@ -84,6 +86,26 @@ void PrintAlert(const protocol::Event& e) {
   std::fflush(stderr);
 }
 
+// Without --lang, a program file's extension names its language (t.py is python, not the policy's
+// default bash); stdin keeps the policy's default. A language the policy cannot run is a usage
+// error (exit 2) naming the ones it can, before any box is started.
+int ChooseLanguage(const Policy& policy, const std::string& program, std::string& lang) {
+  std::string why;
+  if (lang.empty()) {
+    lang = InferLanguage(policy, program);
+    if (!lang.empty()) why = program + " is " + lang + " by its extension (no --lang given); ";
+  }
+  auto language = ResolveLanguage(policy, lang);
+  if (language.ok()) return 0;
+  std::vector<std::string> runnable = RunnableLanguages(policy);
+  std::fprintf(stderr, "llm-sandbox run: %s%s\n  policy '%s' runs: %s; pass --lang with one of them, or a --policy "
+               "that runs %s\n",
+               why.c_str(), language.error().message.c_str(), policy.name.c_str(),
+               runnable.empty() ? "no language" : JoinList(runnable).c_str(),
+               (lang.empty() ? policy.default_language : lang).c_str());
+  return kExitUsage;
+}
+
 }  // namespace
 
 int RunCommand(const Args& args) {
@@ -98,7 +120,9 @@ int RunCommand(const Args& args) {
   bool json = false;
   app.add_option("--policy", policy_arg, "policy file, or a name looked up in the policy path")
       ->capture_default_str();
-  app.add_option("--lang", lang, "language of the program (python, bash, sh, node, ...); default: the policy's");
+  app.add_option("--lang", lang,
+                 "language of the program (python, bash, sh, node, ...); default: by the program file's extension "
+                 "(.py .sh .js ...), else the policy's");
   app.add_option("--images", images, "image map file (default: $LLM_SANDBOX_IMAGES, /etc/llm-sandbox/images.yaml)");
   app.add_option("--backend", backend_name, "backend: auto | native | ... (default: the policy's backend)");
   app.add_option("--stdin", stdin_file, "file whose bytes become the program's stdin ('-' for ours)");
@@ -120,6 +144,7 @@ int RunCommand(const Args& args) {
 
   auto policy = LoadPolicy(policy_arg);
   if (!policy.ok()) return Fail("policy: " + policy.error().message);
+  if (int rc = ChooseLanguage(*policy, program, lang); rc != 0) return rc;
 
   ExecRequest req;
   auto code = ReadInput(program, "program");

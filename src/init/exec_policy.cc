@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <map>
 
 #include "base/unique_fd.h"
 #include "init/elf_interp.h"
@@ -18,6 +19,31 @@ std::optional<std::string> RealPath(const std::string& p) {
   if (::realpath(p.c_str(), buf) == nullptr) return std::nullopt;
   return std::string(buf);
 }
+
+// realpath() for many entries in few directories (a preset is ~100 names in /usr/bin and /bin):
+// each directory is resolved once, then an entry that is not itself a symlink is that directory
+// plus its name, one lstat instead of a readlink per component. Same answers as RealPath.
+class RealPathCache {
+ public:
+  std::optional<std::string> Resolve(const std::string& p) {
+    size_t slash = p.rfind('/');
+    if (slash == std::string::npos) return RealPath(p);
+    std::string name = p.substr(slash + 1);
+    if (name.empty() || name == "." || name == "..") return RealPath(p);
+    std::string dir = slash == 0 ? "/" : p.substr(0, slash);
+    auto it = dirs_.find(dir);
+    if (it == dirs_.end()) it = dirs_.emplace(dir, RealPath(dir)).first;
+    if (!it->second) return std::nullopt;  // no such directory: no such file
+    std::string joined = (*it->second == "/" ? "" : *it->second) + "/" + name;
+    struct stat st;
+    if (::lstat(joined.c_str(), &st) != 0) return std::nullopt;
+    if (S_ISLNK(st.st_mode)) return RealPath(joined);
+    return joined;
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> dirs_;
+};
 
 std::string ReadHead(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -50,6 +76,20 @@ Status AddSupport(const std::string& exe, Support& support, int depth) {
     support.elf.insert(*real);
   }
   return OkStatus();
+}
+
+std::string_view BaseName(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// A multi-call binary that is also a shell: allowing it under another name (/bin/ls -> busybox, as
+// in Alpine and similar images) would allow every applet, `busybox sh` included, so such an entry
+// counts only where it names the binary itself. Matters most for presets, which name commands,
+// not files.
+bool IsMultiCallShell(std::string_view real) {
+  std::string_view base = BaseName(real);
+  return base == "busybox" || base == "toybox";
 }
 
 std::set<FileId> IdsOf(const std::set<std::string>& paths) {
@@ -100,11 +140,20 @@ Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
   }
   std::set<std::string> allowed;
   Support support;
+  RealPathCache paths;
   for (const auto& a : allow) {
     if (a.empty() || a[0] != '/') return Error{"commands.allow: not an absolute path: " + a};
-    auto real = RealPath(a);
+    auto real = paths.Resolve(a);
     if (!real) {
       warn("commands.allow: " + a + " does not exist in the box; skipped");
+      continue;
+    }
+    // Another name of a file already allowed (/bin/ls and /usr/bin/ls on a merged-/usr root, as
+    // presets write both): nothing more to check or add.
+    if (allowed.count(*real) && !denied_raw.count(JoinPath("/", a))) continue;
+    if (IsMultiCallShell(*real) && BaseName(a) != BaseName(*real)) {
+      warn("commands.allow: " + a + " is " + *real + ", a multi-call binary with a shell; skipped (list " + *real +
+           " itself to allow it)");
       continue;
     }
     if (denied.count(*real) || denied_raw.count(JoinPath("/", a))) {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "policy/command_presets.h"
 #include "policy/units.h"
 
 namespace lsb {
@@ -177,15 +178,43 @@ class Explainer {
         "Landlock: EXECUTE and READ_FILE granted per allowed file plus the ELF interpreter (ld.so) it needs; the "
         "bin directories get only READ_DIR, so every other binary is unreadable and cannot run, not even as "
         "'ld.so /bin/sh'; writable mounts are noexec; memfd and execveat(AT_EMPTY_PATH) exec are refused by seccomp";
-    Add("commands.allow", List(p_.allow), "commands.allow", Yes(landlock),
-        gvisor_ ? Gvisor("Landlock, so any binary in the image can be executed")
-                : Yes(landlock + " (applied by llm-sandbox-init inside the container)"));
+    Enforcement docker_allow = gvisor_ ? Gvisor("Landlock, so any binary in the image can be executed")
+                                       : Yes(landlock + " (applied by llm-sandbox-init inside the container)");
+    Add("commands.allow", AllowSetting(), "commands.allow", Yes(landlock), docker_allow);
+    for (const auto& name : p_.allow_presets) {
+      const CommandPreset* preset = FindCommandPreset(name);
+      if (!preset) continue;
+      Add("commands.allow " + name, PresetSetting(*preset), "commands.allow." + name,
+          Yes("expanded by the loader into /usr/bin/NAME and /bin/NAME per command, then resolved in the box like "
+              "a hand-written entry (realpath; a name the root lacks is skipped); " + landlock),
+          docker_allow);
+    }
     std::string watch =
         "not in commands.allow, so Landlock refuses it; seccomp user notification also watches execve/execveat: "
         "an exec of a listed path fails with EACCES and raises a denied_exec alert naming it";
     Add("commands.deny", List(p_.deny), "commands.deny", Yes(watch),
         gvisor_ ? Gvisor("Landlock or seccomp user notification, so listed paths can run and are not reported")
                 : Yes(watch));
+  }
+
+  // The entries as written: hand-written paths, then the presets by name (their paths in rows of
+  // their own). Without presets, every path.
+  std::string AllowSetting() const {
+    if (p_.allow_presets.empty()) return List(p_.allow);
+    std::vector<std::string> written;
+    for (size_t i = 0; i < p_.allow.size() && p_.positions.count("commands.allow[" + std::to_string(i) + "]"); ++i)
+      written.push_back(p_.allow[i]);
+    for (const auto& name : p_.allow_presets) written.push_back(name);
+    return List(written);
+  }
+
+  std::string PresetSetting(const CommandPreset& preset) const {
+    std::vector<std::string> denied;
+    for (const auto& command : preset.commands)
+      for (const auto& dir : {"/usr/bin/", "/bin/"})
+        if (p_.Denies(dir + command)) denied.push_back(dir + command);
+    return preset.summary + ": " + List(preset.commands) + " (" + std::to_string(preset.commands.size()) +
+           " commands" + (denied.empty() ? "" : "; denied by commands.deny, so left out: " + List(denied)) + ")";
   }
 
   void Languages() {
@@ -279,6 +308,10 @@ std::vector<ControlExplanation> ExplainPolicy(const Policy& policy) { return Exp
 
 std::string FormatExplanation(const Policy& policy) {
   std::string out = "policy " + policy.name + " (" + policy.source_file + ")\n";
+  if (!policy.description.empty()) {
+    out += "description: " + policy.description +
+           (policy.positions.count("description") ? "" : "  [(built in): policy/builtin_descriptions.cc]") + "\n";
+  }
   out += "backend: " + policy.backend + ", runtime: " + policy.runtime +
          ". For each control: its setting and where it was set, then how the native and the Docker backend "
          "enforce it.\n";
@@ -300,6 +333,7 @@ nlohmann::json ExplanationJson(const Policy& policy) {
                         {"docker", {{"enforced", c.docker.enforced}, {"how", c.docker.how}}}});
   }
   return {{"policy", policy.name},
+          {"description", policy.description},
           {"file", policy.source_file},
           {"backend", policy.backend},
           {"runtime", policy.runtime},

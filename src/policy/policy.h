@@ -46,7 +46,7 @@ inline constexpr double kMinCpu = 0.01;
 struct Policy {
   std::string version;  // "1.0"
   std::string name;
-  std::string description;  // free text, optional
+  std::string description;  // free text, optional (policy/builtin_descriptions.h fills a known few)
   std::string source_file;
 
   std::string backend = "auto";  // auto | native | docker
@@ -71,8 +71,11 @@ struct Policy {
   bool network_enabled = false;
 
   // commands:
-  std::vector<std::string> allow;  // absolute paths
+  std::vector<std::string> allow;  // absolute paths (presets already expanded into it)
   std::vector<std::string> deny;   // absolute paths
+  // The presets commands.allow named ("@coreutils", ...; policy/command_presets.h), as written; their
+  // paths are in `allow`, less any that commands.deny names.
+  std::vector<std::string> allow_presets;
 
   // languages: (built-ins python, bash, sh, node unless overridden)
   std::map<std::string, Language> languages;

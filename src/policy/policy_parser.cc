@@ -11,6 +11,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "policy/alert_rules.h"
+#include "policy/builtin_descriptions.h"
+#include "policy/command_presets.h"
 #include "policy/env_rules.h"
 #include "policy/bounded_yaml.h"
 #include "policy/languages.h"
@@ -328,6 +330,10 @@ class Parser {
     for (size_t i = 0; i < items->size(); ++i) {
       const Field& item = (*items)[i];
       const std::string& path = item.value.Scalar();
+      if (!path.empty() && path[0] == '@') {
+        Preset(f, item, seen);
+        continue;
+      }
       std::string why;
       if (!IsCleanAbsolutePath(path, &why)) {
         r_.Report(item.value.Mark(), f.path + ": '" + path + "' " + why,
@@ -342,6 +348,32 @@ class Parser {
       p_.positions[f.path + "[" + std::to_string(list.size()) + "]"] = r_.Pos(item.value.Mark());
       list.push_back(path);
     }
+  }
+
+  // "@coreutils" in commands.allow: recorded here, expanded into paths after the whole file is read
+  // (ExpandCommandPresets), so that commands.deny, wherever it is written, wins over it.
+  void Preset(const Field& f, const Field& item, std::set<std::string>& seen) {
+    const std::string& name = item.value.Scalar();
+    if (f.key.Scalar() != "allow") {
+      r_.Report(item.value.Mark(), f.path + ": '" + name + "': presets are for commands.allow only",
+                "list the absolute paths to deny, e.g. /usr/bin/git");
+      return;
+    }
+    if (!FindCommandPreset(name)) {
+      std::vector<std::string> known;
+      for (const auto& preset : CommandPresets()) known.push_back("@" + preset.name);
+      std::string guess = ClosestMatch(name, known);
+      r_.Report(item.value.Mark(), f.path + ": unknown preset '" + name + "'",
+                (guess.empty() ? std::string() : "did you mean '" + guess + "'? ") + "the presets are: " +
+                    CommandPresetNames() + " (docs/policy.md lists the commands of each)");
+      return;
+    }
+    if (!seen.insert(name).second) {
+      r_.Report(item.value.Mark(), f.path + ": '" + name + "' is listed twice", "remove one of the two entries");
+      return;
+    }
+    p_.positions[f.path + "." + name] = r_.Pos(item.value.Mark());
+    p_.allow_presets.push_back(name);
   }
 
   void Languages(const Field& f) {
@@ -588,6 +620,8 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
     SortByPosition(out.diagnostics);
     return out;
   }
+  ExpandCommandPresets(policy);
+  ApplyBuiltinDescription(policy);
   // Left out: commands.allow is the default language's interpreter, so a minimal policy runs.
   if (!policy.positions.count("commands.allow")) {
     if (const Language* lang = policy.FindLanguage(policy.default_language); lang && !lang->command.empty()) {

@@ -10,7 +10,12 @@ ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std
                                                    const std::string& field) {
   std::string n = name.empty() ? ctx.limits.default_policy : name;
   auto p = ctx.policies.Find(n);
-  if (p) return p;
+  if (p) {
+    // Refused before any box: starting it would only fail with a 502 (policy_runnable.h).
+    Runnability r = ctx.runnability.Of(ctx.policies, *p);
+    if (!r.runnable) return BadRequest(field + ": policy '" + n + "' is not runnable here: " + r.reason);
+    return p;
+  }
   std::string known;
   for (const auto& [k, _] : *ctx.policies.Snapshot()) known += (known.empty() ? "" : ", ") + k;
   return BadRequest(field + ": no policy named '" + n + "' on this daemon (it has: " +

@@ -254,7 +254,7 @@ json PolicyJson(const Policy& p) {
            {{"image", p.image}, {"read_only", p.read_only}, {"tmpfs", tmpfs}, {"user_namespace", p.user_namespace},
             {"seccomp", p.seccomp}, {"uid", p.uid}, {"gid", p.gid}, {"workdir", p.workdir}, {"env", p.env}}},
           {"network", {{"enabled", p.network_enabled}}},
-          {"commands", {{"allow", p.allow}, {"deny", p.deny}}},
+          {"commands", {{"allow", p.allow}, {"deny", p.deny}, {"allow_presets", p.allow_presets}}},
           {"languages", langs},
           {"default_language", p.default_language},
           {"resources",

@@ -74,10 +74,15 @@ json ExecOutcome(const ApiAnswer& a) {
   return {{"content", TextContent(ExecText(a.body))}, {"structuredContent", a.body}, {"isError", false}};
 }
 
+// The policies a model may be offered: those this daemon's backend can run (GET /v1/policies marks
+// the others `runnable: false`; offering them would only end in a refusal).
 json PolicyList(const ApiCall& api) {
   ApiAnswer a = api("GET", "/v1/policies", nullptr);
   if (!Ok(a) || !a.body.is_object() || !a.body.contains("policies")) return json::array();
-  return a.body["policies"];
+  json runnable = json::array();
+  for (const auto& p : a.body["policies"])
+    if (p.value("runnable", true)) runnable.push_back(p);
+  return runnable;
 }
 
 std::string PolicyLine(const json& p) {
@@ -353,7 +358,14 @@ json McpServer::ListPolicies() {
   ApiAnswer a = api_("GET", "/v1/policies", nullptr);
   if (!Ok(a)) return ApiFailure(a);
   std::string text = "Policies:";
-  for (const auto& p : a.body.value("policies", json::array())) text += "\n" + PolicyLine(p);
+  std::string elsewhere;
+  for (const auto& p : a.body.value("policies", json::array())) {
+    if (p.value("runnable", true))
+      text += "\n" + PolicyLine(p);
+    else
+      elsewhere += (elsewhere.empty() ? "" : ", ") + p.value("name", "?");
+  }
+  if (!elsewhere.empty()) text += "\nNot runnable on this server's backend (do not choose): " + elsewhere;
   return {{"content", TextContent(text)}, {"structuredContent", a.body}, {"isError", false}};
 }
 

@@ -1,5 +1,6 @@
 // GET /v1/policies and GET /v1/policies/{name}: the daemon's policies and, per control, how each
-// backend enforces it (the `policy explain` view).
+// backend enforces it (the `policy explain` view), and whether this daemon's backend can run each
+// (policy_runnable.h).
 #include "policy/explain.h"
 #include "policy/languages.h"
 #include "server/json_codec.h"
@@ -17,14 +18,17 @@ std::string How(const Enforcement& e) { return e.enforced ? e.how : "not enforce
 void AddPolicyRoutes(Router& router, ServerContext& ctx) {
   router.Add("GET", "/v1/policies", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
     json list = json::array();
-    for (const auto& [name, p] : *ctx.policies.Snapshot()) {
-      json langs = json::array();
+    auto snapshot = ctx.policies.Snapshot();
+    auto runnable = ctx.runnability.For(snapshot);
+    for (const auto& [name, p] : *snapshot) {
       // Only the languages this policy can actually run (interpreter allowed, not denied).
-      for (const auto& [l, lang] : p.languages)
-        if (CheckLanguageRunnable(p, lang).ok()) langs.push_back(l);
-      list.push_back({{"name", name}, {"description", p.description}, {"backend", p.backend},
-                      {"network", p.network_enabled}, {"languages", langs},
-                      {"default", name == ctx.limits.default_policy}});
+      json langs = RunnableLanguages(p);
+      const Runnability& r = runnable->at(name);
+      json entry = {{"name", name}, {"description", p.description}, {"backend", p.backend},
+                    {"network", p.network_enabled}, {"languages", langs},
+                    {"default", name == ctx.limits.default_policy}, {"runnable", r.runnable}};
+      if (!r.runnable) entry["reason"] = r.reason;
+      list.push_back(std::move(entry));
     }
     return JsonResponse(200, {{"policies", list}});
   });
@@ -36,7 +40,10 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
       explain.push_back({{"control", c.control}, {"setting", c.setting}, {"source", c.source},
                          {"native", How(c.native)}, {"docker", How(c.docker)},
                          {"native_enforced", c.native.enforced}, {"docker_enforced", c.docker.enforced}});
-    return JsonResponse(200, {{"name", p->name}, {"policy", PolicyJson(*p)}, {"explain", explain}});
+    Runnability r = ctx.runnability.Of(ctx.policies, *p);
+    json body = {{"name", p->name}, {"policy", PolicyJson(*p)}, {"explain", explain}, {"runnable", r.runnable}};
+    if (!r.runnable) body["reason"] = r.reason;
+    return JsonResponse(200, body);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
 #include "server/execution_store.h"
+#include "server/policy_runnable.h"
 
 namespace lsb::server {
 
@@ -40,6 +41,7 @@ struct ServerContext {
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
+  PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)
 };
 
 }  // namespace lsb::server

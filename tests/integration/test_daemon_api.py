@@ -65,6 +65,48 @@ class DaemonApiTest(unittest.TestCase):
         self.assertTrue(any(c["control"] == "resources.memory" for c in detail["explain"]))
         self.assertError(self.call("GET", "/v1/policies/nope", "/v1/policies/{name}"), 404, "not_found")
 
+    def test_policies_say_which_the_backend_can_run_and_describe_each(self):
+        listed = self.call("GET", "/v1/policies", "/v1/policies").json()["policies"]
+        by_name = {p["name"]: p for p in listed}
+        for p in listed:
+            self.assertTrue(p["description"].strip(), p)  # code-sandbox's is built in
+            self.assertIsInstance(p["runnable"], bool)
+            self.assertEqual("reason" in p, not p["runnable"], p)
+        gv = by_name["python-gvisor"]  # runtime runsc: a Docker runtime, and this daemon is native
+        self.assertFalse(gv["runnable"])
+        self.assertIn("the native backend of this daemon cannot run it", gv["reason"])
+        self.assertIn("container.runtime", gv["reason"])
+        self.assertIn("fix: run the daemon with --backend docker", gv["reason"])
+        for name in ("code-sandbox", "python-strict", "bash-tools", "research-trace"):
+            self.assertTrue(by_name[name]["runnable"], by_name[name])
+        self.assertTrue(by_name["code-sandbox"]["description"].startswith("Python with pip"))
+        detail = self.call("GET", "/v1/policies/python-gvisor", "/v1/policies/{name}").json()
+        self.assertFalse(detail["runnable"])
+        self.assertEqual(detail["reason"], gv["reason"])
+        self.assertTrue(self.call("GET", "/v1/policies/bash-tools", "/v1/policies/{name}").json()["runnable"])
+
+    def test_a_policy_the_backend_cannot_run_is_refused_with_400_not_502(self):
+        r = self.call("POST", "/v1/execute", "/v1/execute", {"code": "print(1)", "policy": "python-gvisor"})
+        self.assertError(r, 400, "bad_request", "policy: policy 'python-gvisor' is not runnable here: the native "
+                                                "backend of this daemon cannot run it")
+        self.assertIn("--backend docker", r.json()["error"]["message"])
+        r = self.call("POST", "/v1/sessions", "/v1/sessions", {"policy": "python-gvisor"})
+        self.assertError(r, 400, "bad_request", "not runnable here")
+        r = self.call("POST", "/v1/batch", "/v1/batch",
+                      {"tasks": [{"code": "print(1)", "policy": "python-gvisor"}, {"code": "print(2)"}]})
+        self.assertEqual(r.status, 200, r.body)
+        first, second = r.json()["results"]
+        self.assertEqual(first["error"]["code"], "bad_request")
+        self.assertIn("not runnable here", first["error"]["message"])
+        self.assertEqual(second["stdout"], "2\n")
+
+    def test_shell_policy_runs_the_common_commands(self):
+        # bash-tools' presets (@coreutils, @findutils, @text): mkdir, seq, tr, cut, find, xargs, date.
+        code = ("cd /tmp && mkdir -p a/b && seq 2 | tr '\\n' , && echo x,y | cut -d, -f2 && "
+                "find a -name b && echo q | xargs echo got && date +%Y | wc -c")
+        r = self.execute({"code": code, "policy": "bash-tools", "language": "bash"})
+        self.assertEqual((r["status"], r["stdout"]), ("ok", "1,2,y\na/b\ngot q\n5\n"), r)
+
     # ---- execute
 
     def test_execute_ok(self):

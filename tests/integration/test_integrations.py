@@ -15,7 +15,7 @@ import subprocess
 import sys
 import unittest
 
-from harness import BINARY, SOURCE_DIR, prepare_test_backend, serve_backend_args
+from harness import BINARY, SOURCE_DIR, TEST_BACKEND, prepare_test_backend, serve_backend_args
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
@@ -86,8 +86,9 @@ class TestPolicyChoice(DaemonCase):
         d = cfg.description
         self.assertIn("- python-strict (default): Untrusted Python snippets: tight limits", d)
         self.assertIn("- research-trace: Python and shell with full tracing", d)
-        # code-sandbox has no description in its YAML: the facts stand in for it.
-        self.assertRegex(d, r"- code-sandbox: general-purpose sandbox \(languages: .*python.*; network off\)")
+        # code-sandbox has no description in its YAML (kept verbatim): the daemon's built-in one
+        # is used (issue 16; before it, the facts stood in: "general-purpose sandbox (...)").
+        self.assertRegex(d, r"- code-sandbox: Python with pip.*\(languages: .*python.*; network off\)")
         self.assertNotIn("bash-tools", d)
 
     def test_operator_words_and_default(self):
@@ -99,7 +100,8 @@ class TestPolicyChoice(DaemonCase):
         self.assertIn("- python-strict: Untrusted", cfg.description)
 
     def test_every_policy_by_default_and_from_the_environment(self):
-        names = [p["name"] for p in self.client.policies()]
+        # Every policy the daemon can run (issue 16: not python-gvisor on the native backend).
+        names = [p["name"] for p in self.client.policies() if p["runnable"]]
         self.assertEqual(resolve_tool_config(self.client).policy_names, names)
         os.environ["LLM_SANDBOX_POLICIES"] = "research-trace, python-strict"
         try:
@@ -107,6 +109,19 @@ class TestPolicyChoice(DaemonCase):
                              ["research-trace", "python-strict"])
         finally:
             del os.environ["LLM_SANDBOX_POLICIES"]
+
+    def test_policies_the_backend_cannot_run_are_not_offered(self):
+        listed = self.client.policies()
+        self.assertTrue(all(p["description"].strip() for p in listed), listed)
+        not_runnable = [p["name"] for p in listed if not p["runnable"]]
+        if TEST_BACKEND == "native":
+            self.assertIn("python-gvisor", not_runnable)
+        cfg = resolve_tool_config(self.client)
+        for name in not_runnable:
+            self.assertNotIn(name, cfg.json_schema()["properties"]["policy"]["enum"])
+            self.assertNotIn(f"- {name}", cfg.description)
+            with self.assertRaisesRegex(ValueError, f"(?s){name}.*cannot run on this daemon's backend.*fix:"):
+                resolve_tool_config(self.client, policies=["python-strict", name])
 
     def test_operator_mistakes_are_errors(self):
         with self.assertRaisesRegex(NotFound, "python-strikt"):

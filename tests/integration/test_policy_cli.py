@@ -138,6 +138,32 @@ class PolicyExplainTest(unittest.TestCase):
         self.assertTrue(memory["native"]["enforced"])
         self.assertIn("HostConfig.Memory", memory["docker"]["how"])
 
+    def test_explain_shows_presets_and_their_commands(self):
+        proc = policy_cli("explain", "bash-tools")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = proc.stdout
+        self.assertRegex(out, r"(?m)^commands\.allow = /bin/bash, /bin/sh, @coreutils, @findutils, @text  \[")
+        self.assertRegex(out, r"(?m)^commands\.allow @coreutils = GNU coreutils.*\bmkdir\b.*\bseq\b.*\(\d+ commands\)")
+        self.assertRegex(out, r"(?m)^commands\.allow @findutils = find and xargs: find, xargs \(2 commands\)")
+        self.assertRegex(out, r"(?m)^commands\.allow @text = .*\bgrep\b.*\bsed\b")
+        doc = json.loads(policy_cli("explain", "--json", "bash-tools").stdout)
+        rows = [c["control"] for c in doc["controls"]]
+        self.assertIn("commands.allow @text", rows)
+
+    def test_unknown_preset_lists_the_valid_ones(self):
+        proc = policy_cli("check", f"{BAD_DIR}/unknown_preset.yaml")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("did you mean '@coreutils'? the presets are: @coreutils, @findutils, @text, @git", proc.stderr)
+
+    def test_every_shipped_policy_explains_a_description(self):
+        for path in sorted(glob.glob("policies/*.yaml", root_dir=SOURCE_DIR)):
+            with self.subTest(path=path):
+                doc = json.loads(policy_cli("explain", "--json", path).stdout)
+                self.assertTrue(doc["description"].strip(), path)
+        # The seed's file has none (it stays verbatim): its description is the built-in one.
+        out = policy_cli("explain", SEED).stdout
+        self.assertRegex(out, r"(?m)^description: Python with pip.*\[\(built in\)")
+
     def test_explain_bad_policy_exits_1(self):
         proc = policy_cli("explain", f"{BAD_DIR}/tmpfs_exec.yaml")
         self.assertEqual(proc.returncode, 1)

@@ -104,9 +104,12 @@ class RunBasics(SandboxTestCase):
         self.assertLess(first_at, total - 1.5, (first_at, total))
 
     def test_bash_language_denied_by_seed_policy(self):
+        # A language the policy cannot run is a usage error (2) naming what it runs, before any box
+        # (it was 70, "the sandbox failed", before issue 16).
         p = run_cli(RUN + ["--lang", "bash", "-"], stdin="echo hi\n")
-        self.assertEqual(p.returncode, 70)
-        self.assertIn("bash", p.stderr)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("language 'bash' runs /bin/bash, which commands.deny lists", p.stderr)
+        self.assertIn("policy 'code-sandbox' runs: python;", p.stderr)
 
     def test_timeout_flag_may_only_lower(self):
         p = run_cli(RUN + ["--timeout", "60", "-"], stdin="print(1)\n")
@@ -133,6 +136,117 @@ class RunBasics(SandboxTestCase):
     def test_usage_error(self):
         p = run_cli(["run", "--no-such-flag"])
         self.assertEqual(p.returncode, 2)
+
+
+def program_file(suffix, text):
+    """A program file with `suffix`, removed at the end of the test that asked for it."""
+    f = tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+BASH_TOOLS = ["run", "--policy", "bash-tools", "--images", IMAGES]
+
+
+@require_root
+class RunLanguageInference(SandboxTestCase):
+    def file(self, suffix, text):
+        path = program_file(suffix, text)
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def test_python_file_under_a_shell_policy_is_refused_not_run_as_bash(self):
+        path = self.file(".py", "import os\nprint('python ran')\n")
+        p = run_cli(BASH_TOOLS + [path])
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertEqual(p.stdout, "")  # nothing ran: bash would have printed errors for the import line
+        self.assertIn(f"{path} is python by its extension (no --lang given)", p.stderr)
+        self.assertIn("language 'python' runs /usr/bin/python3, which commands.allow does not list", p.stderr)
+        self.assertIn("policy 'bash-tools' runs: bash, sh;", p.stderr)
+
+    def test_python_file_runs_as_python_under_a_python_policy(self):
+        path = self.file(".py", "import sys\nprint(sys.version_info[0])\n")
+        p = run_cli(["run", "--policy", "research-trace", "--images", IMAGES, path])
+        self.assertEqual((p.returncode, p.stdout), (0, "3\n"), p.stderr)
+
+    def test_shell_file_runs_as_bash_or_sh_as_the_policy_allows(self):
+        path = self.file(".sh", 'echo "bash=${BASH_VERSION:+yes}"\n')
+        p = run_cli(BASH_TOOLS + [path])
+        self.assertEqual((p.returncode, p.stdout), (0, "bash=yes\n"), p.stderr)
+        # research-trace denies /bin/bash but allows /bin/sh: the .sh file runs as sh.
+        p = run_cli(["run", "--policy", "research-trace", "--images", IMAGES, path])
+        self.assertEqual((p.returncode, p.stdout), (0, "bash=\n"), p.stderr)
+        # The seed runs neither: refused, naming what it runs.
+        p = run_cli(RUN + [path])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("policy 'code-sandbox' runs: python;", p.stderr)
+
+    def test_lang_flag_wins_and_stdin_keeps_the_policy_default(self):
+        path = self.file(".py", "echo from-bash\n")
+        p = run_cli(BASH_TOOLS + ["--lang", "bash", path])
+        self.assertEqual((p.returncode, p.stdout), (0, "from-bash\n"), p.stderr)
+        p = run_cli(BASH_TOOLS + ["-"], stdin="echo from-stdin\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "from-stdin\n"), p.stderr)
+        p = run_cli(BASH_TOOLS + ["--lang", "python", "-"], stdin="print(1)\n")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("policy 'bash-tools' runs: bash, sh;", p.stderr)
+
+    def test_unknown_extension_keeps_the_policy_default(self):
+        path = self.file(".txt", "echo plain\n")
+        p = run_cli(BASH_TOOLS + [path])
+        self.assertEqual((p.returncode, p.stdout), (0, "plain\n"), p.stderr)
+
+
+@require_root
+class RunPresets(SandboxTestCase):
+    """bash-tools' @coreutils/@findutils/@text on the native backend: the common commands run, and
+    the commands that start other programs (env, nice, timeout, xargs, find -exec, awk system())
+    still reach only what the policy allows."""
+
+    def bash(self, script, policy="bash-tools"):
+        r, p = run_code(script, policy=policy, lang="bash")
+        return r
+
+    def test_common_commands_run(self):
+        r = self.bash("set -e\ncd /tmp\nmkdir -p d/e\nseq 3 | tr '\\n' ' '\necho\necho a,b | cut -d, -f2\n"
+                      "date +%Y >/dev/null\nfind d -name e\necho x | xargs echo got\n"
+                      "printf 'b\\na\\nb\\n' | sort | uniq -c | wc -l\necho hi | grep -c hi\n"
+                      "echo abc | sed s/b/B/ | awk '{print toupper($0)}'\n")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["stdout"], "1 2 3 \nb\nd/e\ngot x\n2\n1\nABC\n")
+        self.assertEqual(alerts_with_rule(r, "denied_exec"), [])
+
+    def test_exec_wrappers_do_not_reach_interpreters_the_policy_did_not_allow(self):
+        for wrapper in ("echo 1 | xargs /usr/bin/python3 -c 'print(\"pwned\")'",
+                        "find /tmp -maxdepth 0 -exec /usr/bin/python3 -c 'print(\"pwned\")' \\;",
+                        "env /usr/bin/python3 -c 'print(\"pwned\")'",
+                        "nice /usr/bin/perl -e 'print \"pwned\\n\"'",
+                        "timeout 5 /usr/bin/python3 -c 'print(\"pwned\")'",
+                        "awk 'BEGIN { system(\"/usr/bin/python3 -c 1 && echo pwned\") }'"):
+            with self.subTest(wrapper=wrapper):
+                r = self.bash(wrapper)
+                self.assertNotIn("pwned", r["stdout"], r)
+                denied = alerts_with_rule(r, "denied_exec")
+                self.assertTrue(any("/usr/bin/p" in a["message"] for a in denied), r)
+
+    def test_xargs_and_find_exec_do_not_reach_a_denied_shell(self):
+        # bash-tools itself allows /bin/sh; this policy is bash-tools' presets without it.
+        pdir = tempfile.mkdtemp(prefix="lsb-presets-")
+        self.addCleanup(shutil.rmtree, pdir)
+        path = os.path.join(pdir, "no-sh.yaml")
+        with open(path, "w") as f:
+            f.write('version: "1.0"\nname: no-sh\ncontainer:\n  image: host\n  tmpfs:\n    /tmp: "size=16M"\n'
+                    'commands:\n  allow: ["/bin/bash", "@coreutils", "@findutils", "@text"]\n'
+                    '  deny: ["/bin/sh", "/usr/bin/dash"]\nlanguages:\n  default: bash\n')
+        for attempt in ("echo x | xargs sh -c 'echo pwned'",
+                        "find /tmp -maxdepth 0 -exec /bin/sh -c 'echo pwned' \\;",
+                        "env sh -c 'echo pwned'",
+                        "awk 'BEGIN { system(\"echo pwned\") }'"):  # awk's system() runs /bin/sh -c
+            with self.subTest(attempt=attempt):
+                r = self.bash(attempt, policy=path)
+                self.assertNotIn("pwned", r["stdout"], r)
+                self.assertTrue(alerts_with_rule(r, "denied_exec"), r)
 
 
 @require_root

@@ -17,6 +17,35 @@ export function toolTests(getClient) {
     assert.match(exec.description, /code-sandbox/);
   });
 
+  test("the tool schemas offer only the policies the backend can run, each with a description", async () => {
+    const { tools } = await getClient().listTools();
+    const listed = (await getClient().callTool({ name: "list_policies", arguments: {} })).structuredContent.policies;
+    const runnable = listed.filter((p) => p.runnable).map((p) => p.name);
+    const notRunnable = listed.filter((p) => !p.runnable).map((p) => p.name);
+    // The suites run the daemon on the native backend: python-gvisor (runtime runsc) cannot run there.
+    assert.ok(notRunnable.includes("python-gvisor"), JSON.stringify(listed));
+    for (const name of ["execute_code", "session_create"]) {
+      const schema = tools.find((t) => t.name === name).inputSchema.properties.policy;
+      assert.deepEqual(schema.enum, runnable, name);
+      assert.doesNotMatch(schema.description, /python-gvisor/, name);
+    }
+    const exec = tools.find((t) => t.name === "execute_code");
+    assert.doesNotMatch(exec.description, /python-gvisor/);
+    // Every offered policy's line carries its description ("- name: description [languages: ...]").
+    for (const p of listed) {
+      assert.ok(p.description.trim() !== "", `${p.name} has no description`);
+      if (p.runnable) assert.ok(exec.description.includes(`${p.name}${p.default ? " (default)" : ""}: ${p.description}`), p.name);
+    }
+    assert.match(exec.description, /code-sandbox \(default\): Python with pip/);
+  });
+
+  test("execute_code under a policy the backend cannot run is a tool error naming the fix", async () => {
+    const r = await getClient().callTool({ name: "execute_code", arguments: { code: "print(1)", policy: "python-gvisor" } });
+    assert.equal(r.isError, true);
+    assert.match(text(r), /not runnable here/);
+    assert.match(text(r), /--backend docker/);
+  });
+
   test("execute_code runs print(\"hi\")", async () => {
     const r = await getClient().callTool({ name: "execute_code", arguments: { code: 'print("hi")' } });
     assert.equal(r.isError, false, text(r));

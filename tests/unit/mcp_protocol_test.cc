@@ -19,7 +19,10 @@ struct FakeApi {
         return {200, {{"policies", json::array({{{"name", "code-sandbox"}, {"description", "general code"},
                                                  {"languages", {"python"}}, {"default", true}},
                                                 {{"name", "strict"}, {"description", "no network, tight limits"},
-                                                 {"languages", {"python"}}, {"default", false}}})}}};
+                                                 {"languages", {"python"}}, {"default", false}},
+                                                {{"name", "gvisor"}, {"description", "under runsc"},
+                                                 {"languages", {"python"}}, {"default", false},
+                                                 {"runnable", false}, {"reason", "native backend"}}})}}};
       if (m == "POST" && path == "/v1/execute") {
         if (body.value("policy", "") == "nope")
           return {404, {{"error", {{"code", "not_found"}, {"message", "no policy named 'nope'"}}}}};
@@ -103,6 +106,24 @@ TEST(McpProtocol, ToolsListCarriesThePolicies) {
   std::string desc = exec["description"];
   EXPECT_NE(desc.find("strict: no network, tight limits"), std::string::npos) << desc;
   EXPECT_NE(desc.find("code-sandbox (default)"), std::string::npos) << desc;
+}
+
+TEST(McpProtocol, PoliciesTheBackendCannotRunAreNotOffered) {
+  FakeApi api;
+  McpServer s(api.Call());
+  json tools = s.Tools();
+  for (const auto& t : tools) {
+    if (!t["inputSchema"]["properties"].contains("policy")) continue;
+    const json& policy = t["inputSchema"]["properties"]["policy"];
+    EXPECT_EQ(policy["enum"], json::array({"code-sandbox", "strict"})) << t["name"];
+    EXPECT_EQ(policy["description"].get<std::string>().find("gvisor"), std::string::npos) << t["name"];
+    EXPECT_EQ(t["description"].get<std::string>().find("gvisor"), std::string::npos) << t["name"];
+  }
+  auto r = s.Handle(Req(1, "tools/call", {{"name", "list_policies"}, {"arguments", json::object()}}));
+  std::string text = (*r)["result"]["content"][0]["text"];
+  EXPECT_NE(text.find("- strict: no network"), std::string::npos) << text;
+  EXPECT_NE(text.find("Not runnable on this server's backend (do not choose): gvisor"), std::string::npos) << text;
+  EXPECT_EQ(text.find("- gvisor"), std::string::npos) << text;
 }
 
 TEST(McpProtocol, ExecuteCodeResultAndToolErrors) {

@@ -28,7 +28,8 @@ export interface SandboxToolOptions {
   client: SandboxClient;
   /**
    * Policy names the agent may choose from, in order of preference (the first is the default).
-   * Default: every policy the daemon lists. Each must exist on the daemon.
+   * Default: every policy the daemon can run (GET /v1/policies `runnable`). Each must exist on the
+   * daemon and be runnable there (a TypeError with the daemon's reason otherwise).
    */
   policies?: string[];
   /** Operator's own words for a policy, replacing the daemon's description in the tool text. */
@@ -76,12 +77,21 @@ function describe(p: PolicySummary, override?: string): string {
 export async function resolvePolicies(opts: SandboxToolOptions): Promise<ResolvedToolConfig> {
   const listed = await opts.client.policies();
   const byName = new Map(listed.map((p) => [p.name, p]));
-  const wanted = opts.policies ?? listed.map((p) => p.name);
+  // A policy the daemon's backend cannot run (runnable: false) is never offered: every call under
+  // it would be refused. An older daemon without the field runs them all.
+  const runnable = listed.filter((p) => p.runnable !== false).map((p) => p.name);
+  const wanted = opts.policies ?? runnable;
   if (wanted.length === 0) throw new TypeError("the tool needs at least one allowed policy");
   const missing = wanted.filter((n) => !byName.has(n));
   if (missing.length) {
     throw new NotFound(`allowed policy ${missing.map((m) => JSON.stringify(m)).join(", ")} is not on the daemon ` +
       `(it has: ${[...byName.keys()].join(", ")}); fix the tool's 'policies' option`);
+  }
+  const notRunnable = wanted.filter((n) => !runnable.includes(n));
+  if (notRunnable.length) {
+    const reasons = notRunnable.map((n) => `${n}: ${byName.get(n)!.reason ?? "not runnable"}`).join("; ");
+    throw new TypeError(`allowed policy ${notRunnable.map((m) => JSON.stringify(m)).join(", ")} cannot run on this ` +
+      `daemon's backend (${reasons}); remove it from the tool's 'policies' option or run the daemon where it can run`);
   }
   const policies = wanted.map((n) => {
     const p = byName.get(n)!;

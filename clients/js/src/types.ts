@@ -110,6 +110,11 @@ export interface PolicySummary {
   backend: string;
   network: boolean;
   languages: string[];
+  default?: boolean;
+  /** false when the daemon's backend cannot run it (executes under it are refused with 400). */
+  runnable?: boolean;
+  /** Only when runnable is false: what the backend cannot do, and a "fix:" line. */
+  reason?: string;
 }
 
 /** GET /v1/policies/{name}: the resolved policy and how each control is enforced. */

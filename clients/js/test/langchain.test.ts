@@ -52,6 +52,22 @@ describe("LangChain.js tool", () => {
     await assert.rejects(createSandboxTool({ client, policies: ["python-strikt"] }), /python-strikt/);
   });
 
+  test("by default only the policies the daemon's backend can run are offered", async () => {
+    const listed = await client.policies();
+    const runnable = listed.filter((p) => p.runnable !== false).map((p) => p.name);
+    const tool = await createSandboxTool({ client });
+    const schema = tool.schema as { properties: { policy: { enum: string[] } } };
+    assert.deepEqual(schema.properties.policy.enum, runnable);
+    assert.ok(listed.every((p) => typeof p.runnable === "boolean" && p.description.trim() !== ""));
+    // On the native backend python-gvisor (runtime runsc) is listed but not runnable: naming it is
+    // an operator error carrying the daemon's reason, not a tool that fails every call.
+    for (const p of listed.filter((q) => q.runnable === false)) {
+      await assert.rejects(createSandboxTool({ client, policies: [p.name] }),
+        (e: Error) => e instanceof TypeError && e.message.includes("cannot run on this daemon's backend") &&
+          e.message.includes("fix:"));
+    }
+  });
+
   test("a createAgent agent emits a tool call, the code runs in the daemon, the output comes back", async () => {
     const runCode = await createSandboxTool({ client, policies: ["python-strict", "bash-tools"] });
     // Scripted test double for a paid LLM API (see the file's comment).

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
+#include <set>
 #include <cstring>
 
 namespace lsb::init {
@@ -118,6 +120,47 @@ TEST(ExecPolicy, DenyWinsOverAllow) {
   auto p = ExecPolicy::Resolve({"/bin/sh"}, {"/bin/sh"}, [](const std::string&) {});
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->allowed().empty());
+}
+
+// Presets write /usr/bin/NAME and /bin/NAME: on a merged-/usr root (this host) both are one file,
+// allowed once under its real name, as realpath() names it.
+TEST(ExecPolicy, BothNamesOfAPresetCommandAreOneFile) {
+  std::vector<std::string> warnings;
+  auto p = ExecPolicy::Resolve({"/usr/bin/ls", "/bin/ls", "/usr/bin/python3", "/bin/python3", "/bin/no-such-cmd"}, {},
+                               [&](const std::string& w) { warnings.push_back(w); });
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  char ls[PATH_MAX], py[PATH_MAX];
+  ASSERT_NE(::realpath("/bin/ls", ls), nullptr);
+  ASSERT_NE(::realpath("/usr/bin/python3", py), nullptr);  // a symlink (python3 -> python3.11)
+  EXPECT_EQ(p->allowed(), (std::set<std::string>{ls, py}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("/bin/no-such-cmd does not exist"), std::string::npos) << warnings[0];
+}
+
+// /bin/ls -> busybox (Alpine-style roots): allowing "ls" (by hand or through @coreutils) must not
+// allow every applet, `busybox sh` included. Naming the binary itself still allows it.
+TEST(ExecPolicy, MultiCallShellBinaryUnderAnotherNameIsSkipped) {
+  char tmpl[] = "/tmp/lsb-busybox-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  int fd = ::open((dir + "/busybox").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0755);
+  ASSERT_GE(fd, 0);
+  const char script[] = "#!/bin/true\n";  // a start the resolver can follow (its "#!" exists)
+  ASSERT_EQ(::write(fd, script, sizeof script - 1), static_cast<ssize_t>(sizeof script - 1));
+  ::close(fd);
+  ASSERT_EQ(::symlink((dir + "/busybox").c_str(), (dir + "/ls").c_str()), 0);
+  std::vector<std::string> warnings;
+  auto via_ls = ExecPolicy::Resolve({dir + "/ls"}, {}, [&](const std::string& w) { warnings.push_back(w); });
+  auto itself = ExecPolicy::Resolve({dir + "/busybox"}, {}, [](const std::string&) {});
+  ::unlink((dir + "/ls").c_str());
+  ::unlink((dir + "/busybox").c_str());
+  ::rmdir(dir.c_str());
+  ASSERT_TRUE(via_ls.ok()) << via_ls.error().message;
+  EXPECT_TRUE(via_ls->allowed().empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("multi-call binary with a shell; skipped"), std::string::npos) << warnings[0];
+  ASSERT_TRUE(itself.ok()) << itself.error().message;
+  EXPECT_EQ(itself->allowed().size(), 1u);
 }
 
 }  // namespace

@@ -141,7 +141,8 @@ def resolve_tool_config(client: Optional[SandboxClient] = None, *,
     Args:
         client: defaults to a SandboxClient for $LLM_SANDBOX_URL (else http://localhost:8080).
         policies: names the agent may choose from, the first being the default; default: every
-            policy the daemon lists, or $LLM_SANDBOX_POLICIES (comma-separated) when set.
+            policy the daemon can run (GET /v1/policies ``runnable``), or $LLM_SANDBOX_POLICIES
+            (comma-separated) when set.
         descriptions: the operator's own words for a policy, replacing the daemon's.
         default_policy: used when the model names none (default: the first allowed).
         name: the tool's name as the model sees it.
@@ -149,7 +150,9 @@ def resolve_tool_config(client: Optional[SandboxClient] = None, *,
         timeout: upper bound of one call's wall time, seconds (may only lower the policy's).
 
     An allowed name the daemon does not have raises NotFound naming it: an operator's typo must
-    not silently widen or empty the agent's choice.
+    not silently widen or empty the agent's choice. An allowed name the daemon cannot run
+    (``runnable: false``, e.g. python-gvisor on the native backend) raises ValueError with the
+    daemon's reason.
     """
     if client is None:
         client = SandboxClient(base_url=os.environ.get("LLM_SANDBOX_URL") or DEFAULT_URL)
@@ -157,13 +160,22 @@ def resolve_tool_config(client: Optional[SandboxClient] = None, *,
         policies = [p.strip() for p in os.environ["LLM_SANDBOX_POLICIES"].split(",") if p.strip()]
     listed = client.policies()
     by_name = {str(p.get("name")): p for p in listed}
-    wanted = list(policies) if policies is not None else list(by_name)
+    # A policy the daemon's backend cannot run (runnable: false) is never offered: every call
+    # under it would be refused. An older daemon without the field runs them all.
+    runnable = [n for n, p in by_name.items() if p.get("runnable", True)]
+    wanted = list(policies) if policies is not None else runnable
     if not wanted:
         raise ValueError("the tool needs at least one allowed policy")
     missing = [n for n in wanted if n not in by_name]
     if missing:
         raise NotFound(f"allowed policy {', '.join(map(repr, missing))} is not on the daemon "
                        f"(it has: {', '.join(by_name)}); fix the tool's 'policies' option")
+    not_runnable = [n for n in wanted if n not in runnable]
+    if not_runnable:
+        reasons = "; ".join(f"{n}: {by_name[n].get('reason') or 'not runnable'}" for n in not_runnable)
+        raise ValueError(f"allowed policy {', '.join(map(repr, not_runnable))} cannot run on this "
+                         f"daemon's backend ({reasons}); remove it from the tool's 'policies' option "
+                         f"or run the daemon where it can run")
     overrides = descriptions or {}
     chosen = [ToolPolicy(n, _describe(by_name[n], overrides.get(n)),
                          tuple(by_name[n].get("languages") or ()), bool(by_name[n].get("network")))

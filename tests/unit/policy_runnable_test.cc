@@ -1,0 +1,69 @@
+// server/policy_runnable.h: the backend's verdict per policy, taken once per loaded set.
+#include "server/policy_runnable.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace lsb::server {
+namespace {
+
+// A backend that cannot run runtime runsc, and counts how often it is asked.
+class RuncOnlyBackend : public Backend {
+ public:
+  std::string name() const override { return "native"; }
+  Status Check(const Policy& policy) const override {
+    ++checks;
+    if (policy.runtime == "runsc") return Error{"the native backend cannot enforce policy '" + policy.name + "'"};
+    return OkStatus();
+  }
+  Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup&) override {
+    return Error{"not in this test"};
+  }
+  Result<protocol::BoxSetup> SetupFor(const Policy&) const override { return protocol::BoxSetup{}; }
+  mutable int checks = 0;
+};
+
+class PolicyRunnabilityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("lsb-runnable-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    Write("plain", "");
+    Write("gv", "container:\n  image: python:3.12-slim\n  runtime: runsc\n  gvisor_accept_weaker: true\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& name, const std::string& extra) {
+    std::ofstream(dir_ / (name + ".yaml")) << "version: \"1.0\"\nname: " << name << "\n" << extra;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(PolicyRunnabilityTest, MarksWhatTheBackendCannotRunWithTheFixOncePerSnapshot) {
+  sched::PolicyStore store(dir_.string());
+  ASSERT_TRUE(store.Reload().ok());
+  RuncOnlyBackend backend;
+  PolicyRunnability runnability(backend);
+  auto verdicts = runnability.For(store.Snapshot());
+  EXPECT_TRUE(verdicts->at("plain").runnable);
+  EXPECT_TRUE(verdicts->at("plain").reason.empty());
+  const Runnability& gv = verdicts->at("gv");
+  EXPECT_FALSE(gv.runnable);
+  EXPECT_NE(gv.reason.find("the native backend of this daemon cannot run it"), std::string::npos) << gv.reason;
+  EXPECT_NE(gv.reason.find("fix: run the daemon with --backend docker"), std::string::npos) << gv.reason;
+  EXPECT_EQ(backend.checks, 2);
+  // Same snapshot: no new checks, whether asked for all or one.
+  runnability.For(store.Snapshot());
+  EXPECT_FALSE(runnability.Of(store, *store.Find("gv")).runnable);
+  EXPECT_EQ(backend.checks, 2);
+  // A reload is a new snapshot: checked again.
+  ASSERT_TRUE(store.Reload().ok());
+  EXPECT_TRUE(runnability.Of(store, *store.Find("plain")).runnable);
+  EXPECT_EQ(backend.checks, 4);
+}
+
+}  // namespace
+}  // namespace lsb::server
