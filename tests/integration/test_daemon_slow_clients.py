@@ -287,9 +287,13 @@ class SlowClientsTest(unittest.TestCase):
                 break
             r, _, _ = select.select([s], [], [], 0.05)
             if r:
-                answer = s.recv(4096)
                 break
         elapsed = time.monotonic() - start
+        while b"\r\n\r\n" not in answer:  # the status line and headers may come in more than one segment
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
         self.assertIn(b"408 Request Timeout", answer)
         self.assertLess(elapsed, 2.0)
 
@@ -397,7 +401,10 @@ class SlowClientsTest(unittest.TestCase):
               f" max {max(latencies) * 1000:.1f} ms", flush=True)
         self.assertEqual(r.status, 200, r.body[:300])
         self.assertEqual(r.json()["stdout"], "through\n")
-        self.assertLessEqual(sum(1 for x in latencies if x > HEALTHZ_BUDGET_S), 1, latencies)
+        # Starvation shows as seconds; on a loaded 2-core machine a few probes of 20 can pass the
+        # budget by scheduling noise alone (measured: 101 and 113 ms beside four compiling builds).
+        self.assertLessEqual(sum(1 for x in latencies if x > HEALTHZ_BUDGET_S), 3, latencies)
+        self.assertLess(max(latencies), 10 * HEALTHZ_BUDGET_S, latencies)
 
 
 if __name__ == "__main__":
