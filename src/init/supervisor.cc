@@ -12,12 +12,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "base/io.h"
+#include "base/unique_fd.h"
 #include "init/diag.h"
 #include "init/idle_memory.h"
+#include "init/output_coalescer.h"
 #include "init/notify_watch.h"
 #include "init/spawn.h"
 #include "policy/env_rules.h"
@@ -69,6 +73,27 @@ void SetNonBlocking(int fd) {
   if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+// Whether `pid` is running or waiting for a CPU (state R in /proc/PID/stat): more of what it is
+// writing may be on its way.
+bool Runnable(pid_t pid) {
+  char path[48], buf[256];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* close = std::strrchr(buf, ')');  // "pid (comm) S ...": comm may hold spaces
+  return close && close[1] == ' ' && close[2] == 'R';
+}
+
+void ArmTimer(int fd, uint64_t ms) {
+  itimerspec its{};
+  its.it_value.tv_sec = static_cast<time_t>(ms / 1000);
+  its.it_value.tv_nsec = static_cast<long>(ms % 1000) * 1000000;
+  ::timerfd_settime(fd, 0, &its, nullptr);
+}
+
 }  // namespace
 
 void FillStatus(const RunOutcome& o, ExitReport& r) {
@@ -85,7 +110,9 @@ void FillStatus(const RunOutcome& o, ExitReport& r) {
     r.exit_code = o.exec_errno == ENOENT ? 127 : 126;
     r.signal = 0;
   } else if (o.timed_out) {
+    // One convention for every front end (protocol/messages.h); `signal` still says what ended it.
     r.status = "timeout";
+    r.exit_code = protocol::kTimeoutExitCode;
   } else if (o.output_limited) {
     r.status = "output_limit";
   } else if (o.killed_by_host) {
@@ -206,22 +233,29 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   NotifyWatch watch(std::move(child.listener), WatchConfig{&exec_, setup_.network_enabled, setup_.trace});
   UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   if (!timer) return Error::FromErrno("timerfd_create");
-  itimerspec its{};
-  uint64_t tmo = spec.timeout_ms ? spec.timeout_ms : 1;
-  its.it_value.tv_sec = static_cast<time_t>(tmo / 1000);
-  its.it_value.tv_nsec = static_cast<long>(tmo % 1000) * 1000000;
-  ::timerfd_settime(timer.get(), 0, &its, nullptr);
+  ArmTimer(timer.get(), spec.timeout_ms ? spec.timeout_ms : 1);
+  // At the timeout: SIGTERM to every process, then SIGKILL when this grace is over (the same timer).
+  const uint64_t grace_ms = std::min({spec.timeout_grace_ms, spec.timeout_ms, protocol::kMaxTimeoutGraceMs});
 
   RunOutcome out;
   ExitReport report;
   uint64_t forwarded = 0, end_ms = 0, max_rss_kb = 0;
   bool killed_all = false, children_gone = false, stdin_eof = false;
+  bool writer_busy = false;  // a partial line is held past its quiet: the program is runnable
   std::string stdin_pending;
 
   // Alerts and trace events past the run's bound are counted, and sent as one summary per rule
   // before kExit (protocol/alert_coalescer.h); so are those the output queue has no room for.
   protocol::AlertCoalescer coalescer(protocol::InitAlertBounds());
+  // Output goes out in whole lines (output_coalescer.h); what is held goes first before any event,
+  // so an alert follows the output printed before it.
+  OutputCoalescer lines([&](FrameType type, std::string_view data) {
+    // Refused only once the program is killed and the host still does not read: its last
+    // output is dropped, and flagged, rather than waited for.
+    if (!stream_.Offer(type, data)) report.truncated = true;
+  });
   auto emit = [&](Event ev) {
+    lines.Flush();
     ev.time_ms = NowMs() - start;
     if (!coalescer.Admit(ev)) return;
     if (!stream_.OfferJson(FrameType::kEvent, ev)) coalescer.Undelivered(ev);
@@ -237,6 +271,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   };
   // The run's own alerts (timeout, output cap): one each per run, always queued.
   auto emit_always = [&](Event ev) {
+    lines.Flush();
     ev.time_ms = NowMs() - start;
     (void)stream_.SendJson(FrameType::kEvent, ev);  // a broken stream shows up as EOF on the read side
   };
@@ -289,9 +324,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     uint64_t room = forwarded < spec.output_limit_bytes ? spec.output_limit_bytes - forwarded : 0;
     size_t fwd = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
     if (fwd > 0) {
-      // Refused only once the program is killed and the host still does not read: its last
-      // output is dropped, and flagged, rather than waited for.
-      if (!stream_.Offer(type, std::string_view(buf, fwd))) report.truncated = true;
+      lines.Add(type, std::string_view(buf, fwd), NowMs());
       forwarded += fwd;
     }
     if (fwd < static_cast<size_t>(n)) {
@@ -364,11 +397,20 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     int i_timer = out.exited ? -1 : add(timer.get(), POLLIN);
     int i_stdin = stdin_pending.empty() ? -1 : add(child.stdin_w.get(), POLLOUT);
     int wait_ms = -1;
-    if (coalescer.holding()) {
-      uint64_t due = last_summary_ms + kSummaryEveryMs, now = NowMs();
-      wait_ms = due > now ? static_cast<int>(due - now) : 0;
-    }
+    auto wake_at = [&](uint64_t due) {
+      uint64_t now = NowMs();
+      int ms = due > now ? static_cast<int>(due - now) : 0;
+      wait_ms = wait_ms < 0 ? ms : std::min(wait_ms, ms);
+    };
+    if (coalescer.holding()) wake_at(last_summary_ms + kSummaryEveryMs);
+    if (auto due = lines.due_ms(writer_busy)) wake_at(*due);
     int polled = ::poll(fds, static_cast<nfds_t>(nfds), wait_ms);
+    if (auto due = lines.due_ms(writer_busy); due && NowMs() >= *due) {
+      // The quiet is over; a writer that is only waiting for a CPU gets until the hold's end.
+      writer_busy = !writer_busy && !out.exited && Runnable(child.pid);
+      lines.FlushIfDue(NowMs(), writer_busy);
+    }
+    if (lines.held() == 0) writer_busy = false;
     if (coalescer.holding() && NowMs() >= last_summary_ms + kSummaryEveryMs) send_summaries();
     if (polled == 0) continue;
     if (polled < 0) {
@@ -380,6 +422,10 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
 
     if (out_pending && (ready(i_flush) || (same_fd && (fds[i_stream].revents & POLLOUT)))) (void)stream_.Flush();
     if (ready(i_watch)) {
+      // What the program wrote before the call init is told about is in its pipes now: read it
+      // first, so the alert follows it.
+      if (read_output && child.stdout_r) pump_output(child.stdout_r, FrameType::kStdout, report.stdout_bytes);
+      if (read_output && child.stderr_r) pump_output(child.stderr_r, FrameType::kStderr, report.stderr_bytes);
       if (fds[i_watch].revents & POLLIN) {
         auto st = watch.HandleOne(emit);
         if (!st.ok()) {
@@ -395,6 +441,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
         out.exec_failed = true;
         out.exec_errno = err;
         std::string m = "llm-sandbox-init: cannot execute " + p.path + ": " + std::strerror(err) + "\n";
+        lines.Flush();
         (void)stream_.Send(FrameType::kStderr, m);
       }
       child.control.reset();
@@ -410,11 +457,21 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
     if (ready(i_timer)) {
       uint64_t ticks;
       if (::read(timer.get(), &ticks, sizeof ticks) < 0) ticks = 0;
-      if (!out.output_limited && !out.killed_by_host && !out.exited) {
+      if (!out.timed_out && !out.output_limited && !out.killed_by_host && !out.exited && grace_ms > 0) {
+        // The program may still flush what it has (a test runner's summary); SIGKILL at the next tick.
         out.timed_out = true;
-        alert("timeout", "timeout", "wall timeout of " + std::to_string(spec.timeout_ms) + " ms: every process killed");
+        alert("timeout", "timeout",
+              "wall timeout of " + std::to_string(spec.timeout_ms) + " ms: SIGTERM sent to every process, SIGKILL after " +
+                  std::to_string(grace_ms) + " ms");
+        ::kill(-1, SIGTERM);  // every process of the box's pid namespace but init
+        ArmTimer(timer.get(), grace_ms);
+      } else {
+        if (!out.timed_out && !out.output_limited && !out.killed_by_host && !out.exited) {
+          out.timed_out = true;
+          alert("timeout", "timeout", "wall timeout of " + std::to_string(spec.timeout_ms) + " ms: every process killed");
+        }
+        kill_all();
       }
-      kill_all();
     }
     if (ready(i_stdin)) {
       ssize_t n = ::write(child.stdin_w.get(), stdin_pending.data(), stdin_pending.size());
@@ -439,6 +496,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   report.cpu_ms = (TvMs(after.ru_utime) + TvMs(after.ru_stime)) - (TvMs(before.ru_utime) + TvMs(before.ru_stime));
   report.max_rss_bytes = max_rss_kb * 1024;
   report.duration_ms = (end_ms ? end_ms : NowMs()) - start;
+  lines.Flush();
   FillStatus(out, report);
   for (const Event& summary : coalescer.TakeSummaries()) (void)stream_.SendJson(FrameType::kEvent, summary);
   return stream_.SendJson(FrameType::kExit, report);

@@ -244,10 +244,17 @@ class Explainer {
             "reported (pids_limit)"),
         Yes("HostConfig.PidsLimit " + std::to_string(p_.pids)));
     const std::string timeout =
-        "wall clock kept by llm-sandbox-init: at the limit the whole pid namespace is killed with SIGKILL (orphans "
-        "and programs that ignore SIGTERM included) and the run is reported as a timeout; the host destroys the "
-        "box if init does not answer";
+        "wall clock kept by llm-sandbox-init: at the limit every process of the box gets SIGTERM, then SIGKILL after "
+        "resources.timeout_grace (orphans and programs that ignore SIGTERM included), and the run is reported as a "
+        "timeout with exit code 124; the host destroys the box if init does not answer";
     Add("resources.timeout", units::FormatDurationMs(p_.timeout_ms), "resources.timeout", Yes(timeout), Yes(timeout));
+    const std::string grace =
+        p_.timeout_grace_ms == 0
+            ? std::string("no grace: SIGKILL to every process of the box at the timeout")
+            : "SIGTERM to every process of the box at the timeout, SIGKILL " + units::FormatDurationMs(p_.timeout_grace_ms) +
+                  " later (llm-sandbox-init); what the program writes meanwhile is kept";
+    Add("resources.timeout_grace", units::FormatDurationMs(p_.timeout_grace_ms), "resources.timeout_grace", Yes(grace),
+        Yes(grace));
     const std::string output =
         "llm-sandbox-init counts stdout and stderr together; past the cap the program is killed, the output is "
         "truncated and the result flagged (output_limit)";

@@ -85,6 +85,9 @@ struct Policy {
   double cpu = 0;                  // cores; 0 = unlimited
   uint64_t memory_bytes = 0;       // 0 = unlimited
   uint64_t timeout_ms = 30000;
+  // resources.timeout_grace: at the timeout every process gets SIGTERM, and SIGKILL this long after
+  // (0: SIGKILL at once). At most 30 s (protocol::kMaxTimeoutGraceMs) and at most the timeout.
+  uint64_t timeout_grace_ms = 2000;
   uint32_t pids = 128;
   uint64_t output_bytes = 1 << 20; // stdout+stderr cap
   uint64_t open_files = 256;

@@ -72,6 +72,13 @@ std::vector<PolicyDiagnostic> CheckPolicyConsistency(const Policy& p,
            "name a Docker image, e.g. image: python:3.12-slim, or write backend: native (or auto)");
   }
 
+  if (p.timeout_grace_ms > p.timeout_ms) {
+    report(PosOf(p, {"resources.timeout_grace", "resources.timeout"}),
+           "resources.timeout_grace: " + units::FormatDurationMs(p.timeout_grace_ms) + " is longer than resources.timeout " +
+               units::FormatDurationMs(p.timeout_ms),
+           "the grace is the time between SIGTERM and SIGKILL at the timeout; make it shorter than the timeout, e.g. 2s");
+  }
+
   for (const auto& mount : p.tmpfs) {
     if (mount.size_bytes > p.memory_bytes) {
       report(PosOf(p, {("container.tmpfs." + mount.path).c_str()}),

@@ -22,6 +22,7 @@
 #include "policy/tmpfs_options.h"
 #include "policy/units.h"
 #include "policy/yaml_reader.h"
+#include "protocol/messages.h"
 
 namespace lsb {
 namespace {
@@ -32,7 +33,8 @@ const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_a
                                                  "user_namespace", "seccomp", "user", "workdir", "env"};
 const std::vector<std::string> kNetworkKeys = {"enabled"};
 const std::vector<std::string> kCommandsKeys = {"allow", "deny"};
-const std::vector<std::string> kResourcesKeys = {"cpu", "memory", "timeout", "pids", "output", "open_files", "file_size"};
+const std::vector<std::string> kResourcesKeys = {"cpu",    "memory",     "timeout",   "pids",
+                                                 "output", "open_files", "file_size", "timeout_grace"};
 const std::vector<std::string> kMonitoringKeys = {"trace", "alerts"};
 const std::vector<std::string> kLanguageKeys = {"command", "file"};
 
@@ -478,6 +480,13 @@ class Parser {
       if (!v.ok()) return Bad(f, v.error().message, "write timeout: 30 (seconds), \"30s\", \"500ms\" or \"2m\"");
       if (*v == 0) return Bad(f, "must be more than 0", "write a wall-clock limit such as 30s");
       Set(f, p_.timeout_ms, *v);
+    } else if (key == "timeout_grace") {
+      auto v = units::ParseDurationMs(text);
+      if (!v.ok()) return Bad(f, v.error().message, "write timeout_grace: 2s (SIGTERM, then SIGKILL 2 s later), or 0 for SIGKILL at once");
+      if (*v > protocol::kMaxTimeoutGraceMs)
+        return Bad(f, "must be at most " + units::FormatDurationMs(protocol::kMaxTimeoutGraceMs),
+                   "the grace only lets a program flush its output after SIGTERM; write e.g. 2s");
+      Set(f, p_.timeout_grace_ms, *v);
     } else if (key == "pids" || key == "open_files") {
       bool digits = text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 9;
       if (!digits) {

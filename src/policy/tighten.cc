@@ -1,5 +1,6 @@
 #include "policy/tighten.h"
 
+#include <algorithm>
 #include <string>
 
 #include "policy/units.h"
@@ -52,6 +53,15 @@ Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
   LSB_TRY(Lower(p, "resources.cpu", o.cpu, p.cpu, Cpu));
   LSB_TRY(Lower(p, "resources.memory", o.memory_bytes, p.memory_bytes, Size));
   LSB_TRY(Lower(p, "resources.timeout", o.timeout_ms, p.timeout_ms, Duration));
+  if (o.timeout_grace_ms) {
+    if (*o.timeout_grace_ms > p.timeout_grace_ms)
+      return Error{"resources.timeout_grace: a request may lower the policy's " + Duration(p.timeout_grace_ms) +
+                   ", not raise it to " + Duration(*o.timeout_grace_ms) + " (policy '" + p.name + "')"};
+    p.timeout_grace_ms = *o.timeout_grace_ms;
+    p.positions.erase("resources.timeout_grace");
+  }
+  // A lowered timeout lowers the grace with it: the grace is never longer than the timeout.
+  p.timeout_grace_ms = std::min(p.timeout_grace_ms, p.timeout_ms);
   LSB_TRY(Lower(p, "resources.pids", o.pids, p.pids, Count32));
   LSB_TRY(Lower(p, "resources.output", o.output_bytes, p.output_bytes, Size));
   LSB_TRY(Lower(p, "resources.open_files", o.open_files, p.open_files, Count64));

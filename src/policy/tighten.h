@@ -14,6 +14,7 @@ struct PolicyOverrides {
   std::optional<double> cpu;
   std::optional<uint64_t> memory_bytes;
   std::optional<uint64_t> timeout_ms;
+  std::optional<uint64_t> timeout_grace_ms;  // 0 allowed (SIGKILL at once)
   std::optional<uint32_t> pids;
   std::optional<uint64_t> output_bytes;
   std::optional<uint64_t> open_files;

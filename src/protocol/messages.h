@@ -18,6 +18,14 @@ namespace lsb::protocol {
 
 inline constexpr int kProtocolVersion = 1;
 
+// The exit code of a run that reached its timeout, whatever signal ended it (docs/api.md "Exit
+// codes"): 124, as coreutils timeout(1) says, so that shell users and every front end agree. The
+// status "timeout" is the source of truth; ExitReport.signal says which signal ended the program.
+inline constexpr int kTimeoutExitCode = 124;
+// The longest SIGTERM-to-SIGKILL grace at a timeout (RunSpec.timeout_grace_ms; the policy's
+// resources.timeout_grace is refused above it, init bounds it again).
+inline constexpr uint64_t kMaxTimeoutGraceMs = 30000;
+
 struct TmpfsSpec {
   std::string path;         // absolute mount point inside the box
   uint64_t size_bytes = 0;  // 0 = kernel default (half of RAM): the policy loader always sets one
@@ -63,13 +71,16 @@ struct RunSpec {
   std::map<std::string, std::string> env;
   std::string workdir = "/tmp";
   uint64_t timeout_ms = 30000;
+  // At the timeout every process gets SIGTERM, and SIGKILL this long after (0: SIGKILL at once), so
+  // a program can still write what it has (a test runner's summary). Never more than timeout_ms.
+  uint64_t timeout_grace_ms = 2000;
   uint64_t output_limit_bytes = 1 << 20;  // stdout + stderr together; beyond it: killed, truncated
   uint64_t nofile = 256;                  // RLIMIT_NOFILE
   uint64_t file_size_bytes = 64ull << 20; // RLIMIT_FSIZE
   bool stdin_follows = false;             // kStdin frames then kStdinEof follow kCode
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSpec, argv, file_name, env, workdir, timeout_ms,
-                                                output_limit_bytes, nofile, file_size_bytes,
+                                                timeout_grace_ms, output_limit_bytes, nofile, file_size_bytes,
                                                 stdin_follows)
 
 struct InitReady {
@@ -105,8 +116,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Event, kind, severity, rule, mes
 // refine it with what only the outer box knows ("oom").
 struct ExitReport {
   std::string status;
-  int exit_code = -1;  // the program's exit code, or 128+signal when killed
-  int signal = 0;
+  int exit_code = -1;  // the program's exit code, 128+signal when killed, kTimeoutExitCode on timeout
+  int signal = 0;      // the signal that ended the program (SIGTERM or SIGKILL at a timeout), or 0
   uint64_t duration_ms = 0;
   uint64_t cpu_ms = 0;          // user+sys of the whole reaped process tree
   uint64_t max_rss_bytes = 0;   // largest single process RSS (the host refines with cgroup peak)

@@ -1,6 +1,8 @@
 #include "runtime/exec_result.h"
 
+#include "base/base64.h"
 #include "base/random_id.h"
+#include "base/utf8.h"
 
 namespace lsb {
 
@@ -32,9 +34,10 @@ nlohmann::json ExecResult::ToJson() const {
   j["status"] = ExecStatusName(status);
   j["exit_code"] = exit_code;
   j["signal"] = signal;
-  // Program output is bytes; JSON needs UTF-8: ToJsonText() replaces invalid sequences.
-  j["stdout"] = stdout_data;
-  j["stderr"] = stderr_data;
+  // Program output is bytes; JSON needs UTF-8: ToJsonText() replaces invalid sequences, and the
+  // bytes themselves come as base64 next to the text when they are not valid UTF-8.
+  SetOutputField(j, "stdout", stdout_data);
+  SetOutputField(j, "stderr", stderr_data);
   j["truncated"] = truncated;
   j["duration_ms"] = duration_ms;
   j["cpu_ms"] = cpu_ms;
@@ -42,6 +45,11 @@ nlohmann::json ExecResult::ToJson() const {
   j["alerts"] = nlohmann::json::array();
   for (const auto& a : alerts) j["alerts"].push_back(a);
   return j;
+}
+
+void SetOutputField(nlohmann::json& j, const std::string& key, std::string_view bytes) {
+  j[key] = std::string(bytes);
+  if (!IsValidUtf8(bytes)) j[key + "_base64"] = Base64Encode(bytes);
 }
 
 std::string ExecResult::ToJsonText(int indent) const {
@@ -52,7 +60,7 @@ int CliExitCode(const ExecResult& r) {
   switch (r.status) {
     case ExecStatus::kOk:
     case ExecStatus::kError: return r.exit_code >= 0 ? r.exit_code : 1;
-    case ExecStatus::kTimeout: return 124;
+    case ExecStatus::kTimeout: return protocol::kTimeoutExitCode;
     case ExecStatus::kOom: return 137;
     case ExecStatus::kKilled: return r.signal > 0 ? 128 + r.signal : (r.exit_code > 0 ? r.exit_code : 137);
     case ExecStatus::kDenied: return 126;

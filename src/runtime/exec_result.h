@@ -44,6 +44,11 @@ struct ExecResult {
   std::string ToJsonText(int indent = -1) const;
 };
 
+// Program output as JSON (docs/api.md "Binary output"): j[key] is the text (invalid UTF-8 replaced
+// by U+FFFD when dumped), and when the bytes are not valid UTF-8 j[key + "_base64"] holds them
+// exactly. Used for stdout/stderr of every result and for the data of streamed output events.
+void SetOutputField(nlohmann::json& j, const std::string& key, std::string_view bytes);
+
 // The exit code `llm-sandbox run` uses for a result: the program's own for ok/error; 124 timeout;
 // 137 oom; 128+signal killed; 126 denied; output_limit: the program's (128+signal when it was
 // killed at the cap).

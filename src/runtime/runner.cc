@@ -1,5 +1,6 @@
 #include "runtime/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -96,6 +97,7 @@ Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& 
                    " ms asked, policy '" + policy.name + "' allows " + std::to_string(policy.timeout_ms) + " ms"};
     s.timeout_ms = *req.timeout_ms;
   }
+  s.timeout_grace_ms = std::min(policy.timeout_grace_ms, s.timeout_ms);  // never longer than the timeout
   s.output_limit_bytes = policy.output_bytes;
   s.nofile = policy.open_files;
   s.file_size_bytes = policy.file_size_bytes;
@@ -275,7 +277,8 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
   OutputBudget budget(spec.output_limit_bytes);
   // The host's own bound on what init reports (init bounds it too, but may be subverted).
   protocol::AlertCoalescer alerts;
-  auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + opts_.grace_ms);
+  // Init sends SIGTERM at the timeout and SIGKILL after the policy's grace; the host waits for both.
+  auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + spec.timeout_grace_ms + opts_.grace_ms);
   bool exited = false;
   std::optional<BoxVerdict> died;  // the box ended without an exit report, for a reason it knows
   auto next_sample = start + std::chrono::milliseconds(cb.usage_interval_ms);
@@ -317,12 +320,12 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
       box_->Kill();
       usable_ = false;
       r.status = ExecStatus::kTimeout;
-      r.exit_code = 128 + 9;
+      r.exit_code = protocol::kTimeoutExitCode;
       r.signal = 9;
       r.duration_ms = ElapsedMs(start);
       r.alerts.push_back(HostAlert("timeout", "timeout", "warning",
                                    "no exit report within " + std::to_string(spec.timeout_ms) +
-                                       " ms + " + std::to_string(opts_.grace_ms) +
+                                       " ms + " + std::to_string(spec.timeout_grace_ms + opts_.grace_ms) +
                                        " ms grace: the box was killed by the host",
                                    r.duration_ms));
       break;

@@ -6,6 +6,7 @@
 // A BoxSession serves several runs (sessions); RunOnce() is the one-shot lifecycle on top.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -119,9 +120,12 @@ class BoxSession {
   // For those runs: a box opened without awaiting kReady reads it now (the run's frames may be
   // queued already: they are written meanwhile). An error (init refused the setup) retires it.
   Status EnsureReady();
-  // A pooled box (scheduler/native_pool.h) serving a request that lowered the timeout: the runs
-  // of this session use `ms` from now on. Never raises it.
-  void LowerRunTimeout(uint64_t ms) { if (ms < policy_.timeout_ms) policy_.timeout_ms = ms; }
+  // A pooled box (scheduler/native_pool.h) serving a request that lowered the timeout or its
+  // grace: the runs of this session use them from now on. Never raises either.
+  void LowerRunTimeout(uint64_t ms, uint64_t grace_ms) {
+    policy_.timeout_ms = std::min(policy_.timeout_ms, ms);
+    policy_.timeout_grace_ms = std::min(policy_.timeout_grace_ms, grace_ms);
+  }
 
  private:
   BoxSession(Backend& backend, const Policy& policy, SessionOptions opts)

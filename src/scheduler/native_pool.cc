@@ -47,7 +47,8 @@ bool PooledBoxFits(const Policy& b, const Policy& r) {
          b.uid == r.uid && b.gid == r.gid && b.workdir == r.workdir && b.env == r.env &&
          b.network_enabled == r.network_enabled && b.allow == r.allow && b.deny == r.deny &&
          SameLanguages(b.languages, r.languages) && b.default_language == r.default_language && b.cpu == r.cpu &&
-         b.memory_bytes == r.memory_bytes && r.timeout_ms <= b.timeout_ms && b.pids == r.pids &&
+         b.memory_bytes == r.memory_bytes && r.timeout_ms <= b.timeout_ms &&
+         r.timeout_grace_ms <= b.timeout_grace_ms && b.pids == r.pids &&
          b.output_bytes == r.output_bytes && b.open_files == r.open_files &&
          b.file_size_bytes == r.file_size_bytes && b.trace == r.trace && b.alert_severity == r.alert_severity;
 }
@@ -117,7 +118,7 @@ Result<OneShotBox> NativePool::Acquire(Backend& backend, const Policy& policy) {
   }
   for (auto& s : stale) Retire(std::move(s));
   if (got) {
-    got->LowerRunTimeout(policy.timeout_ms);
+    got->LowerRunTimeout(policy.timeout_ms, policy.timeout_grace_ms);
     return OneShotBox(std::move(got), this);
   }
   LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, OneShotOptions()));

@@ -300,7 +300,7 @@ Result<ExecResult> PythonDriver::Execute(const std::string& code, const std::str
   r.alerts = std::move(rep.events);
   if (rep.deadline) {
     r.status = ExecStatus::kTimeout;
-    r.exit_code = 137;
+    r.exit_code = protocol::kTimeoutExitCode;
     r.signal = 9;
     r.alerts.push_back(TimeoutAlert(timeout_ms, r.duration_ms));
     r.alerts.push_back(SessionAlert("the interpreter was killed at the timeout; the next execution starts a fresh one (variables are lost, files are kept)", r.duration_ms));

@@ -30,10 +30,12 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   o.cpu = body.cpu;
   o.memory_bytes = body.memory_bytes;
   o.timeout_ms = body.timeout_ms;
+  o.timeout_grace_ms = body.timeout_grace_ms;
   o.network_enabled = body.network;
   // Name the request's field first ("timeout: ..."), then the policy's words.
   auto field_of = [](const std::string& m) -> std::string {
-    return m.rfind("resources.timeout", 0) == 0  ? "timeout"
+    return m.rfind("resources.timeout_grace", 0) == 0 ? "timeout_grace"
+           : m.rfind("resources.timeout", 0) == 0  ? "timeout"
            : m.rfind("resources.memory", 0) == 0 ? "memory"
            : m.rfind("resources.cpu", 0) == 0    ? "cpu"
            : m.rfind("network", 0) == 0          ? "network"

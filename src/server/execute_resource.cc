@@ -32,8 +32,14 @@ Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out)
   // reading is cut by the socket's write timeout; the box still ends at its own timeout.
   SseQueue queue;
   RunCallbacks cb;
-  cb.on_stdout = [&](std::string_view d) { queue.Push(SseEvent("stdout", {{"data", std::string(d)}})); };
-  cb.on_stderr = [&](std::string_view d) { queue.Push(SseEvent("stderr", {{"data", std::string(d)}})); };
+  // Output events: "data" is text; "data_base64" carries the exact bytes when they are not UTF-8.
+  auto output = [](std::string_view d) {
+    json j = json::object();
+    SetOutputField(j, "data", d);
+    return j;
+  };
+  cb.on_stdout = [&](std::string_view d) { queue.Push(SseEvent("stdout", output(d))); };
+  cb.on_stderr = [&](std::string_view d) { queue.Push(SseEvent("stderr", output(d))); };
   cb.on_event = [&](const protocol::Event& e) {
     if (e.rule.empty()) return;  // trace records are not alerts
     queue.Push(SseEvent("alert", json(e)));

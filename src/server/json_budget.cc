@@ -80,6 +80,9 @@ size_t FitResultJson(nlohmann::json& r, size_t max_bytes) {
   if (bytes <= max_bytes) return bytes;
   r["truncated"] = true;
   r["response_truncated"] = true;
+  // A cut answer carries its output as text only: the exact bytes (stdout_base64) would not fit.
+  r.erase("stdout_base64");
+  r.erase("stderr_base64");
   bytes = JsonBytes(r);
   auto str = [&](const char* k) -> std::string {
     return r.contains(k) && r[k].is_string() ? r[k].get<std::string>() : std::string();

@@ -43,9 +43,21 @@ ApiOr<std::optional<uint64_t>> OptSeconds(const json& j, const char* key, const 
   return Field(where, key, "must be a number of seconds");
 }
 
+// The grace between SIGTERM and SIGKILL at a timeout: seconds or a duration, 0 allowed.
+ApiOr<std::optional<uint64_t>> OptGrace(const json& j, const char* key, const std::string& where) {
+  if (!Present(j, key)) return std::optional<uint64_t>();
+  const json& v = j.at(key);
+  if (v.is_number() && v.get<double>() == 0) return std::optional<uint64_t>(0);
+  if (v.is_string()) {
+    auto ms = units::ParseDurationMs(v.get<std::string>());
+    if (ms.ok() && *ms == 0) return std::optional<uint64_t>(0);
+  }
+  return OptSeconds(j, key, where);
+}
+
 const std::set<std::string>& KnownExecuteKeys(bool session) {
-  static const std::set<std::string> one = {"code", "language", "policy", "stdin", "timeout", "memory",
-                                            "cpu", "env", "files", "network"};
+  static const std::set<std::string> one = {"code", "language", "policy", "stdin", "timeout", "timeout_grace",
+                                            "memory", "cpu", "env", "files", "network"};
   static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env"};
   return session ? ses : one;
 }
@@ -133,6 +145,9 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
   auto t = OptSeconds(j, "timeout", where);
   if (!t.ok()) return t.error();
   b.timeout_ms = *t;
+  auto grace = OptGrace(j, "timeout_grace", where);
+  if (!grace.ok()) return grace.error();
+  b.timeout_grace_ms = *grace;
   if (Present(j, "memory")) {
     const json& m = j.at("memory");
     if (m.is_number_unsigned() || (m.is_number_integer() && m.get<int64_t>() > 0)) {
@@ -258,7 +273,8 @@ json PolicyJson(const Policy& p) {
           {"languages", langs},
           {"default_language", p.default_language},
           {"resources",
-           {{"cpu", p.cpu}, {"memory_bytes", p.memory_bytes}, {"timeout_ms", p.timeout_ms}, {"pids", p.pids},
+           {{"cpu", p.cpu}, {"memory_bytes", p.memory_bytes}, {"timeout_ms", p.timeout_ms},
+            {"timeout_grace_ms", p.timeout_grace_ms}, {"pids", p.pids},
             {"output_bytes", p.output_bytes}, {"open_files", p.open_files}, {"file_size_bytes", p.file_size_bytes}}},
           {"monitoring", {{"trace", p.trace}}}};
 }

@@ -32,6 +32,7 @@ struct ExecuteBody {
   std::string policy;
   std::optional<std::string> stdin_data;
   std::optional<uint64_t> timeout_ms;
+  std::optional<uint64_t> timeout_grace_ms;  // may be 0: SIGKILL at the timeout, no SIGTERM first
   std::optional<uint64_t> memory_bytes;
   std::optional<double> cpu;
   std::optional<bool> network;

@@ -161,6 +161,24 @@ class Limits(unittest.TestCase):
         self.assertEqual(r["status"], "timeout")
         self.assertLess(time.monotonic() - t0, 20)
 
+    def test_timeout_sigterm_then_grace_keeps_the_summary(self):
+        # The same init as native (issue 16): SIGTERM at the timeout, SIGKILL after the grace, 124.
+        code = ("import signal, sys, time\n"
+                "def done(*_):\n"
+                "    print('=== 3 passed ===')\n"
+                "    sys.exit(1)\n"
+                "signal.signal(signal.SIGTERM, done)\n"
+                "time.sleep(100)\n")
+        r, proc = run(code, extra=["--timeout", "2"])
+        self.assertIsNotNone(r, proc.stderr)
+        self.assertEqual((r["status"], r["exit_code"], proc.returncode), ("timeout", 124, 124), r)
+        self.assertEqual(r["stdout"], "=== 3 passed ===\n", r)
+        t0 = time.monotonic()
+        r, proc = run("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(100)\n",
+                      extra=["--timeout", "2"])
+        self.assertEqual((r["status"], r["exit_code"], r["signal"]), ("timeout", 124, 9), r)
+        self.assertGreaterEqual(time.monotonic() - t0, 3.9)  # timeout 2 s + the seed's grace 2 s
+
 
 class Faults(unittest.TestCase):
     def test_engine_down_is_a_clear_fast_error(self):

@@ -193,6 +193,97 @@ class DaemonApiTest(unittest.TestCase):
         self.api.check("POST", "/v1/execute", 200, events[-1][1])
         self.assertLess(first_at, events[-1][1]["duration_ms"] / 1000.0 + 0.25)
 
+    def stream(self, body):
+        """POST /v1/execute?stream=true; the (event name, data) pairs in order."""
+        req = urllib.request.Request(self.d.base + "/v1/execute?stream=true", method="POST",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        events, name = [], None
+        with urllib.request.urlopen(req, timeout=60) as r:
+            for line in r:
+                line = line.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: "):
+                    events.append((name, json.loads(line[6:])))
+        return events
+
+    # ---- issue 16: one timeout exit code, a grace before SIGKILL, binary output, whole lines
+
+    SUMMARY_ON_SIGTERM = ("import signal, sys, time\n"
+                          "def done(*_):\n"
+                          "    print('=== 3 passed, 1 failed ===')\n"
+                          "    sys.exit(1)\n"
+                          "signal.signal(signal.SIGTERM, done)\n"
+                          "print('running')\n"
+                          "time.sleep(100)\n")
+
+    def test_timeout_is_exit_code_124_and_a_sigterm_handler_keeps_its_summary(self):
+        res = self.execute({"code": self.SUMMARY_ON_SIGTERM, "timeout": 1})
+        self.assertEqual((res["status"], res["exit_code"], res["signal"]), ("timeout", 124, 0), res)
+        self.assertEqual(res["stdout"], "running\n=== 3 passed, 1 failed ===\n", res)
+        events = self.stream({"code": self.SUMMARY_ON_SIGTERM, "timeout": 1})
+        out = "".join(d["data"] for e, d in events if e == "stdout")
+        self.assertIn("=== 3 passed, 1 failed ===", out)
+        self.assertEqual((events[-1][1]["status"], events[-1][1]["exit_code"]), ("timeout", 124))
+
+    def test_timeout_grace_is_a_request_limit_that_may_only_go_down(self):
+        res = self.execute({"code": self.SUMMARY_ON_SIGTERM, "timeout": 1, "timeout_grace": 0})
+        self.assertEqual((res["status"], res["exit_code"], res["signal"]), ("timeout", 124, 9), res)
+        self.assertNotIn("passed", res["stdout"])
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timeout_grace": 29}),
+                         403, "forbidden", "timeout_grace")
+        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timeout_grace": "soon"}),
+                         400, "bad_request", "timeout_grace")
+        detail = self.call("GET", "/v1/policies/code-sandbox", "/v1/policies/{name}").json()
+        self.assertEqual(detail["policy"]["resources"]["timeout_grace_ms"], 2000)
+
+    def test_program_ignoring_sigterm_ends_at_timeout_plus_grace(self):
+        code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(100)\n"
+        t0 = time.monotonic()
+        res = self.execute({"code": code, "timeout": 1, "timeout_grace": 1})
+        took = time.monotonic() - t0
+        self.assertEqual((res["status"], res["exit_code"], res["signal"]), ("timeout", 124, 9), res)
+        self.assertGreaterEqual(took, 1.9)
+        self.assertLess(took, 5)
+
+    BINARY = "import sys\nsys.stdout.buffer.write(bytes(range(256)))\nsys.stderr.write('text only')\n"
+
+    def test_binary_output_comes_back_exactly_as_base64(self):
+        res = self.execute({"code": self.BINARY})
+        self.assertEqual(base64.b64decode(res["stdout_base64"]), bytes(range(256)))
+        self.assertIn("\ufffd", res["stdout"])  # the text field stays, lossy
+        self.assertNotIn("stderr_base64", res)
+        self.assertEqual(res["stderr"], "text only")
+        self.assertNotIn("stdout_base64", self.execute({"code": "print('caf\u00e9')"}))
+        # Batch, sessions and the stream carry the bytes too.
+        r = self.call("POST", "/v1/batch", "/v1/batch", {"tasks": [{"code": self.BINARY}]})
+        self.assertEqual(base64.b64decode(r.json()["results"][0]["stdout_base64"]), bytes(range(256)))
+        sid = self.new_session()
+        try:
+            res = self.run_in(sid, self.BINARY)
+            self.assertEqual(base64.b64decode(res["stdout_base64"]), bytes(range(256)), res)
+        finally:
+            self.call("DELETE", f"/v1/sessions/{sid}")
+        events = self.stream({"code": self.BINARY})
+        raw = b"".join(base64.b64decode(d["data_base64"]) if "data_base64" in d else d["data"].encode()
+                       for e, d in events if e == "stdout")
+        self.assertEqual(raw, bytes(range(256)))
+        self.assertEqual(base64.b64decode(events[-1][1]["stdout_base64"]), bytes(range(256)))
+
+    def test_stream_sends_whole_lines_and_alerts_in_their_place(self):
+        events = self.stream({"code": "for i in range(100):\n    print('line', i)\n"})
+        outs = [d["data"] for e, d in events if e == "stdout"]
+        self.assertEqual("".join(outs), "".join(f"line {i}\n" for i in range(100)))
+        self.assertLessEqual(len(outs), 100)
+        self.assertTrue(all(o.endswith("\n") for o in outs), outs)
+        code = ("import socket\nprint('before')\n"
+                "try:\n    socket.create_connection(('127.0.0.1', 6379), timeout=2)\nexcept OSError:\n    pass\n"
+                "print('after')\n")
+        events = self.stream({"code": code})
+        seq = [(e, d["data"] if e == "stdout" else d.get("rule")) for e, d in events if e in ("stdout", "alert")]
+        self.assertEqual(seq, [("stdout", "before\n"), ("alert", "network_attempt"), ("stdout", "after\n")])
+
     # ---- batch
 
     def test_batch_keeps_request_order(self):

@@ -3,6 +3,7 @@ that init itself is responsible for. Needs root (to map a 65536-id user namespac
 
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -181,6 +182,95 @@ class ViewAndExec(InitBoxTest):
         r = self.run_py('import os\nprint(oct(os.stat(__file__).st_mode & 0o777))\n'
                         'try:\n  open(__file__, "a")\nexcept OSError as e:\n  print(e.errno)')
         self.assertOut(r, "0o444\n")
+
+
+def run_py_unbuffered(box, code, **kw):
+    """python3 -u, as the built-in python language runs it: print() writes its pieces one by one."""
+    return box.run(["/usr/bin/python3", "-u", "{file}"], code, file_name="main.py", **kw)
+
+
+def stdout_frames(r):
+    """The payloads of the run's stdout frames, in order (frames hold sizes; stdout the bytes)."""
+    out, at = [], 0
+    for kind, size in r.frames:
+        if kind == "stdout":
+            out.append(r.stdout[at:at + size])
+            at += size
+    return out
+
+
+SUMMARY_ON_SIGTERM = (
+    'import signal, sys, time\n'
+    'def done(*_):\n'
+    '    print("=== 3 passed, 1 failed (summary written on SIGTERM) ===")\n'
+    '    sys.exit(1)\n'
+    'signal.signal(signal.SIGTERM, done)\n'
+    'print("running", flush=True)\n'
+    'time.sleep(100)\n')
+
+
+class TimeoutGrace(InitBoxTest):
+    """At the timeout init sends SIGTERM, waits the grace, then SIGKILLs every process (issue 16)."""
+
+    def test_sigterm_handler_gets_to_print_its_summary(self):
+        t0 = time.monotonic()
+        r = self.run_py(SUMMARY_ON_SIGTERM, timeout_ms=1000, timeout_grace_ms=2000)
+        took = time.monotonic() - t0
+        self.assertEqual(r.exit["status"], "timeout", r)
+        self.assertEqual(r.exit["exit_code"], 124, r)
+        self.assertEqual(r.exit["signal"], 0, r)  # it exited on its own, within the grace
+        self.assertIn(b"running\n=== 3 passed, 1 failed", r.stdout, r)
+        self.assertLess(took, 2.8, "the program ended at SIGTERM; nothing waited for the grace")
+        self.assertIn("SIGTERM", r.alerts("timeout")[0]["message"])
+
+    def test_program_ignoring_sigterm_is_killed_at_timeout_plus_grace(self):
+        code = 'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(100)\n'
+        t0 = time.monotonic()
+        r = self.run_py(code, timeout_ms=2000, timeout_grace_ms=1500)
+        took = time.monotonic() - t0
+        self.assertEqual(r.exit["status"], "timeout", r)
+        self.assertEqual(r.exit["exit_code"], 124, r)
+        self.assertEqual(r.exit["signal"], 9, r)
+        self.assertGreaterEqual(took, 3.4, r)  # timeout + grace
+        self.assertLess(took, 5.5, r)
+        # The grace is never longer than the timeout: 1 s + at most 1 s.
+        t0 = time.monotonic()
+        r = self.run_py(code, timeout_ms=1000, timeout_grace_ms=30000)
+        self.assertEqual(r.exit["signal"], 9, r)
+        self.assertLess(time.monotonic() - t0, 3.5, r)
+        self.assertEqual(len(r.alerts("timeout")), 1, r)
+
+    def test_no_grace_is_sigkill_at_the_timeout(self):
+        r = self.run_py(SUMMARY_ON_SIGTERM, timeout_ms=1000, timeout_grace_ms=0)
+        self.assertEqual((r.exit["status"], r.exit["exit_code"], r.exit["signal"]), ("timeout", 124, 9), r)
+        self.assertNotIn(b"summary", r.stdout)
+
+
+class OutputCoalescing(InitBoxTest):
+    """Output leaves init in whole lines, and alerts keep their place between them (issue 16)."""
+
+    def test_printed_lines_arrive_whole(self):
+        r = run_py_unbuffered(self.box, 'for i in range(100):\n    print("line", i)\n')
+        self.assertIsNone(r.error, r)
+        frames = stdout_frames(r)
+        self.assertEqual(b"".join(frames), b"".join(b"line %d\n" % i for i in range(100)))
+        self.assertLessEqual(len(frames), 100, frames[:10])
+        self.assertTrue(all(f.endswith(b"\n") for f in frames), frames)
+
+    def test_a_partial_line_still_arrives_before_the_program_ends(self):
+        code = ('import sys, time\nsys.stdout.write("prompt> ")\ntime.sleep(0.5)\nprint("done")\n')
+        r = run_py_unbuffered(self.box, code)
+        self.assertEqual(stdout_frames(r), [b"prompt> ", b"done\n"], r)
+
+    def test_alert_between_two_prints_comes_between_them(self):
+        code = ('import socket\nprint("before")\n'
+                'try:\n    socket.create_connection(("127.0.0.1", 6379), timeout=2)\nexcept OSError:\n    pass\n'
+                'print("after")\n')
+        r = run_py_unbuffered(self.box, code)
+        self.assertIsNone(r.error, r)
+        kinds = [k for k, _ in r.frames if k in ("stdout", "event")]
+        self.assertEqual(kinds, ["stdout", "event", "stdout"], r.frames)
+        self.assertEqual(stdout_frames(r), [b"before\n", b"after\n"])
 
 
 class NetworkOff(InitBoxTest):

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
 from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFailed,  # noqa: E402
                          Forbidden, NotFound, PayloadTooLarge, RateLimited, RequestTimedOut,
-                         SandboxClient, SandboxError, Unauthorized)
+                         SandboxClient, SandboxError, Unauthorized, output_bytes)
 
 RESULT_KEYS = {"stdout", "stderr", "exit_code", "status", "duration_ms", "cpu_ms",
                "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy"}
@@ -196,6 +196,40 @@ class PythonClientTest(DaemonTestCase):
     def test_timeout_is_a_result(self):
         r = self.client().execute("while True: pass", timeout=1)
         self.assertEqual(r["status"], "timeout", r)
+
+    def test_timeout_is_exit_code_124_and_the_sigterm_summary_is_kept(self):
+        code = ("import signal, sys, time\n"
+                "def done(*_):\n"
+                "    print('=== 3 passed ===')\n"
+                "    sys.exit(1)\n"
+                "signal.signal(signal.SIGTERM, done)\n"
+                "time.sleep(100)\n")
+        r = self.client().execute(code, timeout=1)
+        self.assertEqual((r["status"], r["exit_code"]), ("timeout", 124), r)
+        self.assertEqual(r["stdout"], "=== 3 passed ===\n", r)
+        last = list(self.client().stream(code, timeout=1))[-1]
+        self.assertEqual((last.data["status"], last.data["exit_code"]), ("timeout", 124), last)
+        self.assertEqual(last.data["stdout"], "=== 3 passed ===\n")
+
+    def test_binary_output_decodes_to_the_exact_bytes(self):
+        code = "import sys\nsys.stdout.buffer.write(bytes(range(256)))\nsys.stderr.write('caf\u00e9')\n"
+        c = self.client()
+        r = c.execute(code)
+        self.assertEqual(output_bytes(r, "stdout"), bytes(range(256)), r)
+        self.assertEqual(output_bytes(r, "stderr"), "caf\u00e9".encode(), r)
+        self.assertEqual(output_bytes(c.batch([code])[0]), bytes(range(256)))
+        with c.session(language="python") as s:
+            self.assertEqual(output_bytes(s.execute(code)), bytes(range(256)))
+        events = list(c.stream(code))
+        self.assertEqual(b"".join(ev.data_bytes for ev in events if ev.kind == "stdout"), bytes(range(256)))
+        self.assertEqual(output_bytes(events[-1].data), bytes(range(256)))
+
+    def test_stream_yields_whole_lines(self):
+        events = list(self.client().stream("for i in range(100):\n    print('line', i)\n"))
+        outs = [d for k, d in events if k == "stdout"]
+        self.assertEqual("".join(outs), "".join(f"line {i}\n" for i in range(100)))
+        self.assertLessEqual(len(outs), 100)
+        self.assertTrue(all(o.endswith("\n") for o in outs), outs)
 
     def test_network_attempt_alert(self):
         r = self.client().execute(

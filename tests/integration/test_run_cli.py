@@ -1,5 +1,6 @@
 """`llm-sandbox run` on the native backend, driven through the real binary: output, exit codes,
 --json, stdin, live streaming, OOM, fork bombs, timeouts, and the fail-closed unprivileged mode."""
+import base64
 import json
 import os
 import shutil
@@ -259,6 +260,37 @@ class RunLimits(SandboxTestCase):
         r, _ = run_code("import time\ntime.sleep(30)\n", timeout_s=1)
         self.assertEqual(r["status"], "timeout")
         self.assertTrue(alerts_with_rule(r, "timeout"), r["alerts"])
+
+    def test_timeout_is_124_in_the_cli_and_json_and_the_grace_keeps_a_summary(self):
+        # One convention (issue 16): --json's exit_code and the CLI's exit status are both 124.
+        code = ("import signal, sys, time\n"
+                "def done(*_):\n"
+                "    print('=== 3 passed ===')\n"
+                "    sys.exit(1)\n"
+                "signal.signal(signal.SIGTERM, done)\n"
+                "time.sleep(100)\n")
+        r, p = run_code(code, timeout_s=1)
+        self.assertEqual((r["status"], r["exit_code"], p.returncode), ("timeout", 124, 124), r)
+        self.assertEqual(r["stdout"], "=== 3 passed ===\n", r)
+        # A policy with timeout_grace: 0 kills at once: no summary.
+        with open(SEED_POLICY) as f:
+            text = f.read()
+        with tempfile.TemporaryDirectory() as d:
+            pol = os.path.join(d, "no-grace.yaml")
+            with open(pol, "w") as f:
+                f.write(text.replace("name: code-sandbox", "name: no-grace")
+                        .replace("resources:\n", "resources:\n  timeout_grace: 0\n", 1))
+            r, p = run_code(code, policy=pol, timeout_s=1)
+        self.assertEqual((r["status"], r["exit_code"], r["signal"], p.returncode), ("timeout", 124, 9, 124), r)
+        self.assertEqual(r["stdout"], "", r)
+
+    def test_binary_output_is_raw_on_stdout_and_base64_in_json(self):
+        code = "import sys\nsys.stdout.buffer.write(bytes(range(256)))\n"
+        p = subprocess.run([BINARY] + RUN + ["-"], input=code.encode(), capture_output=True, timeout=120,
+                           cwd=SOURCE_DIR)
+        self.assertEqual(p.stdout, bytes(range(256)))
+        r, _ = run_code(code)
+        self.assertEqual(base64.b64decode(r["stdout_base64"]), bytes(range(256)))
 
     def test_memory_hog_is_oom(self):
         code = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"

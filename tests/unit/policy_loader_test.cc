@@ -261,3 +261,26 @@ TEST(PolicyExplain, GvisorSaysWhatIsNotEnforced) {
 
 }  // namespace
 }  // namespace lsb
+
+namespace lsb {
+namespace {
+
+// resources.timeout_grace (issue 16): SIGTERM at the timeout, SIGKILL this long after.
+TEST(PolicyLoader, TimeoutGraceDefaultsBoundsAndExplain) {
+  EXPECT_EQ(MustParse("version: \"1.0\"\nname: g\n").timeout_grace_ms, 2000u);
+  Policy p = MustParse("version: \"1.0\"\nname: g\nresources:\n  timeout: 10s\n  timeout_grace: 500ms\n");
+  EXPECT_EQ(p.timeout_grace_ms, 500u);
+  EXPECT_EQ(MustParse("version: \"1.0\"\nname: g\nresources:\n  timeout_grace: 0\n").timeout_grace_ms, 0u);
+  std::string over = ParseError("version: \"1.0\"\nname: g\nresources:\n  timeout: 60s\n  timeout_grace: 31s\n");
+  EXPECT_NE(over.find("resources.timeout_grace: must be at most 30s"), std::string::npos) << over;
+  std::string longer = ParseError("version: \"1.0\"\nname: g\nresources:\n  timeout: 1s\n  timeout_grace: 2s\n");
+  EXPECT_NE(longer.find("resources.timeout_grace: 2s is longer than resources.timeout 1s"), std::string::npos) << longer;
+  std::string bad = ParseError("version: \"1.0\"\nname: g\nresources:\n  timeout_grace: soon\n");
+  EXPECT_NE(bad.find("resources.timeout_grace"), std::string::npos) << bad;
+  std::string text = FormatExplanation(p);
+  EXPECT_NE(text.find("resources.timeout_grace"), std::string::npos) << text;
+  EXPECT_NE(text.find("SIGTERM"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace lsb

@@ -79,3 +79,30 @@ TEST(PolicyTighten, FloorsABoxNeeds) {
 
 }  // namespace
 }  // namespace lsb
+
+namespace lsb {
+namespace {
+
+// A request may lower the grace (to 0: SIGKILL at once), not raise it; a lowered timeout lowers
+// the grace with it (issue 16).
+TEST(PolicyTighten, TimeoutGraceIsLoweredNeverRaisedAndNeverLongerThanTheTimeout) {
+  PolicyOverrides lower;
+  lower.timeout_grace_ms = 0;
+  auto p = TightenPolicy(Seed(), lower);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->timeout_grace_ms, 0u);
+  PolicyOverrides raise;
+  raise.timeout_grace_ms = Seed().timeout_grace_ms + 1;
+  auto r = TightenPolicy(Seed(), raise);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("resources.timeout_grace: a request may lower"), std::string::npos)
+      << r.error().message;
+  PolicyOverrides short_timeout;
+  short_timeout.timeout_ms = 500;
+  auto s = TightenPolicy(Seed(), short_timeout);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->timeout_grace_ms, 500u);
+}
+
+}  // namespace
+}  // namespace lsb

@@ -8,6 +8,7 @@
 #include "base/unique_fd.h"
 #include "protocol/frame.h"
 #include "runtime/runner.h"
+#include "server/json_codec.h"
 
 namespace lsb {
 namespace {
@@ -155,6 +156,22 @@ TEST(ExecResult, JsonAndExitCodes) {
   EXPECT_EQ(CliExitCode(r), 143);
   EXPECT_EQ(ParseExecStatus("output_limit"), ExecStatus::kOutputLimit);
   EXPECT_FALSE(ParseExecStatus("nope"));
+}
+
+// Output that is not UTF-8 comes back exactly as base64 next to the lossy text (issue 16); valid
+// text carries no extra field.
+TEST(ExecResult, OutputThatIsNotUtf8AlsoComesAsBase64) {
+  ExecResult r;
+  for (int b = 0; b < 256; ++b) r.stdout_data.push_back(static_cast<char>(b));
+  r.stderr_data = "caf\xc3\xa9\n";
+  auto j = nlohmann::json::parse(r.ToJsonText());
+  ASSERT_TRUE(j.contains("stdout_base64"));
+  bool ok = false;
+  EXPECT_EQ(server::Base64Decode(j["stdout_base64"].get<std::string>(), &ok), r.stdout_data);
+  EXPECT_TRUE(ok);
+  EXPECT_NE(j["stdout"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD in the text
+  EXPECT_FALSE(j.contains("stderr_base64"));
+  EXPECT_EQ(j["stderr"], "caf\xc3\xa9\n");
 }
 
 // A backend whose "init" is a thread speaking the init side of the protocol from a script.
@@ -355,6 +372,7 @@ TEST(BoxSession, SilentInitIsKilledAtTimeoutPlusGrace) {
   auto r = RunOnce(backend, TestPolicy(), req, {}, o);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, ExecStatus::kTimeout);
+  EXPECT_EQ(r->exit_code, 124);  // the API's exit code is the CLI's (issue 16)
   EXPECT_EQ(CliExitCode(*r), 124);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
   ASSERT_FALSE(r->alerts.empty());

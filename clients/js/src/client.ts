@@ -8,6 +8,7 @@
  */
 import { batchTasks, batchTimeoutMs, executeBody, httpTimeoutMs, segment } from "./body.js";
 import { ProtocolError, RequestTimedOut, errorFromBody } from "./errors.js";
+import { fromBase64 } from "./output.js";
 import {
   DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport, transportError,
 } from "./http.js";
@@ -304,9 +305,14 @@ function decodeEvent(m: SSEMessage): StreamEvent {
   }
   if (m.event === "error") throw errorFromBody(data);
   if (m.event === "stdout" || m.event === "stderr") {
-    const text = (data as { data?: unknown } | undefined)?.data;
+    const d = data as { data?: unknown; data_base64?: unknown } | undefined;
+    const text = d?.data;
     if (typeof text !== "string") throw new ProtocolError(`SSE ${m.event} event without a string 'data'`);
-    return { kind: m.event, data: text };
+    let bytes: Uint8Array;
+    if (d?.data_base64 === undefined || d.data_base64 === null) bytes = new TextEncoder().encode(text);
+    else if (typeof d.data_base64 === "string") bytes = fromBase64(d.data_base64, `SSE ${m.event} event's data_base64`);
+    else throw new ProtocolError(`SSE ${m.event} event's data_base64 is not a string`);
+    return { kind: m.event, data: text, bytes };
   }
   return { kind: m.event, data } as StreamEvent;
 }

@@ -6,6 +6,7 @@
  */
 export { SandboxClient, DEFAULT_POLICY, DEFAULT_URL, isBatchError, type ClientOptions } from "./client.js";
 export { Session } from "./session.js";
+export { outputBytes } from "./output.js";
 export { SSEParser, type SSEMessage } from "./sse.js";
 export * from "./errors.js";
 export type * from "./types.js";

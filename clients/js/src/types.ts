@@ -18,9 +18,16 @@ export type ExecStatus = "ok" | "error" | "timeout" | "oom" | "killed" | "denied
 
 /** The result of one execution. A failed, timed-out or denied program is still a result. */
 export interface ExecResult {
+  /** Text; U+FFFD where the program wrote bytes that are not UTF-8 (then see stdout_base64). */
   stdout: string;
   stderr: string;
+  /** The exact bytes, present only when they are not valid UTF-8; outputBytes() decodes either. */
+  stdout_base64?: string;
+  stderr_base64?: string;
+  /** 124 for a timeout (status "timeout"), 137 oom, 126 denied, 128+N killed by signal N. */
   exit_code: number;
+  /** The signal that ended the program (at a timeout: 15 SIGTERM or 9 SIGKILL after the grace), or 0. */
+  signal?: number;
   status: ExecStatus;
   duration_ms: number;
   cpu_ms: number;
@@ -132,8 +139,9 @@ export type BatchEntry = ExecResult | { error: { code: string; message: string }
 
 /** One event of a streamed execution; "result" is always last. */
 export type StreamEvent =
-  | { kind: "stdout"; data: string }
-  | { kind: "stderr"; data: string }
+  /** `bytes`: the exact output (decoded from data_base64 when it is not UTF-8). */
+  | { kind: "stdout"; data: string; bytes: Uint8Array }
+  | { kind: "stderr"; data: string; bytes: Uint8Array }
   | { kind: "alert"; data: SandboxEvent }
   | { kind: "result"; data: ExecResult }
   | { kind: string; data: unknown };

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
   BadRequest, ConnectionFailed, Forbidden, NotFound, RequestTimedOut, SandboxClient, SandboxError, Unauthorized,
-  VERSION, isBatchError, type ExecResult, type StreamEvent,
+  VERSION, isBatchError, outputBytes, type ExecResult, type StreamEvent,
 } from "@llm-sandbox/client";
 import { Daemon } from "./harness.js";
 
@@ -61,6 +61,26 @@ describe("one-shot executions", () => {
     const err = events.filter((e) => e.kind === "stderr").map((e) => e.data).join("");
     assert.equal(out, "0\n1\n2\n");
     assert.equal(err, "err\n");
+  });
+
+  test("output that is not UTF-8 decodes to its exact bytes, in results and stream events", async () => {
+    const code = "import sys\nsys.stdout.buffer.write(bytes(range(256)))\n";
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const r = await client.execute(code);
+    assert.deepEqual(outputBytes(r, "stdout"), all);
+    assert.ok(r.stdout.includes("\ufffd"));
+    const pieces: Uint8Array[] = [];
+    for await (const ev of client.stream(code)) if (ev.kind === "stdout") pieces.push((ev as { bytes: Uint8Array }).bytes);
+    assert.deepEqual(new Uint8Array(Buffer.concat(pieces)), all);
+  });
+
+  test("a timeout is exit code 124 and a SIGTERM handler keeps its summary", async () => {
+    const r = await client.execute(
+      "import signal, sys, time\ndef done(*_):\n    print('summary')\n    sys.exit(1)\n" +
+        "signal.signal(signal.SIGTERM, done)\ntime.sleep(100)\n", { timeout: 1 });
+    assert.equal(r.status, "timeout");
+    assert.equal(r.exit_code, 124);
+    assert.equal(r.stdout, "summary\n");
   });
 
   test("breaking out of a stream closes it without hanging", async () => {

@@ -7,7 +7,7 @@
 Standard library only. See README.md beside this package and docs/api.md in the repository.
 """
 from ._version import __version__
-from ._calls import StreamEvent
+from ._calls import StreamEvent, output_bytes
 from .aio import AsyncSandboxClient, AsyncSession
 from .client import SandboxClient
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, MethodNotAllowed,
@@ -18,7 +18,7 @@ from .session import Session
 
 __all__ = [
     "__version__", "SandboxClient", "Session", "AsyncSandboxClient", "AsyncSession",
-    "StreamEvent", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
+    "StreamEvent", "output_bytes", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
     "Unauthorized", "Forbidden", "PolicyViolation", "NotFound", "Conflict", "PayloadTooLarge",
     "RateLimited", "Unavailable", "SandboxFailure", "ServerError", "ConnectionFailed",
     "RequestTimedOut", "ProtocolError",

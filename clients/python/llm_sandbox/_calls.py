@@ -49,15 +49,61 @@ class Call:
     retry: bool = True
 
 
-class StreamEvent(NamedTuple):
+class _StreamEventFields(NamedTuple):
+    kind: str
+    data: Any
+
+
+class StreamEvent(_StreamEventFields):
     """One event of a streamed execution. A tuple, so ``kind, data = event`` works.
 
     kind is ``"stdout"``/``"stderr"`` (data: str), ``"alert"`` (data: Event dict) or
     ``"result"`` (data: ExecResult dict, always the last one). Unknown event names from a newer
     daemon are passed through with their decoded JSON.
+
+    For stdout/stderr, ``data_bytes`` is the exact output: when the program wrote bytes that are
+    not UTF-8, ``data`` has U+FFFD in their place and the daemon sent the bytes as base64
+    (docs/api.md "Binary output"), which ``data_bytes`` decodes. None for other kinds.
     """
-    kind: str
-    data: Any
+
+    def __new__(cls, kind: str, data: Any, data_bytes: Optional[bytes] = None) -> "StreamEvent":
+        self = super().__new__(cls, kind, data)
+        self._data_bytes = data_bytes
+        return self
+
+    @property
+    def data_bytes(self) -> Optional[bytes]:
+        raw = getattr(self, "_data_bytes", None)
+        if raw is not None:
+            return raw
+        if self.kind in ("stdout", "stderr") and isinstance(self.data, str):
+            return self.data.encode("utf-8")
+        return None
+
+
+def _decode_base64(value: Any, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise ProtocolError(f"{what} is not a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError:
+        raise ProtocolError(f"{what} is not valid base64") from None
+
+
+def output_bytes(result: Mapping[str, Any], stream: str = "stdout") -> bytes:
+    """The exact bytes of a result's ``stdout`` or ``stderr``.
+
+    ``result["stdout"]`` is text; when the program wrote bytes that are not valid UTF-8 it has
+    U+FFFD in their place and the result also carries ``stdout_base64`` with the bytes
+    (docs/api.md "Binary output"). This returns those bytes, or the text encoded as UTF-8.
+    Works on any result: execute, batch entries, session executions and the streamed "result".
+    """
+    if stream not in ("stdout", "stderr"):
+        raise ValueError(f"stream must be 'stdout' or 'stderr', not {stream!r}")
+    if result.get(stream + "_base64") is not None:
+        return _decode_base64(result[stream + "_base64"], f"the result's {stream}_base64")
+    text = result.get(stream, "")
+    return text.encode("utf-8") if isinstance(text, str) else b""
 
 
 def _json_body(obj: Any) -> bytes:
@@ -184,7 +230,9 @@ def stream_event(ev: SSEEvent) -> StreamEvent:
     if ev.event in ("stdout", "stderr"):
         if not isinstance(data, dict) or not isinstance(data.get("data"), str):
             raise ProtocolError(f"SSE {ev.event} event without a string 'data': {ev.data[:200]!r}")
-        return StreamEvent(ev.event, data["data"])
+        raw = data.get("data_base64")
+        exact = _decode_base64(raw, f"SSE {ev.event} event's data_base64") if raw is not None else None
+        return StreamEvent(ev.event, data["data"], exact)
     return StreamEvent(ev.event, data)
 
 

@@ -908,3 +908,28 @@ class PackageTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BinaryOutputTest(unittest.TestCase):
+    """Output that is not UTF-8 arrives as base64 next to the text (docs/api.md "Binary output")."""
+
+    def test_output_bytes_prefers_the_base64_field(self):
+        raw = bytes(range(256))
+        r = {"stdout": raw.decode("utf-8", "replace"), "stdout_base64": base64.b64encode(raw).decode(),
+             "stderr": "caf\u00e9"}
+        self.assertEqual(llm_sandbox.output_bytes(r), raw)
+        self.assertEqual(llm_sandbox.output_bytes(r, "stderr"), "caf\u00e9".encode())
+        with self.assertRaises(ValueError):
+            llm_sandbox.output_bytes(r, "stdin")
+        with self.assertRaises(llm_sandbox.ProtocolError):
+            llm_sandbox.output_bytes({"stdout": "", "stdout_base64": "not base64!"})
+
+    def test_stream_events_carry_their_exact_bytes_and_still_unpack(self):
+        from llm_sandbox._calls import stream_event
+        from llm_sandbox.sse import SSEEvent
+        ev = stream_event(SSEEvent(event="stdout", data=json.dumps({"data": "\ufffd", "data_base64": "/w=="})))
+        kind, data = ev
+        self.assertEqual((kind, data, ev.data_bytes), ("stdout", "\ufffd", b"\xff"))
+        plain = stream_event(SSEEvent(event="stderr", data=json.dumps({"data": "ok\n"})))
+        self.assertEqual(plain.data_bytes, b"ok\n")
+        self.assertIsNone(stream_event(SSEEvent(event="alert", data="{}")).data_bytes)

@@ -35,6 +35,16 @@ TEST(FillStatus, ExitCodesSignalsAndReasons) {
   RunOutcome tmo{.timed_out = true, .exited = true, .wait_status = SIGKILL};
   EXPECT_EQ(Fill(tmo).status, "timeout");
   EXPECT_EQ(Fill(tmo).signal, SIGKILL);
+  // One convention (issue 16): a timeout is exit code 124, whichever signal ended the program, and
+  // also when it caught SIGTERM and exited on its own within the grace.
+  EXPECT_EQ(Fill(tmo).exit_code, 124);
+  RunOutcome tmo_term{.timed_out = true, .exited = true, .wait_status = SIGTERM};
+  EXPECT_EQ(Fill(tmo_term).exit_code, 124);
+  EXPECT_EQ(Fill(tmo_term).signal, SIGTERM);
+  RunOutcome tmo_exit{.timed_out = true, .exited = true, .wait_status = 1 << 8};
+  EXPECT_EQ(Fill(tmo_exit).status, "timeout");
+  EXPECT_EQ(Fill(tmo_exit).exit_code, 124);
+  EXPECT_EQ(Fill(tmo_exit).signal, 0);
   RunOutcome flood{.output_limited = true, .exited = true, .wait_status = SIGKILL};
   EXPECT_EQ(Fill(flood).status, "output_limit");
   RunOutcome denied{.exec_failed = true, .exec_errno = EACCES, .exited = true, .wait_status = 127 << 8};
