@@ -90,6 +90,15 @@ class Backend {
   virtual Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) = 0;
   // The BoxSetup to send for `policy` on this backend (mode, rootfs...).
   virtual Result<protocol::BoxSetup> SetupFor(const Policy& policy) const = 0;
+  // The box shape: what a box for `policy` is built with (`setup` is the SetupFor(policy) its init
+  // is sent), as one key. Warm pools (Docker's, the daemon's native one) hand a box to a request
+  // only when the request's policy has the box's shape, and the run then takes its limits from the
+  // request's policy. Derived from the very data Start builds the box from, never from a list of
+  // policy fields, so a field that changes the box changes the shape. Default: an error (a backend
+  // that says nothing about its boxes never has one handed out).
+  virtual Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const;
+  // BoxShape(policy, SetupFor(policy)).
+  Result<std::string> ShapeFor(const Policy& policy) const;
 };
 
 }  // namespace lsb

@@ -191,6 +191,11 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
                                                      SessionOptions opts) {
   // Made before the box starts: Start delivers it as init's first frame.
   LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend.SetupFor(policy));
+  return Open(backend, policy, std::move(setup), opts);
+}
+
+Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
+                                                     protocol::BoxSetup setup, SessionOptions opts) {
   std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
   LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy, setup));  // Start checks the policy first
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());

@@ -96,6 +96,9 @@ class BoxSession {
  public:
   static Result<std::unique_ptr<BoxSession>> Open(Backend& backend, const Policy& policy,
                                                   SessionOptions opts = {});
+  // With `setup` = backend.SetupFor(policy) already made (a pool keys the box by its BoxShape).
+  static Result<std::unique_ptr<BoxSession>> Open(Backend& backend, const Policy& policy,
+                                                  protocol::BoxSetup setup, SessionOptions opts);
   ~BoxSession();
   BoxSession(const BoxSession&) = delete;
   BoxSession& operator=(const BoxSession&) = delete;
@@ -120,12 +123,10 @@ class BoxSession {
   // For those runs: a box opened without awaiting kReady reads it now (the run's frames may be
   // queued already: they are written meanwhile). An error (init refused the setup) retires it.
   Status EnsureReady();
-  // A pooled box (scheduler/native_pool.h) serving a request that lowered the timeout or its
-  // grace: the runs of this session use them from now on. Never raises either.
-  void LowerRunTimeout(uint64_t ms, uint64_t grace_ms) {
-    policy_.timeout_ms = std::min(policy_.timeout_ms, ms);
-    policy_.timeout_grace_ms = std::min(policy_.timeout_grace_ms, grace_ms);
-  }
+  // A pooled box (scheduler/native_pool.h) handed to a request: the runs of this session take
+  // their limits (timeout, output, languages...) from the request's tightened `policy` from now
+  // on. Only for a policy with the box's BoxShape: the pool checks that.
+  void UseRunPolicy(const Policy& policy) { policy_ = policy; }
 
  private:
   BoxSession(Backend& backend, const Policy& policy, SessionOptions opts)

@@ -11,24 +11,6 @@ namespace {
 constexpr size_t kMaxReapQueue = 64;  // past this, a used box is destroyed on the caller's thread
 constexpr std::chrono::seconds kRetryAfter{10};  // a policy whose refill failed
 
-bool SameTmpfs(const std::vector<TmpfsMount>& a, const std::vector<TmpfsMount>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].path != b[i].path || a[i].size_bytes != b[i].size_bytes || a[i].mode != b[i].mode ||
-        a[i].noexec != b[i].noexec || a[i].nosuid != b[i].nosuid || a[i].nodev != b[i].nodev)
-      return false;
-  return true;
-}
-
-bool SameLanguages(const std::map<std::string, Language>& a, const std::map<std::string, Language>& b) {
-  if (a.size() != b.size()) return false;
-  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
-    if (i->first != j->first || i->second.name != j->second.name || i->second.command != j->second.command ||
-        i->second.file_name != j->second.file_name)
-      return false;
-  return true;
-}
-
 // A box opened on the request path runs once: its program follows kSetup without waiting for kReady.
 SessionOptions OneShotOptions() {
   SessionOptions o;
@@ -37,21 +19,6 @@ SessionOptions OneShotOptions() {
 }
 
 }  // namespace
-
-// Every field of Policy except where it came from (source_file, positions) and the description.
-// A field added to Policy must be added here, or pooled boxes would ignore it.
-bool PooledBoxFits(const Policy& b, const Policy& r) {
-  return b.version == r.version && b.name == r.name && b.backend == r.backend && b.runtime == r.runtime &&
-         b.gvisor_accept_weaker == r.gvisor_accept_weaker && b.image == r.image && b.read_only == r.read_only &&
-         SameTmpfs(b.tmpfs, r.tmpfs) && b.user_namespace == r.user_namespace && b.seccomp == r.seccomp &&
-         b.uid == r.uid && b.gid == r.gid && b.workdir == r.workdir && b.env == r.env &&
-         b.network_enabled == r.network_enabled && b.allow == r.allow && b.deny == r.deny &&
-         SameLanguages(b.languages, r.languages) && b.default_language == r.default_language && b.cpu == r.cpu &&
-         b.memory_bytes == r.memory_bytes && r.timeout_ms <= b.timeout_ms &&
-         r.timeout_grace_ms <= b.timeout_grace_ms && b.pids == r.pids &&
-         b.output_bytes == r.output_bytes && b.open_files == r.open_files &&
-         b.file_size_bytes == r.file_size_bytes && b.trace == r.trace && b.alert_severity == r.alert_severity;
-}
 
 OneShotBox& OneShotBox::operator=(OneShotBox&& o) noexcept {
   if (this != &o) {
@@ -88,11 +55,16 @@ void NativePool::Start(const std::vector<std::string>& policies) {
 }
 
 Result<OneShotBox> NativePool::Acquire(Backend& backend, const Policy& policy) {
-  std::vector<std::unique_ptr<BoxSession>> stale;  // destroyed after the lock is dropped
+  bool ours = &backend == &backend_ && per_policy_ > 0;
+  // Outside the lock: the request's box shape (a policy the backend cannot describe never fits).
+  Result<std::string> shape = ours ? backend.ShapeFor(policy) : Result<std::string>(Error{"not pooled"});
+  std::vector<std::unique_ptr<BoxSession>> broken;  // destroyed after the lock is dropped
   std::unique_ptr<BoxSession> got;
-  if (&backend == &backend_ && per_policy_ > 0) {
+  bool counted = false;
+  if (ours) {
     std::lock_guard<std::mutex> l(mu_);
     if (started_ && !stop_) {
+      counted = true;
       auto it = pools_.find(policy.name);
       if (it == pools_.end()) {
         pools_[policy.name];  // pooled from now on
@@ -100,29 +72,61 @@ Result<OneShotBox> NativePool::Acquire(Backend& backend, const Policy& policy) {
       } else {
         auto& q = it->second.ready;
         while (!q.empty() && !got) {
-          auto s = std::move(q.front());
+          Warm w = std::move(q.front());
           q.pop_front();
-          if (s->usable() && PooledBoxFits(s->policy(), policy)) {
-            got = std::move(s);
-          } else if (auto cur = store_.Find(policy.name); !s->usable() || !cur || !PooledBoxFits(s->policy(), *cur)) {
-            stale.push_back(std::move(s));  // broke while waiting, or made from a replaced policy
+          if (!w.session->usable()) {
+            broken.push_back(std::move(w.session));  // broke while waiting
+          } else if (shape.ok() && w.shape == *shape) {
+            got = std::move(w.session);
           } else {
-            q.push_front(std::move(s));  // fits the policy, not this tightened request: keep it
+            q.push_front(std::move(w));  // another shape: its policy's, or one replaced (below)
             break;
           }
         }
-        if (got) refill_cv_.notify_all();
+        if (got || !broken.empty()) refill_cv_.notify_all();
       }
       got ? ++hits_ : ++misses_;
     }
   }
-  for (auto& s : stale) Retire(std::move(s));
+  for (auto& s : broken) Retire(std::move(s));
   if (got) {
-    got->LowerRunTimeout(policy.timeout_ms, policy.timeout_grace_ms);
+    got->UseRunPolicy(policy);
     return OneShotBox(std::move(got), this);
   }
+  // A miss starts a box anyway: meanwhile, boxes made from a policy since replaced go.
+  if (counted)
+    if (auto cur = store_.Find(policy.name))
+      if (auto cur_shape = backend_.ShapeFor(*cur); cur_shape.ok()) DropStale(policy.name, *cur_shape);
   LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, OneShotOptions()));
   return OneShotBox(std::move(s), &backend == &backend_ ? this : nullptr);
+}
+
+void NativePool::DropStale(const std::string& name, const std::string& shape) {
+  std::vector<std::unique_ptr<BoxSession>> stale;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = pools_.find(name);
+    if (it == pools_.end()) return;
+    auto& q = it->second.ready;
+    for (auto w = q.begin(); w != q.end();) {
+      if (w->shape == shape) {
+        ++w;
+        continue;
+      }
+      stale.push_back(std::move(w->session));
+      w = q.erase(w);
+    }
+    if (!stale.empty()) refill_cv_.notify_all();
+  }
+  for (auto& s : stale) Retire(std::move(s));
+}
+
+Result<NativePool::Warm> NativePool::MakeWarm(const Policy& policy) {
+  // One setup for both: the box is built from exactly what its shape says.
+  LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend_.SetupFor(policy));
+  LSB_ASSIGN_OR_RETURN(std::string shape, backend_.BoxShape(policy, setup));
+  LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(backend_, policy, std::move(setup), SessionOptions{}));
+  return Warm{std::move(session), std::move(shape)};
 }
 
 void NativePool::Retire(std::unique_ptr<BoxSession> s) {
@@ -144,7 +148,7 @@ void NativePool::Drain() {
     std::lock_guard<std::mutex> l(mu_);
     ++gen_;
     for (auto& [name, p] : pools_) {
-      for (auto& s : p.ready) old.push_back(std::move(s));
+      for (auto& w : p.ready) old.push_back(std::move(w.session));
       p.ready.clear();
       p.failed = false;
     }
@@ -168,7 +172,7 @@ void NativePool::Shutdown() {
   if (reaper_.joinable()) reaper_.join();
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [name, p] : pools_)
-    for (auto& s : p.ready) old.push_back(std::move(s));
+    for (auto& w : p.ready) old.push_back(std::move(w.session));
   pools_.clear();
   for (auto& s : reap_) old.push_back(std::move(s));
   reap_.clear();
@@ -224,8 +228,8 @@ void NativePool::RefillLoop() {
     uint64_t gen = gen_;
     l.unlock();
     auto policy = store_.Find(name);
-    Result<std::unique_ptr<BoxSession>> s = Error{"no policy named '" + name + "'"};
-    if (policy) s = BoxSession::Open(backend_, *policy);
+    Result<Warm> s = Error{"no policy named '" + name + "'"};
+    if (policy) s = MakeWarm(*policy);
     l.lock();
     auto it = pools_.find(name);
     if (!s.ok()) {
@@ -240,7 +244,7 @@ void NativePool::RefillLoop() {
     }
     if (stop_ || gen != gen_ || it == pools_.end()) {
       l.unlock();
-      s->reset();  // made for a drained generation
+      s->session.reset();  // made for a drained generation
       l.lock();
       continue;
     }

@@ -3,11 +3,13 @@
 // a background thread refills the pools and another destroys used boxes, so neither the box start
 // nor its teardown (namespace teardown after init's SIGKILL) is on the request's path.
 //
-// Correctness: a pooled box is only handed to a request whose policy is the one the box was made
-// for, field by field; the only difference allowed is a lower timeout (it is per run: the session's
-// run timeout is lowered before the run). Any other tightening (memory, cpu, network...) gets a
-// fresh box. Drain() (SIGHUP: the policies may have changed) and Shutdown() (SIGTERM) destroy every
-// pooled box; a box made from a policy that was replaced meanwhile fails the comparison anyway.
+// Correctness: a pooled box is only handed to a request whose (tightened) policy has the box's
+// shape (Backend::BoxShape: init's setup and the launch plan the backend built the box from, the
+// rule the Docker pool keys its boxes by too), and the run then takes its limits (timeout, output,
+// languages...) from the request's policy. A request whose box would be built otherwise (memory,
+// cpu, network...) gets a fresh box. Drain() (SIGHUP: the policies may have changed) and
+// Shutdown() (SIGTERM) destroy every pooled box; a box whose shape is no longer its policy's is
+// discarded by the next request that misses.
 //
 // Policies are pooled on demand: the ones named in Start() and each one a one-shot asks for.
 //
@@ -38,10 +40,6 @@ namespace lsb::sched {
 class PolicyStore;
 class BoxRegistry;
 class NativePool;
-
-// True when a box made for `box` may run a request whose (tightened) policy is `req`: every field
-// that shapes the box or the run is equal, except timeout_ms, which may be lower in `req`.
-bool PooledBoxFits(const Policy& box, const Policy& req);
 
 // A box for one one-shot execution; when it goes, the box goes to the pool's reaper (or is
 // destroyed in place when there is no pool).
@@ -95,11 +93,19 @@ class NativePool {
   bool WaitFull(std::chrono::milliseconds timeout) const;
 
  private:
+  struct Warm {
+    std::unique_ptr<BoxSession> session;
+    std::string shape;  // the backend's BoxShape of the policy and setup the box was built with
+  };
   struct Pool {
-    std::deque<std::unique_ptr<BoxSession>> ready;
+    std::deque<Warm> ready;
     bool failed = false;  // the last refill failed: not retried before retry_at or a Drain()
     std::chrono::steady_clock::time_point retry_at;
   };
+  // A box for `policy`, opened and set up (kReady received), with its shape.
+  Result<Warm> MakeWarm(const Policy& policy);
+  // Discards the ready boxes of pool `name` whose shape is not `shape` (their policy changed).
+  void DropStale(const std::string& name, const std::string& shape);
   void RefillLoop();
   void ReapLoop();
   bool FullLocked() const;

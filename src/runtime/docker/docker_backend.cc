@@ -37,6 +37,11 @@ Status ChooseSeccomp(const EngineClient& engine, std::string& opt, std::string& 
   return OkStatus();
 }
 
+// A pooled box's shape: its container spec and init's setup.
+std::string ShapeOf(const nlohmann::json& pooled_spec, const protocol::BoxSetup& setup) {
+  return pooled_spec.dump() + "\n" + nlohmann::json(setup).dump();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackendOptions& opts) {
@@ -158,15 +163,19 @@ Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled)
   return BuildContainerSpec(policy, in);
 }
 
+Result<std::string> DockerBackend::BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const {
+  LSB_ASSIGN_OR_RETURN(auto spec, SpecFor(policy, true));
+  return ShapeOf(spec, setup);
+}
+
 WarmPool* DockerBackend::PoolFor(const Policy& policy) {
   if (opts_.pool_size == 0) return nullptr;
   auto spec = SpecFor(policy, true);
   if (!spec.ok()) return nullptr;
   auto setup = SetupFor(policy);
   if (!setup.ok()) return nullptr;
-  // Pooled boxes are set up ahead, so the key is the container spec AND init's setup (two
-  // policies may share a spec but not their allow lists).
-  std::string key = spec->dump() + "\n" + nlohmann::json(*setup).dump();
+  // Pooled boxes are set up ahead: one pool per box shape, the spec AND init's setup.
+  std::string key = ShapeOf(*spec, *setup);
   std::lock_guard<std::mutex> lock(pools_mu_);
   auto it = pools_.find(key);
   if (it == pools_.end() && pools_.size() >= opts_.max_pools) return nullptr;  // bounded: start on demand

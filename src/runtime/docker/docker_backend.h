@@ -43,6 +43,9 @@ class DockerBackend : public Backend {
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
   Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
+  // The container spec of a pooled box and init's setup (two policies may share a spec but not
+  // their allow lists): all a Docker box is built with, the key of its warm pool.
+  Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const override;
 
   const EngineClient& engine() const { return *engine_; }
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.
@@ -76,7 +79,7 @@ class DockerBackend : public Backend {
   std::string seccomp_how_;  // for policy explain
   int orphans_removed_ = 0;
   std::mutex pools_mu_;
-  std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by the container spec
+  std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by BoxShape
   std::mutex network_mu_;
   bool network_ready_ = false;
   mutable std::mutex images_mu_;

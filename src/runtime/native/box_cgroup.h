@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/native/cgroup_layout.h"
@@ -25,6 +27,8 @@ struct CgroupLimits {
   double cpu = 0;             // cores; 0 = not limited
   uint64_t pids = 0;          // 0 = not limited
 };
+// A box's shape (NativeBackend::BoxShape) holds its limits: a field added here goes in with it.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CgroupLimits, memory_bytes, cpu, pids)
 
 // Counters are cumulative over the groups' life; callers compare before/after a run.
 struct CgroupStats {

@@ -174,28 +174,42 @@ size_t NativeBackend::RemoveStaleGroups() const {
   return RemoveStaleBoxGroups(Layout(), opts_.cgroup_parent, std::chrono::seconds(60));
 }
 
+LaunchPlan NativeBackend::PlanLaunch(const Policy& policy) const {
+  LaunchPlan plan;
+  plan.limits = LimitsFor(policy, opts_);
+  plan.new_net = !policy.network_enabled;
+  if (auto st = Refusal(policy, PlanControls(policy)); !st.ok()) plan.refused = st.error().message;
+  return plan;
+}
+
+Result<std::string> NativeBackend::BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const {
+  return nlohmann::json{{"setup", setup}, {"launch", PlanLaunch(policy)}}.dump();
+}
+
 Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const protocol::BoxSetup& setup) {
   // Fail closed: never start a box that would silently lack a control. The steps below fail on
   // what they cannot do (the init binary, a cgroup controller, a limit); what none of them would
-  // notice (runtime, user mapping, network) is checked first. A failure is then explained by the
-  // whole Check, which names every control this host cannot enforce, not only the first one hit.
-  // (Running Check before every start cost a third of a millisecond: it probes what Launch does.)
+  // notice (runtime, user mapping, network) is checked first (the plan's refusal). A failure is
+  // then explained by the whole Check, which names every control this host cannot enforce, not
+  // only the first one hit. (Running Check before every start cost a third of a millisecond: it
+  // probes what Launch does.)
   auto explained = [&](Error e) -> Error {
     if (auto all = Check(policy); !all.ok()) return all.error();
     return e;
   };
-  if (auto st = Refusal(policy, PlanControls(policy)); !st.ok()) return explained(st.error());
-  auto box = Launch(policy, setup);
+  LaunchPlan plan = PlanLaunch(policy);
+  if (!plan.refused.empty()) return explained(Error{plan.refused});
+  auto box = Launch(plan, setup);
   if (!box.ok()) return explained(box.error());
   return box;
 }
 
-Result<std::unique_ptr<Box>> NativeBackend::Launch(const Policy& policy, const protocol::BoxSetup& setup) {
+Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   std::string id = NewBoxId();
   LaunchOptions lo;
   lo.init_fd = init.fd.get();
-  lo.new_net = !policy.network_enabled;
+  lo.new_net = plan.new_net;
   lo.loopback_up = opts_.loopback_up;
   lo.idmap = PlanFor(opts_);
   // Host-level per-user charges of this box go to an owner uid of its own, not to root's.
@@ -206,7 +220,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const Policy& policy, const p
   // for v1 (launcher.h), by pid for v2.
   std::unique_ptr<BoxCgroups> cgroups;
   lo.prepare = [&](pid_t pid) -> Result<std::vector<UniqueFd>> {
-    auto cg = BoxCgroups::Create(Layout(), opts_.cgroup_parent, id, LimitsFor(policy, opts_));
+    auto cg = BoxCgroups::Create(Layout(), opts_.cgroup_parent, id, plan.limits);
     if (!cg.ok()) return cg.error();
     cgroups = std::move(*cg);
     LSB_TRY(cgroups->AddProcess(pid, /*skip_v1=*/true));

@@ -10,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/backend.h"
 #include "runtime/image_map_cache.h"
+#include "runtime/native/box_cgroup.h"
 #include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/idmap.h"
@@ -35,6 +38,16 @@ struct NativeOptions {
   bool loopback_up = false;
 };
 
+// What Launch builds a box from besides init's setup, derived from the policy by PlanLaunch: the
+// only way a policy reaches Launch, so BoxShape, which serializes it whole, sees everything a box
+// is made of. A field added here goes into the JSON below with it.
+struct LaunchPlan {
+  CgroupLimits limits;
+  bool new_net = true;  // a new, empty network namespace (false would share the host's)
+  std::string refused;  // why Start refuses the policy (Refusal of PlanControls); "" = it starts
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LaunchPlan, limits, new_net, refused)
+
 class NativeBackend : public Backend {
  public:
   explicit NativeBackend(NativeOptions opts = {});
@@ -43,6 +56,9 @@ class NativeBackend : public Backend {
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
   Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
+  // init's setup and the LaunchPlan: together, all a native box is built from.
+  Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const override;
+  LaunchPlan PlanLaunch(const Policy& policy) const;
   // Box groups a killed CLI or daemon left behind (box_cgroup.h: RemoveStaleBoxGroups); the daemon
   // calls it at start, a CLI's teardown helper after its own box. Returns how many were removed.
   size_t RemoveStaleGroups() const;
@@ -52,8 +68,8 @@ class NativeBackend : public Backend {
   std::vector<ControlSupport> PlanControls(const Policy& policy) const;
   // An error naming each control in `controls` that is not enforced; ok when there is none.
   static Status Refusal(const Policy& policy, const std::vector<ControlSupport>& controls);
-  // Start's work: namespaces, cgroups, init.
-  Result<std::unique_ptr<Box>> Launch(const Policy& policy, const protocol::BoxSetup& setup);
+  // Start's work: namespaces, cgroups, init; from the plan and the setup only (never the policy).
+  Result<std::unique_ptr<Box>> Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup);
   // Mounts and our own cgroup do not change under a running process: detect once.
   const CgroupLayout& Layout() const;
 
