@@ -17,11 +17,10 @@ namespace lsb {
 
 // What only the outer box knows, read after a run (or after init died).
 struct BoxVerdict {
-  bool oom_killed = false;       // the kernel's OOM killer acted inside the box's memory limit
-  bool pids_limit_hit = false;   // a fork/clone failed at the pids limit
   std::optional<uint64_t> memory_peak_bytes;  // peak of the whole box (cgroup), when known
   std::optional<uint64_t> cpu_ns;             // cpu of the whole box (cgroup), when known
-  // The cumulative counters behind the two flags, so a session can tell whether THIS run hit them.
+  // Cumulative: the kernel's OOM kills in the box, and failed forks/clones at its pids limit. A
+  // session compares them before/after to tell whether THIS run hit them.
   uint64_t oom_kill_count = 0;
   uint64_t pids_limit_events = 0;
   // Set once the box's init has exited and the backend knows how (the engine's exit code for a

@@ -33,7 +33,6 @@ class FrameChannel {
   // Writes every queued byte (or fails at the deadline).
   Status Flush(Clock::time_point deadline);
 
-  bool write_closed() const { return write_closed_; }
   // When `fd` becomes readable, Next() returns Error{"cancelled"} (a signal or a client gone).
   void set_cancel_fd(int fd) { cancel_fd_ = fd; }
 

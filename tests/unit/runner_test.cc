@@ -105,7 +105,6 @@ TEST(ApplyVerdict, OomBecomesStatusAndAlert) {
   r.signal = 9;
   BoxVerdict before, after;
   after.oom_kill_count = 1;
-  after.oom_killed = true;
   after.memory_peak_bytes = 67108864;
   ApplyVerdict(before, after, TestPolicy(), r);
   EXPECT_EQ(r.status, ExecStatus::kOom);

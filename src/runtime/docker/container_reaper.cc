@@ -26,11 +26,6 @@ void ContainerReaper::Remove(std::string container_id) {
   cv_.notify_one();
 }
 
-void ContainerReaper::Drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
-}
-
 size_t ContainerReaper::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queue_.size() + retry_.size() + (busy_ ? 1 : 0);
@@ -114,9 +109,7 @@ void ContainerReaper::Loop() {
       break;  // nothing queued, nothing to retry
     }
     busy_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
   }
-  idle_cv_.notify_all();
 }
 
 }  // namespace lsb::docker

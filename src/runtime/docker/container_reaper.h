@@ -31,9 +31,6 @@ class ContainerReaper {
   // attach stream, so init is exiting), then a forced remove (which kills it if it did not). Never
   // blocks on the engine.
   void Remove(std::string container_id);
-  // Blocks until the queue is empty and nothing is being removed (tests, benchmarks); removals
-  // waiting for a retry are not waited for.
-  void Drain();
   size_t pending() const;  // queued, being removed, or waiting for a retry
 
  private:
@@ -52,7 +49,6 @@ class ContainerReaper {
   std::shared_ptr<const EngineClient> engine_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::condition_variable idle_cv_;
   std::deque<std::string> queue_;
   std::deque<Retry> retry_;  // sorted by `next`
   int slow_stops_ = 0;       // containers in a row that did not stop by themselves (Loop's thread only)

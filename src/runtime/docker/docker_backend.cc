@@ -15,25 +15,19 @@ namespace {
 
 // Docker takes the profile inline in SecurityOpt; Podman's compat API reads the value as a path on
 // its own host, so a local Podman gets a file (content-addressed, written once); a remote Podman
-// keeps its default profile (the watched escape calls it refuses are then not alerted).
-Status ChooseSeccomp(const EngineClient& engine, std::string& opt, std::string& how) {
+// keeps its default profile (the watched escape calls it refuses are then not alerted). The
+// profile: every system call libseccomp knows here except those llm-sandbox-init refuses
+// silently; the escape calls init watches pass to its filter, which refuses them (EPERM) with an
+// escape_syscall alert.
+Status ChooseSeccomp(const EngineClient& engine, std::string& opt) {
   LSB_ASSIGN_OR_RETURN(std::string profile, EngineSeccompProfile());
-  const std::string what = "an allowlist of every system call libseccomp knows here except those "
-                           "llm-sandbox-init refuses silently; the escape calls init watches pass to its filter, "
-                           "which refuses them (EPERM) with an escape_syscall alert";
   if (!engine.is_podman()) {
     opt = "seccomp=" + profile;
-    how = "engine profile: " + what;
     return OkStatus();
   }
-  if (engine.endpoint().kind != Endpoint::Kind::kUnix) {
-    how = "Podman's default profile (a remote Podman reads profiles from its own disk; escape calls it refuses "
-          "are not alerted) plus llm-sandbox-init's filters inside";
-    return OkStatus();
-  }
+  if (engine.endpoint().kind != Endpoint::Kind::kUnix) return OkStatus();
   LSB_ASSIGN_OR_RETURN(std::string path, WriteProfileFile(profile));
   opt = "seccomp=" + path;
-  how = "engine profile " + path + ": " + what;
   return OkStatus();
 }
 
@@ -62,11 +56,9 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
     for (const auto& o : info["SecurityOptions"]) {
       std::string s = o.is_string() ? o.get<std::string>() : "";
       if (s.rfind("name=seccomp", 0) == 0) b->engine_seccomp_ = true;
-      if (s.rfind("name=userns", 0) == 0) b->engine_userns_ = true;
-      if (s.rfind("name=rootless", 0) == 0) b->engine_rootless_ = true;
     }
   }
-  if (auto st = ChooseSeccomp(*b->engine_, b->seccomp_opt_, b->seccomp_how_); !st.ok())
+  if (auto st = ChooseSeccomp(*b->engine_, b->seccomp_opt_); !st.ok())
     return st.error().Wrap("docker: seccomp profile");
   LSB_ASSIGN_OR_RETURN(b->images_, ImageResolver::Load(opts.images_file));
   LSB_ASSIGN_OR_RETURN(b->init_path_, FindStaticInit(opts.init_path));
@@ -75,7 +67,6 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
   if (opts.reap_orphans) {
     auto reaped = ReapOrphans(*b->engine_);
     if (!reaped.ok()) return reaped.error().Wrap("removing orphaned sandbox containers");
-    b->orphans_removed_ = reaped->removed;
   }
   return b;
 }
@@ -111,43 +102,6 @@ Status DockerBackend::Check(const Policy& policy) const {
   std::string msg = "policy '" + policy.name + "' cannot be enforced on the Docker backend:";
   for (const auto& p : problems) msg += "\n  - " + p;
   return Error{msg};
-}
-
-std::vector<ControlSupport> DockerBackend::Explain(const Policy& policy) const {
-  bool gv = policy.runtime == "runsc";
-  std::vector<ControlSupport> out;
-  auto add = [&](std::string control, bool enforced, std::string how) {
-    out.push_back({std::move(control), enforced, std::move(how)});
-  };
-  add("container.image", true, "engine image '" + images_.Map(policy.image) + "'" +
-                                   (images_.Map(policy.image) != policy.image ? " (mapped from '" + policy.image + "')" : ""));
-  add("container.read_only", true, policy.read_only ? "HostConfig.ReadonlyRootfs" : "writable container layer");
-  add("container.tmpfs", true, "HostConfig.Tmpfs with the policy's options; plus " + std::string(kJobDir) +
-                                   " (16M, noexec) for the program file");
-  add("container.user_namespace", engine_userns_ || gv,
-      engine_userns_ ? "the engine runs with userns-remap: container uids are unprivileged host uids"
-      : gv           ? "gVisor's sandbox kernel: the program's uids never reach the host kernel"
-                     : "no kernel user namespace (the engine has no userns-remap); the box runs as the unprivileged "
-                       "uid " + std::to_string(policy.uid) + " with CapDrop ALL and no-new-privileges");
-  add("container.seccomp", engine_seccomp_ || gv,
-      gv ? "gVisor's own system call filtering plus llm-sandbox-init's escape filter inside"
-         : seccomp_how_ + "; plus llm-sandbox-init's own filters inside");
-  add("container.user", true, "Config.User " + std::to_string(policy.uid) + ":" + std::to_string(policy.gid) +
-                                  ", HostConfig.CapDrop ALL, SecurityOpt no-new-privileges");
-  add("network.enabled", true,
-      policy.network_enabled ? std::string("HostConfig.NetworkMode ") + kIsolatedNetwork +
-                                   " (a bridge network with com.docker.network.bridge.enable_icc=false: boxes "
-                                   "reach the outside, never each other)"
-                             : "HostConfig.NetworkMode none");
-  add("commands", !gv || policy.gvisor_accept_weaker,
-      gv ? "NOT enforced under gVisor (no Landlock); accepted by container.gvisor_accept_weaker"
-         : "llm-sandbox-init: Landlock EXECUTE per allowed file, seccomp watch on execve");
-  add("resources.memory", true, policy.memory_bytes ? "HostConfig.Memory = MemorySwap (no swap)" : "unlimited");
-  add("resources.cpu", true, policy.cpu > 0 ? "HostConfig.NanoCpus" : "unlimited");
-  add("resources.pids", true, "HostConfig.PidsLimit " + std::to_string(policy.pids));
-  add("container.runtime", std::find(runtimes_.begin(), runtimes_.end(), policy.runtime) != runtimes_.end(),
-      "HostConfig.Runtime " + policy.runtime);
-  return out;
 }
 
 Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled) const {

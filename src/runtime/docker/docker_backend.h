@@ -40,7 +40,6 @@ class DockerBackend : public Backend {
 
   std::string name() const override { return "docker"; }
   Status Check(const Policy& policy) const override;
-  std::vector<ControlSupport> Explain(const Policy& policy) const override;
   Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
   // The container spec of a pooled box and init's setup (two policies may share a spec but not
@@ -50,12 +49,8 @@ class DockerBackend : public Backend {
   const EngineClient& engine() const { return *engine_; }
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.
   WarmPool* PoolFor(const Policy& policy);
-  int orphans_removed() const { return orphans_removed_; }
-  // Waits until every used box's container is removed (benchmarks, tests).
-  void DrainRemovals() { reaper_->Drain(); }
   // OK when the policy's (mapped) image is in the engine; else an error naming it and how to provide it.
   Status ImagePresent(const Policy& policy) const;
-  const InitSource& init_source() const { return init_source_; }
 
  private:
   explicit DockerBackend(DockerBackendOptions opts) : opts_(std::move(opts)) {}
@@ -72,12 +67,8 @@ class DockerBackend : public Backend {
   std::string owner_;
   std::vector<std::string> runtimes_;  // registered with the engine
   bool engine_seccomp_ = false;
-  bool engine_userns_ = false;
-  bool engine_rootless_ = false;
   // "seccomp=<inline JSON or path>" for runc boxes (seccomp_profile.h); empty: the engine's default.
   std::string seccomp_opt_;
-  std::string seccomp_how_;  // for policy explain
-  int orphans_removed_ = 0;
   std::mutex pools_mu_;
   std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by BoxShape
   std::mutex network_mu_;

@@ -118,8 +118,6 @@ BoxVerdict ReadVerdict(const EngineClient& engine, const std::string& cid) {
     }
   }
   if (!local || !v.memory_peak_bytes) FillFromStats(engine, cid, v.cpu_ns, &v.memory_peak_bytes, nullptr);
-  v.oom_killed = v.oom_kill_count > 0;
-  v.pids_limit_hit = v.pids_limit_events > 0;
   return v;
 }
 

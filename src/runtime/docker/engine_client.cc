@@ -80,7 +80,6 @@ Result<EngineClient> EngineClient::Open(const Endpoint& ep, ClientOptions opts) 
   if (j.contains("Components") && j["Components"].is_array())
     for (const auto& comp : j["Components"])
       if (JsonStringOr(comp, "Name", "").find("Podman") != std::string::npos) c.is_podman_ = true;
-  c.version_info_ = std::move(j);
   return c;
 }
 

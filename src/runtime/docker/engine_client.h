@@ -46,8 +46,6 @@ class EngineClient {
   static Result<EngineClient> Open(const Endpoint& ep, ClientOptions opts = {});
 
   const Endpoint& endpoint() const { return ep_; }
-  const std::string& api_version() const { return api_version_; }
-  const Json& version_info() const { return version_info_; }
   // Podman's Docker-compatible service (GET /version names a "Podman Engine" component).
   bool is_podman() const { return is_podman_; }
 
@@ -87,7 +85,6 @@ class EngineClient {
   Endpoint ep_;
   ClientOptions opts_;
   std::string api_version_;
-  Json version_info_;
   bool is_podman_ = false;
 };
 

@@ -90,8 +90,6 @@ BoxVerdict NativeBox::Verdict() {
   CgroupStats s = cgroups_->Read();
   v.oom_kill_count = s.oom_kills;
   v.pids_limit_events = s.pids_max_events;
-  v.oom_killed = s.oom_kills > 0;
-  v.pids_limit_hit = s.pids_max_events > 0;
   v.memory_peak_bytes = s.memory_peak_bytes;
   v.cpu_ns = s.cpu_ns;
   return v;
