@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/io.h"
+#include "base/mountinfo.h"
 #include "base/unique_fd.h"
 #include "init/exec_policy.h"
 #include "init/host_etc.h"
@@ -280,34 +281,7 @@ Status BuildRoot(const BoxSetup& setup) {
 // read-only root has f_flag 32). The per-mount options of the last mount at exactly `path`.
 bool MountinfoHasOption(const std::string& path, const std::string& option) {
   auto info = ReadFile("/proc/self/mountinfo");
-  if (!info.ok()) return false;
-  bool has = false;
-  size_t at = 0;
-  while (at < info->size()) {
-    size_t end = info->find('\n', at);
-    if (end == std::string::npos) end = info->size();
-    std::vector<std::string> f;
-    size_t i = at;
-    while (i < end && f.size() < 6) {
-      size_t sp = info->find(' ', i);
-      if (sp == std::string::npos || sp > end) sp = end;
-      f.push_back(info->substr(i, sp - i));
-      i = sp + 1;
-    }
-    if (f.size() == 6 && f[4] == path) {
-      has = false;
-      size_t o = 0;
-      const std::string& opts = f[5];
-      while (o <= opts.size()) {
-        size_t comma = opts.find(',', o);
-        if (comma == std::string::npos) comma = opts.size();
-        if (opts.compare(o, comma - o, option) == 0 && comma - o == option.size()) has = true;
-        o = comma + 1;
-      }
-    }
-    at = end + 1;
-  }
-  return has;
+  return info.ok() && MountHasOption(ParseMountinfo(*info), path, option);
 }
 
 Status CheckInPlace(const BoxSetup& setup) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "base/io.h"
+#include "base/mountinfo.h"
 
 #include "runtime/native/cgroup_layout.h"
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/io.h"
+#include "base/mountinfo.h"
 
 namespace lsb::native {
 namespace {
@@ -38,29 +39,13 @@ struct Mount {
 
 std::vector<Mount> ParseCgroupMounts(std::string_view mountinfo) {
   std::vector<Mount> out;
-  std::istringstream in{std::string(mountinfo)};
-  std::string line;
-  while (std::getline(in, line)) {
-    // id parent maj:min root mount_point mount_opts [optional...] - fstype source super_opts
-    std::vector<std::string> f;
-    std::istringstream ls(line);
-    for (std::string w; ls >> w;) f.push_back(w);
-    size_t dash = 0;
-    for (size_t i = 6; i < f.size(); ++i) {
-      if (f[i] == "-") {
-        dash = i;
-        break;
-      }
-    }
-    if (dash == 0 || dash + 1 >= f.size()) continue;
-    const std::string& fstype = f[dash + 1];
-    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+  for (auto& e : ParseMountinfo(mountinfo)) {
+    if (e.fstype != "cgroup" && e.fstype != "cgroup2") continue;
     Mount m;
-    m.root = UnescapeMountinfo(f[3]);
-    m.mount_point = UnescapeMountinfo(f[4]);
-    m.fstype = fstype;
-    if (dash + 3 < f.size())
-      for (auto& o : Split(f[dash + 3], ',')) m.options.insert(o);
+    m.root = std::move(e.root);
+    m.mount_point = std::move(e.mount_point);
+    m.fstype = std::move(e.fstype);
+    m.options.insert(e.super_options.begin(), e.super_options.end());
     out.push_back(std::move(m));
   }
   return out;
@@ -102,19 +87,6 @@ const ControllerPlace& CgroupLayout::Get(const std::string& controller) const {
   return it == controllers.end() ? kMissing : it->second;
 }
 
-std::string UnescapeMountinfo(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-        s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-      out.push_back(static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
 
 namespace {
 

@@ -74,7 +74,4 @@ MountProbe LiveMountProbe();
 // The live layout of the calling process: the standard one when it holds, else from mountinfo.
 CgroupLayout DetectCgroupLayout();
 
-// Decodes mountinfo's octal escapes ("\040" is a space).
-std::string UnescapeMountinfo(std::string_view s);
-
 }  // namespace lsb::native
