@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/command_presets.h"
+#include "policy/tmpfs_options.h"
 #include "policy/units.h"
 
 namespace lsb {
@@ -99,7 +100,7 @@ class Explainer {
     for (const auto& m : p_.tmpfs) {
       std::string setting = m.path + " size=" + units::FormatBytes(m.size_bytes) + " mode=" + Octal(m.mode) +
                             " noexec,nosuid,nodev";
-      std::string docker_opts = "size=" + std::to_string(m.size_bytes) + ",mode=" + Octal(m.mode) + ",noexec,nosuid,nodev";
+      std::string docker_opts = FormatTmpfsOptions(m.size_bytes, m.mode, m.noexec, m.nosuid, m.nodev);
       Add("container.tmpfs " + m.path, setting, "container.tmpfs." + m.path,
           Yes("mounted by llm-sandbox-init in the box's mount namespace with size, mode, noexec, nosuid and "
               "nodev; full -> ENOSPC; its pages count toward resources.memory; fresh for every box"),

@@ -1,5 +1,7 @@
 #include "policy/tmpfs_options.h"
 
+#include <cstdio>
+
 #include "policy/suggest.h"
 #include "policy/units.h"
 
@@ -26,6 +28,18 @@ std::string WhyRefused(std::string_view option) {
 }
 
 }  // namespace
+
+std::string FormatTmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev) {
+  char m[16];
+  std::snprintf(m, sizeof(m), "%o", mode);
+  std::string o = "rw";
+  if (size_bytes) o += ",size=" + std::to_string(size_bytes);
+  o += std::string(",mode=") + m;
+  if (noexec) o += ",noexec";
+  if (nosuid) o += ",nosuid";
+  if (nodev) o += ",nodev";
+  return o;
+}
 
 std::string KnownTmpfsOptions() { return "size=SIZE (e.g. size=100M), mode=OCTAL (e.g. mode=1777), noexec, nosuid, nodev"; }
 

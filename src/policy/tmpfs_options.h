@@ -26,6 +26,10 @@ struct TmpfsOptionProblem {
 // Returns every problem found; empty means the text is valid.
 std::vector<TmpfsOptionProblem> ParseTmpfsOptions(std::string_view text, TmpfsMount* mount);
 
+// The option string of a mount as Docker's HostConfig.Tmpfs takes it (and `policy explain` shows
+// it): "rw,size=67108864,mode=1777,noexec,nosuid,nodev".
+std::string FormatTmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev);
+
 // The options the loader understands, for messages: "size=SIZE, mode=OCTAL, noexec, nosuid, nodev".
 std::string KnownTmpfsOptions();
 

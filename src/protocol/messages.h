@@ -36,6 +36,10 @@ struct TmpfsSpec {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TmpfsSpec, path, size_bytes, mode, noexec, nosuid, nodev)
 
+// Where init writes the program file, on every backend (a small noexec tmpfs, read-only to the
+// program; the Docker backend mounts it as a container tmpfs).
+inline constexpr const char* kJobDir = "/run/job";
+
 // kSetup: how init builds the box's inner view, once.
 struct BoxSetup {
   int protocol = kProtocolVersion;
@@ -47,7 +51,7 @@ struct BoxSetup {
   std::string rootfs = "host";  // "host" (the host's system dirs, read-only) or a directory path
   bool read_only = true;
   std::vector<TmpfsSpec> tmpfs;
-  std::string job_dir = "/run/job";  // where init writes the program file (noexec, read-only to it)
+  std::string job_dir = kJobDir;  // where init writes the program file (noexec, read-only to it)
   std::string hostname = "sandbox";
   bool network_enabled = false;
   std::vector<std::string> allow;  // absolute paths of executables the program may execute

@@ -2,6 +2,20 @@
 
 namespace lsb {
 
+protocol::BoxSetup PolicyBoxSetup(const Policy& policy) {
+  protocol::BoxSetup s;
+  s.read_only = policy.read_only;
+  for (const auto& t : policy.tmpfs)
+    s.tmpfs.push_back(protocol::TmpfsSpec{t.path, t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev});
+  s.network_enabled = policy.network_enabled;
+  s.allow = policy.allow;
+  s.deny = policy.deny;
+  s.uid = policy.uid;
+  s.gid = policy.gid;
+  s.trace = policy.trace;
+  return s;
+}
+
 Result<std::string> Backend::BoxShape(const Policy& /*policy*/, const protocol::BoxSetup& /*setup*/) const {
   return Error{"the " + name() + " backend does not describe its boxes: none is handed out from a pool"};
 }

@@ -72,6 +72,10 @@ struct ControlSupport {
   std::string how;       // "cgroup v1 memory.limit_in_bytes", or why it cannot be
 };
 
+// The part of every backend's SetupFor that is the policy's alone (the same on every backend):
+// read_only, tmpfs, network, commands, user, trace. The backend adds its mode and rootfs.
+protocol::BoxSetup PolicyBoxSetup(const Policy& policy);
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -3,19 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
-namespace lsb::docker {
+#include "policy/tmpfs_options.h"
 
-std::string TmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev) {
-  char m[16];
-  std::snprintf(m, sizeof(m), "%o", mode);
-  std::string o = "rw";
-  if (size_bytes) o += ",size=" + std::to_string(size_bytes);
-  o += std::string(",mode=") + m;
-  if (noexec) o += ",noexec";
-  if (nosuid) o += ",nosuid";
-  if (nodev) o += ",nodev";
-  return o;
-}
+namespace lsb::docker {
 
 uint64_t HostPidsLimit(const Policy& policy) {
   if (policy.runtime != "runsc") return policy.pids;
@@ -30,10 +20,10 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
   using nlohmann::json;
   json tmpfs = json::object();
   for (const auto& t : policy.tmpfs)
-    tmpfs[t.path] = TmpfsOptions(t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev);
+    tmpfs[t.path] = FormatTmpfsOptions(t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev);
   // World-writable + sticky because init runs as the policy's unprivileged uid (no CAP_CHOWN to
   // give itself the directory); Landlock inside makes the program file read-only to the program.
-  if (!tmpfs.contains(kJobDir)) tmpfs[kJobDir] = TmpfsOptions(kJobDirBytes, 01777, true, true, true);
+  if (!tmpfs.contains(kJobDir)) tmpfs[kJobDir] = FormatTmpfsOptions(kJobDirBytes, 01777, true, true, true);
 
   json security_opt = json::array({"no-new-privileges"});
   if (!in.seccomp_opt.empty()) security_opt.push_back(in.seccomp_opt);

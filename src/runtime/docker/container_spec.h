@@ -10,13 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/policy.h"
+#include "protocol/messages.h"
 
 namespace lsb::docker {
 
 // Where init lives inside every container (bind-mounted read-only from the host).
 inline constexpr const char* kInitInContainer = "/.llm-sandbox/init";
 // A small tmpfs init writes the program file into (noexec: the interpreter reads it).
-inline constexpr const char* kJobDir = "/run/job";
+using protocol::kJobDir;
 // Boxes with the network on join this bridge network, whose inter-container traffic is off
 // (com.docker.network.bridge.enable_icc=false): they reach the outside, never each other.
 inline constexpr const char* kIsolatedNetwork = "llm-sandbox-isolated";
@@ -43,9 +44,6 @@ struct SpecInputs {
   // container to 1048576 itself, which fails where root lacks CAP_SYS_RESOURCE (docs/docker.md).
   bool podman = false;
 };
-
-// The tmpfs options string Docker expects ("rw,size=67108864,mode=1777,noexec,nosuid,nodev").
-std::string TmpfsOptions(uint64_t size_bytes, uint32_t mode, bool noexec, bool nosuid, bool nodev);
 
 nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in);
 

@@ -213,28 +213,10 @@ Status DockerBackend::ImagePresent(const Policy& policy) const {
 }
 
 Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
-  protocol::BoxSetup s;
+  // uid/gid are the container's User too: init needs no setuid (it has no capabilities).
+  protocol::BoxSetup s = PolicyBoxSetup(policy);
   s.mode = "in_place";  // the container already is the view; init checks it and adds Landlock+seccomp
   s.rootfs = "image";
-  s.read_only = policy.read_only;
-  for (const auto& t : policy.tmpfs) {
-    protocol::TmpfsSpec ts;
-    ts.path = t.path;
-    ts.size_bytes = t.size_bytes;
-    ts.mode = t.mode;
-    ts.noexec = t.noexec;
-    ts.nosuid = t.nosuid;
-    ts.nodev = t.nodev;
-    s.tmpfs.push_back(ts);
-  }
-  s.job_dir = kJobDir;
-  s.hostname = "sandbox";
-  s.network_enabled = policy.network_enabled;
-  s.allow = policy.allow;
-  s.deny = policy.deny;
-  s.uid = policy.uid;  // the container's User: init needs no setuid (it has no capabilities)
-  s.gid = policy.gid;
-  s.trace = policy.trace;
   // Only under runsc, and only when the policy said so: init then runs without Landlock and the
   // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.
   s.gvisor_accept_weaker = policy.runtime == "runsc" && policy.gvisor_accept_weaker;

@@ -155,18 +155,9 @@ Status NativeBackend::Refusal(const Policy& policy, const std::vector<ControlSup
 Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
   LSB_ASSIGN_OR_RETURN(ImageMap images, images_.Get());
   LSB_ASSIGN_OR_RETURN(std::string rootfs, images.Resolve(policy.image));
-  protocol::BoxSetup s;
-  s.mode = "build_root";
+  protocol::BoxSetup s = PolicyBoxSetup(policy);
+  s.mode = "build_root";  // init assembles the root itself
   s.rootfs = rootfs;
-  s.read_only = policy.read_only;
-  for (const auto& t : policy.tmpfs)
-    s.tmpfs.push_back(protocol::TmpfsSpec{t.path, t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev});
-  s.network_enabled = policy.network_enabled;
-  s.allow = policy.allow;
-  s.deny = policy.deny;
-  s.uid = policy.uid;
-  s.gid = policy.gid;
-  s.trace = policy.trace;
   return s;
 }
 
