@@ -4,27 +4,16 @@ Every backend runs the seed policy (policies/code-sandbox.yaml); docker/runsc ru
 `runtime: runsc` and `gvisor_accept_weaker: true` added, the only way gVisor is accepted.
 LSB_BUILD_DIR / LSB_SOURCE_DIR locate the binary and the repo (the CTest entry sets them).
 """
-import atexit
 import json
 import os
-import shutil
 import subprocess
+import sys
 import tempfile
 
-SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
-BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
-SEED_POLICY = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
-IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
-
-# The daemon writes an audit log by default (docs/monitoring.md "Audit log"); every daemon these
-# suites start writes it into a temporary state directory, never the machine's default place.
-if not os.environ.get("LLM_SANDBOX_STATE_DIR"):
-    os.environ["LLM_SANDBOX_STATE_DIR"] = tempfile.mkdtemp(prefix="lsb-test-state-")
-    atexit.register(shutil.rmtree, os.environ["LLM_SANDBOX_STATE_DIR"], True)
-os.environ.pop("LLM_SANDBOX_AUDIT_LOG", None)
-
+# The build's and the repo's paths: one definition for every suite (tests/integration/harness.py,
+# whose import also gives every daemon these suites start a temporary state directory).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import BINARY, BUILD_DIR, IMAGES, SEED_POLICY, SOURCE_DIR  # noqa: E402,F401
 TEST_IMAGE = "llm-sandbox/python:3.11-test"
 
 # What a backend's box is made of: the suite's expectations key on these, never on names.

@@ -1,35 +1,25 @@
 """Helpers shared by the Docker suites (stdlib only): engine/image setup, a free port, a small HTTP
 client, a daemon under test, waiting for it to answer, and what this project left behind
 (containers, volumes, temp files)."""
-import atexit
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.error
 import urllib.request
 
-SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
-BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+# The build's and the repo's paths: one definition for every suite (tests/integration/harness.py,
+# whose import also gives every daemon these suites start a temporary state directory).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import BINARY, BUILD_DIR, IMAGES, SEED_POLICY, SOURCE_DIR  # noqa: E402,F401
 OWNER_LABEL = "io.llm-sandbox.owner"
-IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
 POLICIES = os.path.join(SOURCE_DIR, "policies")
 
-# The daemon writes an audit log by default (docs/monitoring.md "Audit log"); every daemon these
-# suites start writes it into a temporary state directory, never the machine's default place.
-if not os.environ.get("LLM_SANDBOX_STATE_DIR"):
-    os.environ["LLM_SANDBOX_STATE_DIR"] = tempfile.mkdtemp(prefix="lsb-test-state-")
-    atexit.register(shutil.rmtree, os.environ["LLM_SANDBOX_STATE_DIR"], True)
-os.environ.pop("LLM_SANDBOX_AUDIT_LOG", None)
 # What the CLI, the daemon or the engine on their behalf could leave in the shared temp dirs.
 TMP_DIRS = ("/tmp", "/dev/shm")
 TMP_NAME = re.compile(r"llm|lsb|sandbox|docker", re.I)

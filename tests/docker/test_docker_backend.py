@@ -14,14 +14,8 @@ import threading
 import time
 import unittest
 
-from daemon_util import Daemon, Leftovers, owned_by_pid, request
-
-SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
-BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
-SEED = os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml")
-IMAGES = os.path.join(SOURCE_DIR, "config", "images.yaml")
+from daemon_util import BINARY, BUILD_DIR, IMAGES, SOURCE_DIR, Daemon, Leftovers, owned_by_pid, request
+from daemon_util import SEED_POLICY as SEED
 OWNER_LABEL = "io.llm-sandbox.owner"
 SKIP_REASON = None
 

@@ -9,10 +9,7 @@ import re
 import subprocess
 import unittest
 
-SOURCE_DIR = os.environ.get("LSB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD_DIR = os.environ.get("LSB_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
-BINARY = os.path.join(BUILD_DIR, "llm-sandbox")
+from harness import BINARY, SOURCE_DIR
 SEED = "policies/code-sandbox.yaml"
 BAD_DIR = "tests/policies/bad"
 
