@@ -40,6 +40,7 @@ TEST(NativeBoxShape, WhatTheBoxIsBuiltWithChangesItWhatTheRunTakesDoesNot) {
   // Per run (init's RunSpec, the host's verdict): a pooled box may serve them.
   std::vector<std::pair<const char*, void (*)(Policy&)>> per_run = {
       {"timeout", [](Policy& p) { p.timeout_ms = 1000; }},
+      {"timeout_grace", [](Policy& p) { p.timeout_grace_ms = 0; }},
       {"output", [](Policy& p) { p.output_bytes = 8; }},
       {"open_files", [](Policy& p) { p.open_files = 64; }},
       {"file_size", [](Policy& p) { p.file_size_bytes = 1 << 20; }},
