@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "policy/builtin_descriptions.h"
 #include "policy/command_presets.h"
@@ -93,13 +93,20 @@ TEST(CommandPresets, PresetListedTwiceOrInDenyIsAnError) {
 // that exec others (env, xargs...) are allowed only because every exec is judged again; the
 // integration test RunPresets checks that on a real box.
 TEST(CommandPresets, NoPresetNamesAShellInterpreterOrPrivilegeTool) {
-  const std::regex forbidden(
-      "(sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|busybox|toybox|python.*|perl.*|ruby.*|node.*|nodejs|php.*|lua.*|"
-      "tclsh.*|wish.*|expect|gdb|ld-linux.*|ld\\.so|sudo|su|chroot|nsenter|unshare|setpriv|capsh|stdbuf|script|"
-      "socat|nc|ncat|netcat|curl|wget|ssh|scp|vi|vim|emacs|less|more|man|nohup|setsid|flock|strace|ltrace)");
+  // Exact names, and prefixes for the versioned ones (python3.11, perl5.36...). No std::regex:
+  // GCC 12's libstdc++ regex trips -Wmaybe-uninitialized under the sanitizer build's -Werror.
+  const std::set<std::string> forbidden = {
+      "sh",   "bash", "dash",    "zsh",    "ksh",   "mksh",    "csh",   "tcsh",  "fish",   "busybox", "toybox",
+      "nodejs", "expect", "gdb", "ld.so", "sudo", "su",  "chroot", "nsenter", "unshare", "setpriv", "capsh",
+      "stdbuf", "script", "socat", "nc",  "ncat", "netcat", "curl", "wget", "ssh",  "scp",   "vi",      "vim",
+      "emacs", "less",  "more",  "man",   "nohup", "setsid", "flock", "strace", "ltrace"};
+  const std::vector<std::string> forbidden_prefixes = {"python", "perl", "ruby", "node", "php",
+                                                       "lua",    "tclsh", "wish", "ld-linux"};
   for (const auto& preset : CommandPresets()) {
     for (const auto& c : preset.commands) {
-      EXPECT_FALSE(std::regex_match(c, forbidden)) << "@" << preset.name << " names " << c;
+      bool prefixed = std::any_of(forbidden_prefixes.begin(), forbidden_prefixes.end(),
+                                  [&](const std::string& p) { return c.rfind(p, 0) == 0; });
+      EXPECT_FALSE(forbidden.count(c) || prefixed) << "@" << preset.name << " names " << c;
       EXPECT_EQ(c.find_first_of("/ *?[."), std::string::npos) << "@" << preset.name << ": '" << c << "'";
     }
   }
