@@ -1,4 +1,5 @@
 #include "policy/policy_loader.h"
+#include "policy_parse_helpers.h"
 
 #include <gtest/gtest.h>
 
@@ -13,18 +14,6 @@ namespace lsb {
 namespace {
 
 const std::string kSource = LSB_SOURCE_DIR;
-
-Policy MustParse(const std::string& text) {
-  auto p = ParsePolicyText(text, "t.yaml");
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  return p.ok() ? *p : Policy{};
-}
-
-std::string ParseError(const std::string& text) {
-  auto p = ParsePolicyText(text, "t.yaml");
-  EXPECT_FALSE(p.ok());
-  return p.ok() ? "" : p.error().message;
-}
 
 TEST(PolicyLoader, SeedLoadsVerbatimWithExactValues) {
   std::ifstream seed(kSource + "/policies/code-sandbox.yaml");

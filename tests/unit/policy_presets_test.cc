@@ -13,6 +13,7 @@
 #include "policy/explain.h"
 #include "policy/languages.h"
 #include "policy/policy_loader.h"
+#include "policy_parse_helpers.h"
 
 namespace lsb {
 namespace {
@@ -22,18 +23,6 @@ const std::string kSource = LSB_SOURCE_DIR;
 std::string Yaml(const std::string& allow, const std::string& deny = "", const std::string& extra = "") {
   return "version: \"1.0\"\nname: t\ncommands:\n  allow: [" + allow + "]\n" +
          (deny.empty() ? "" : "  deny: [" + deny + "]\n") + "languages:\n  default: bash\n" + extra;
-}
-
-Policy MustParse(const std::string& text) {
-  auto p = ParsePolicyText(text, "t.yaml");
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  return p.ok() ? *p : Policy{};
-}
-
-std::string ParseError(const std::string& text) {
-  auto p = ParsePolicyText(text, "t.yaml");
-  EXPECT_FALSE(p.ok());
-  return p.ok() ? "" : p.error().message;
 }
 
 bool Has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
