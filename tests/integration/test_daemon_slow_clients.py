@@ -203,8 +203,7 @@ class SlowClientsTest(unittest.TestCase):
             s.sendall(first_bytes)
             return s
 
-        def closed(socks):
-            time.sleep(0.3)
+        def closed_now(socks):
             out = []
             for s in socks:
                 s.setblocking(False)
@@ -216,27 +215,42 @@ class SlowClientsTest(unittest.TestCase):
                     out.append(True)
             return out
 
+        def closed(socks, expected):
+            # An eviction closes at once, but the daemon's thread may be slow to get there (ASan, a
+            # loaded machine): wait up to 5 s for the expected picture, then hold it for 0.3 s so a
+            # late, wrong eviction is seen too.
+            deadline = time.monotonic() + 5
+            while closed_now(socks) != expected and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
+            return closed_now(socks)
+
+        # Eviction picks the oldest progress the daemon recorded; spacing arrivals well beyond a
+        # thread's scheduling delay keeps that order the order of this test.
+        gap = 0.25 if _sanitized_build() else 0.05
+
         idle = []
         for _ in range(4):  # kept alive after one request: their progress is oldest
             s = connect(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{d.port}\r\n\r\n".encode())
             self.assertTrue(read_answer(s).startswith(b"HTTP/1.1 200"))
             idle.append(s)
+            time.sleep(gap)
         half = []
         for _ in range(4):  # a body that stops after one byte
             half.append(connect(b"POST /v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"))
-            time.sleep(0.05)
+            time.sleep(gap)
         # Full: a quick request is served, in the slot of the most stalled connection.
         self.assertEqual(timed_healthz(d.port)[0], 200)
-        self.assertEqual(closed(idle + half), [True] + [False] * 7)
+        self.assertEqual(closed(idle + half, [True] + [False] * 7), [True] + [False] * 7)
         # Four more stalled arrivals: the first takes the free slot, the next three displace the
         # other idle ones; then a quick request displaces the oldest half-read one.
         later = []
         for _ in range(4):
             later.append(connect(b"GET /"))
-            time.sleep(0.05)
-        self.assertEqual(closed(idle + half + later), [True] * 4 + [False] * 8)
+            time.sleep(gap)
+        self.assertEqual(closed(idle + half + later, [True] * 4 + [False] * 8), [True] * 4 + [False] * 8)
         self.assertEqual(timed_healthz(d.port)[0], 200)
-        self.assertEqual(closed(half + later), [True] + [False] * 7)
+        self.assertEqual(closed(half + later, [True] + [False] * 7), [True] + [False] * 7)
 
     def test_trickled_body_is_cut_by_its_rate_deadline(self):
         d = self.start("--body-timeout", "1s", "--min-transfer-rate", "1K")
