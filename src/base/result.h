@@ -1,5 +1,7 @@
-// Errors as values. An Error carries a human message (what failed, with context, and how to fix it
-// where we know) and the errno that caused it, if any. Result<T> is either a T or an Error.
+// Errors as values. An Error carries a kind (ErrorCode, what callers branch on), a human message
+// (what failed, with context, and how to fix it where we know), the errno that caused it, if any,
+// and the field at fault, if one is. Result<T> is either a T or an Error. Code decides by kind and
+// field, never by the message text: the message is for people and may be reworded freely.
 #pragma once
 
 #include <cerrno>
@@ -10,16 +12,86 @@
 
 namespace lsb {
 
+// A small, closed set (as leveldb's Status::Code): add one only when some caller branches on it.
+enum class ErrorCode {
+  kUnknown,            // not classified (the default for a plain message)
+  kInvalidArgument,    // the input is wrong; `field` names it where one is at fault
+  kNotFound,           // ENOENT, an unknown name
+  kPermissionDenied,   // EPERM/EACCES, or a request that would loosen its policy
+  kResourceExhausted,  // ENOMEM, ENOSPC, EMFILE, ...: a limit or a full disk
+  kTimeout,            // a deadline passed
+  kCancelled,          // a signal or a gone client stopped the work (frame_channel.h)
+  kEof,                // the peer closed the stream cleanly, at a frame boundary
+  kUnavailable,        // the other side is not there (ECONNREFUSED, ...), retry later
+  kIo,                 // another failed system call (sys_errno says which)
+};
+
+inline const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kUnknown: return "unknown";
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kPermissionDenied: return "permission_denied";
+    case ErrorCode::kResourceExhausted: return "resource_exhausted";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kCancelled: return "cancelled";
+    case ErrorCode::kEof: return "eof";
+    case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kIo: return "io";
+  }
+  return "unknown";
+}
+
+// The kind a failed system call's errno means: ENOENT -> kNotFound, EACCES -> kPermissionDenied...
+inline ErrorCode CodeOfErrno(int err) {
+  switch (err) {
+    case ENOENT: case ESRCH: return ErrorCode::kNotFound;
+    case EPERM: case EACCES: return ErrorCode::kPermissionDenied;
+    case ENOMEM: case ENOSPC: case EDQUOT: case EMFILE: case ENFILE: case EFBIG: return ErrorCode::kResourceExhausted;
+    case ETIMEDOUT: return ErrorCode::kTimeout;
+    case ECONNREFUSED: return ErrorCode::kUnavailable;
+    default: return ErrorCode::kIo;
+  }
+}
+
 struct Error {
   std::string message;
   int sys_errno = 0;  // 0 when the failure is not a system call's
+  ErrorCode code = ErrorCode::kUnknown;
+  std::string field;  // the input field at fault ("resources.memory", "env.PATH"), or empty
+
+  Error() = default;
+  // A plain message; with an errno its kind comes from the errno (CodeOfErrno), else kUnknown.
+  explicit Error(std::string msg, int err = 0)
+      : message(std::move(msg)), sys_errno(err), code(err ? CodeOfErrno(err) : ErrorCode::kUnknown) {}
+  Error(ErrorCode c, std::string msg, std::string at_field = "", int err = 0)
+      : message(std::move(msg)), sys_errno(err), code(c), field(std::move(at_field)) {}
 
   // "what: strerror(errno)" for a failed system call; errno is read at construction.
-  static Error FromErrno(std::string what, int err = errno) {
-    return Error{what + ": " + std::strerror(err), err};
+  static Error FromErrno(std::string what, int err = errno) { return Error{what + ": " + std::strerror(err), err}; }
+  // A clean end of stream. The message stays "eof" for logs; callers test IsEof().
+  static Error Eof() { return Error{ErrorCode::kEof, "eof"}; }
+  static Error Cancelled() { return Error{ErrorCode::kCancelled, "cancelled"}; }
+  // `field` is the input at fault; `msg` is the whole text a user reads (it names the field too).
+  static Error InvalidArgument(std::string at_field, std::string msg) {
+    return Error{ErrorCode::kInvalidArgument, std::move(msg), std::move(at_field)};
   }
+  static Error PermissionDenied(std::string at_field, std::string msg) {
+    return Error{ErrorCode::kPermissionDenied, std::move(msg), std::move(at_field)};
+  }
+
+  bool IsEof() const { return code == ErrorCode::kEof; }
+  bool IsCancelled() const { return code == ErrorCode::kCancelled; }
+  bool IsInvalidArgument() const { return code == ErrorCode::kInvalidArgument; }
+  bool IsPermissionDenied() const { return code == ErrorCode::kPermissionDenied; }
+  bool IsNotFound() const { return code == ErrorCode::kNotFound; }
+  bool IsTimeout() const { return code == ErrorCode::kTimeout; }
+
   // Prefixes context, so a low-level message reads as a path: "start box: mount /proc: EPERM".
-  Error Wrap(const std::string& context) const { return Error{context + ": " + message, sys_errno}; }
+  // The kind, errno and field stay: wrapping adds words, not a different failure.
+  Error Wrap(const std::string& context) const { return Error{code, context + ": " + message, field, sys_errno}; }
+  // The same kind and field with a new message (a caller rewording a lower layer's error).
+  Error WithMessage(std::string msg) const { return Error{code, std::move(msg), field, sys_errno}; }
 };
 
 template <typename T>
