@@ -30,7 +30,7 @@ Status ReadExact(int fd, void* buf, size_t n) {
       if (errno == EINTR) continue;
       return Error::FromErrno("read");
     }
-    if (r == 0) return Error{got == 0 ? "eof" : "unexpected eof in the middle of a frame", 0};
+    if (r == 0) return got == 0 ? Error::Eof() : Error{"unexpected eof in the middle of a frame"};
     got += static_cast<size_t>(r);
   }
   return OkStatus();

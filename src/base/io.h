@@ -11,7 +11,7 @@ namespace lsb {
 
 // Writes all of data, retrying on EINTR and short writes.
 Status WriteAll(int fd, std::string_view data);
-// Reads exactly n bytes. Returns an Error with message "eof" (sys_errno 0) on a clean EOF at offset 0.
+// Reads exactly n bytes. Returns Error::Eof() (IsEof(), sys_errno 0) on a clean EOF at offset 0.
 Status ReadExact(int fd, void* buf, size_t n);
 // Reads a whole (small) file such as a cgroup or /proc file.
 Result<std::string> ReadFile(const std::string& path);

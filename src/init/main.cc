@@ -156,7 +156,7 @@ int Main() {
   auto first = stream.Read();
   if (!first.ok()) {
     Diag("no setup frame: " + first.error().message);
-    return first.error().message == "eof" ? 0 : 65;
+    return first.error().IsEof() ? 0 : 65;
   }
   if (first->type != FrameType::kSetup) {
     (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", "the first frame must be kSetup", 0});

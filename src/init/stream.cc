@@ -57,7 +57,7 @@ Result<Frame> Stream::Read() {
   for (;;) {
     LSB_ASSIGN_OR_RETURN(auto f, Next());
     if (f) return std::move(*f);
-    if (eof_) return Error{"eof"};
+    if (eof_) return Error::Eof();
     pollfd p[2] = {{in_, POLLIN, 0}, {out_, POLLOUT, 0}};
     bool out = pending() > 0 && !broken_;
     nfds_t n = 1;
@@ -71,7 +71,7 @@ Result<Frame> Stream::Read() {
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     LSB_ASSIGN_OR_RETURN(bool more, Pump());
     if (!more && dec_.buffered() > 0) return Error{"protocol: stream ended inside a frame"};
-    if (!more) return Error{"eof"};
+    if (!more) return Error::Eof();
   }
 }
 

@@ -37,7 +37,7 @@ class Stream {
   Result<bool> Pump();
   // A complete frame, if one is buffered. Errors mean the peer is broken: stop.
   Result<std::optional<protocol::Frame>> Next();
-  // Blocks until a frame arrives, writing queued output meanwhile. Error "eof" at a clean end of
+  // Blocks until a frame arrives, writing queued output meanwhile. Error::Eof() at a clean end of
   // the stream.
   Result<protocol::Frame> Read();
   // True when no byte is buffered either way and none arrives within `ms`: the host has nothing

@@ -129,7 +129,7 @@ Status Supervisor::Serve() {
     if (stream_.QuietFor(kIdleAfterMs)) ReleaseIdleMemory();
     auto f = stream_.Read();
     if (!f.ok()) {
-      if (f.error().message == "eof") return OkStatus();
+      if (f.error().IsEof()) return OkStatus();
       return f.error();
     }
     switch (f->type) {
@@ -142,7 +142,7 @@ Status Supervisor::Serve() {
           break;
         }
         auto code = stream_.Read();
-        if (!code.ok()) return code.error().message == "eof" ? OkStatus() : code.error();
+        if (!code.ok()) return code.error().IsEof() ? OkStatus() : code.error();
         if (code->type != FrameType::kCode) {
           LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"protocol", "kRun must be followed by kCode", 0}));
           break;
@@ -150,7 +150,7 @@ Status Supervisor::Serve() {
         bool shutdown = false;
         auto st = Run(spec, code->payload, &shutdown);
         if (!st.ok()) {
-          if (st.error().message == "eof") return OkStatus();
+          if (st.error().IsEof()) return OkStatus();
           LSB_TRY(stream_.SendJson(FrameType::kError, protocol::InitError{"run", st.error().message, st.error().sys_errno}));
         }
         if (shutdown) return OkStatus();
@@ -486,7 +486,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
       auto more = stream_.Pump();
       if (!more.ok() || !*more) {
         kill_all();  // the host is gone: nobody will read the result
-        return Error{"eof"};
+        return Error::Eof();
       }
     }
   }

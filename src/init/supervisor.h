@@ -41,7 +41,7 @@ class Supervisor {
   }
 
  private:
-  // Returns an error for kError{stage:"run"}; Error{"eof"} when the host went away mid-run.
+  // Returns an error for kError{stage:"run"}; Error::Eof() (IsEof()) when the host went away mid-run.
   Status Run(const protocol::RunSpec& spec, const std::string& code, bool* shutdown);
   Status WriteProgram(const protocol::RunSpec& spec, const std::string& code);
   Result<const SeccompPrograms*> ProgramsFor(uint64_t nofile);

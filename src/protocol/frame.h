@@ -62,7 +62,7 @@ class FrameDecoder {
 
 // Blocking helpers on a file descriptor.
 Status WriteFrame(int fd, FrameType type, std::string_view payload);
-// Returns Error{"eof"} on a clean end of stream before a header.
+// Returns Error::Eof() (IsEof()) on a clean end of stream before a header.
 Result<Frame> ReadFrame(int fd);
 
 }  // namespace lsb::protocol

@@ -79,7 +79,7 @@ Result<std::optional<protocol::Frame>> FrameChannel::Next(Clock::time_point dead
       if (Clock::now() >= deadline) return std::optional<protocol::Frame>{};
       continue;
     }
-    if (cancel_fd_ >= 0 && fds[1].revents) return Error{"cancelled"};
+    if (cancel_fd_ >= 0 && fds[1].revents) return Error::Cancelled();
     if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[64 << 10];
       ssize_t n = ::read(fd_, buf, sizeof buf);
@@ -87,9 +87,9 @@ Result<std::optional<protocol::Frame>> FrameChannel::Next(Clock::time_point dead
         decoder_.Feed(std::string_view(buf, static_cast<size_t>(n)));
       } else if (n == 0) {
         if (decoder_.buffered() > 0) return Error{"protocol: stream ended inside a frame"};
-        return Error{"eof"};
+        return Error::Eof();
       } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-        if (errno == ECONNRESET) return Error{"eof"};
+        if (errno == ECONNRESET) return Error::Eof();
         return Error::FromErrno("read from the box's stream");
       }
     }

@@ -25,7 +25,8 @@ class FrameChannel {
   void QueueChunked(protocol::FrameType type, std::string_view data, size_t chunk = 64 << 10);
 
   // Writes queued bytes as the peer accepts them and returns the next frame received; std::nullopt
-  // when `deadline` passes first; Error{"eof"} when the peer closed the stream, or a protocol error.
+  // when `deadline` passes first; Error::Eof() (IsEof()) when the peer closed the stream, or a
+  // protocol error.
   // If the peer stops reading (it died, or closed its end), queued output is dropped and reading
   // goes on, so the peer's last frames are still seen.
   Result<std::optional<protocol::Frame>> Next(Clock::time_point deadline);
@@ -33,7 +34,7 @@ class FrameChannel {
   // Writes every queued byte (or fails at the deadline).
   Status Flush(Clock::time_point deadline);
 
-  // When `fd` becomes readable, Next() returns Error{"cancelled"} (a signal or a client gone).
+  // When `fd` becomes readable, Next() returns Error::Cancelled() (a signal or a client gone).
   void set_cancel_fd(int fd) { cancel_fd_ = fd; }
 
  private:

@@ -51,7 +51,7 @@ Result<InteractiveRun::Piece> InteractiveRun::Next(Clock::time_point deadline) {
     if (!f.ok()) {
       session_.MarkUnusable();
       return Error{"llm-sandbox-init ended during the run (" +
-                   (f.error().message == "eof" ? std::string("the stream ended") : f.error().message) + ")"};
+                   (f.error().IsEof() ? std::string("the stream ended") : f.error().message) + ")"};
     }
     Piece p;
     if (!*f) return p;  // kDeadline

@@ -170,7 +170,7 @@ Result<protocol::InitReady> AwaitInitReady(FrameChannel& channel, Box& box, std:
   auto deadline = Clock::now() + timeout;
   for (;;) {
     auto f = channel.Next(deadline);
-    if (!f.ok() && f.error().message == "cancelled") return f.error();
+    if (!f.ok() && f.error().IsCancelled()) return f.error();
     if (!f.ok()) return Error{WithDiagnostics("llm-sandbox-init ended before it was ready (" + f.error().message + ")", box)};
     if (!*f)
       return Error{WithDiagnostics("llm-sandbox-init did not report ready within " +
@@ -219,7 +219,7 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
 Status BoxSession::AwaitReady() {
   auto ready = AwaitInitReady(*channel_, *box_, std::chrono::milliseconds(opts_.setup_timeout_ms));
   if (!ready.ok()) {
-    if (ready.error().message == "cancelled") return Cancelled();
+    if (ready.error().IsCancelled()) return Cancelled();
     usable_ = false;
     box_->Kill();
     return ready.error();
@@ -244,7 +244,7 @@ Error BoxSession::Died(const std::string& what) {
 Error BoxSession::Cancelled() {
   usable_ = false;
   if (box_) box_->Kill();
-  return Error{"cancelled"};
+  return Error::Cancelled();
 }
 
 BoxSession::~BoxSession() { Close(); }
@@ -296,9 +296,9 @@ Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& c
       next_sample += std::chrono::milliseconds(cb.usage_interval_ms);
       continue;
     }
-    if (!f.ok() && f.error().message == "cancelled") return Cancelled();
+    if (!f.ok() && f.error().IsCancelled()) return Cancelled();
     if (!f.ok()) {
-      bool eof = f.error().message == "eof";
+      bool eof = f.error().IsEof();
       BoxVerdict now = eof ? AwaitBoxEnd(*box_, before) : box_->Verdict();
       bool oom = now.oom_kill_count > before.oom_kill_count;
       bool sigkilled = now.init_exit_code && *now.init_exit_code == 128 + 9;

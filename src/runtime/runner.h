@@ -54,7 +54,7 @@ struct SessionOptions {
   // Past the run's timeout, how long init may take to report before the host kills the box.
   uint64_t grace_ms = 5000;
   // Optional: when this fd becomes readable (a signal handler's pipe, a closed client), the
-  // current step stops, the box is killed and the call returns Error{"cancelled"}.
+  // current step stops, the box is killed and the call returns Error::Cancelled() (IsCancelled()).
   int cancel_fd = -1;
 };
 
@@ -72,7 +72,7 @@ bool ApplyAlertRule(const Policy& policy, protocol::Event& alert);
 
 // Reads init's answer to kSetup from `channel`: its kReady, or its refusal (kError) as "the sandbox
 // refused to start (...)". When the stream ends or `timeout` passes first, the error says which,
-// with `box`'s diagnostics (init's stderr). A cancelled channel is Error{"cancelled"}. Frames before
+// with `box`'s diagnostics (init's stderr). A cancelled channel is Error::Cancelled(). Frames before
 // the answer (an early event) are not a run's and are skipped. Shared by BoxSession and the Docker
 // warm pool, which does the handshake ahead of the request.
 Result<protocol::InitReady> AwaitInitReady(FrameChannel& channel, Box& box, std::chrono::milliseconds timeout);
