@@ -13,16 +13,20 @@ Status Lower(Policy& p, const char* key, const std::optional<T>& asked, T& slot,
              std::string (*format)(T)) {
   if (!asked) return OkStatus();
   if (*asked <= 0) {
-    return Error{std::string(key) + ": a request cannot set " + format(*asked) + "; give a positive value"};
+    return Error::InvalidArgument(key, std::string(key) + ": a request cannot set " + format(*asked) +
+                                           "; give a positive value");
   }
   if (*asked > slot) {
-    return Error{std::string(key) + ": a request may lower the policy's " + format(slot) + ", not raise it to " +
-                 format(*asked) + " (policy '" + p.name + "')"};
+    return Error::PermissionDenied(key, std::string(key) + ": a request may lower the policy's " + format(slot) +
+                                            ", not raise it to " + format(*asked) + " (policy '" + p.name + "')");
   }
   slot = *asked;
   p.positions.erase(key);
   return OkStatus();
 }
+
+// A value no box can run with: the field is the policy key, and the message starts with it.
+Error Bad(const char* key, const char* why) { return Error::InvalidArgument(key, std::string(key) + ": " + why); }
 
 std::string Cpu(double v) { return units::FormatCpu(v) + " cores"; }
 std::string Size(uint64_t v) { return units::FormatBytes(v); }
@@ -34,16 +38,20 @@ std::string Count32(uint32_t v) { return std::to_string(v); }
 
 Status CheckRequestedLimits(const PolicyOverrides& o) {
   if (o.cpu && !(*o.cpu >= kMinCpu))  // also NaN
-    return Error{"resources.cpu: " + Cpu(*o.cpu) + " is below the smallest quota a box can have, " + Cpu(kMinCpu) +
-                 "; give at least 0.01 (or \"10m\")"};
+    return Error::InvalidArgument("resources.cpu", "resources.cpu: " + Cpu(*o.cpu) +
+                                                       " is below the smallest quota a box can have, " +
+                                                       Cpu(kMinCpu) + "; give at least 0.01 (or \"10m\")");
   if (o.memory_bytes && *o.memory_bytes < kMinMemoryBytes)
-    return Error{"resources.memory: " + Size(*o.memory_bytes) + " is below the " + Size(kMinMemoryBytes) +
-                 " a box needs to start (init and the interpreter); give at least " + Size(kMinMemoryBytes)};
-  if (o.timeout_ms && *o.timeout_ms == 0) return Error{"resources.timeout: must be positive"};
-  if (o.pids && *o.pids < 2) return Error{"resources.pids: must be at least 2 (init counts as one)"};
-  if (o.output_bytes && *o.output_bytes == 0) return Error{"resources.output: must be positive"};
-  if (o.open_files && *o.open_files < 3) return Error{"resources.open_files: must be at least 3 (stdin, stdout, stderr)"};
-  if (o.file_size_bytes && *o.file_size_bytes == 0) return Error{"resources.file_size: must be positive"};
+    return Error::InvalidArgument("resources.memory",
+                                  "resources.memory: " + Size(*o.memory_bytes) + " is below the " +
+                                      Size(kMinMemoryBytes) +
+                                      " a box needs to start (init and the interpreter); give at least " +
+                                      Size(kMinMemoryBytes));
+  if (o.timeout_ms && *o.timeout_ms == 0) return Bad("resources.timeout", "must be positive");
+  if (o.pids && *o.pids < 2) return Bad("resources.pids", "must be at least 2 (init counts as one)");
+  if (o.output_bytes && *o.output_bytes == 0) return Bad("resources.output", "must be positive");
+  if (o.open_files && *o.open_files < 3) return Bad("resources.open_files", "must be at least 3 (stdin, stdout, stderr)");
+  if (o.file_size_bytes && *o.file_size_bytes == 0) return Bad("resources.file_size", "must be positive");
   return OkStatus();
 }
 
@@ -55,8 +63,10 @@ Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
   LSB_TRY(Lower(p, "resources.timeout", o.timeout_ms, p.timeout_ms, Duration));
   if (o.timeout_grace_ms) {
     if (*o.timeout_grace_ms > p.timeout_grace_ms)
-      return Error{"resources.timeout_grace: a request may lower the policy's " + Duration(p.timeout_grace_ms) +
-                   ", not raise it to " + Duration(*o.timeout_grace_ms) + " (policy '" + p.name + "')"};
+      return Error::PermissionDenied("resources.timeout_grace",
+                                     "resources.timeout_grace: a request may lower the policy's " +
+                                         Duration(p.timeout_grace_ms) + ", not raise it to " +
+                                         Duration(*o.timeout_grace_ms) + " (policy '" + p.name + "')");
     p.timeout_grace_ms = *o.timeout_grace_ms;
     p.positions.erase("resources.timeout_grace");
   }
@@ -68,7 +78,8 @@ Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
   LSB_TRY(Lower(p, "resources.file_size", o.file_size_bytes, p.file_size_bytes, Size));
   if (o.network_enabled) {
     if (*o.network_enabled && !p.network_enabled) {
-      return Error{"network.enabled: policy '" + p.name + "' has no network; a request cannot turn it on"};
+      return Error::PermissionDenied("network.enabled", "network.enabled: policy '" + p.name +
+                                                            "' has no network; a request cannot turn it on");
     }
     if (p.network_enabled != *o.network_enabled) p.positions.erase("network.enabled");
     p.network_enabled = *o.network_enabled;

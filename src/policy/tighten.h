@@ -23,12 +23,14 @@ struct PolicyOverrides {
 };
 
 // Whether each given value is one a box can run with at all: positive, memory at least
-// kMinMemoryBytes, cpu at least kMinCpu. The error starts with the policy key
-// ("resources.memory: ..."). A request failing it is a bad request (400), not a loosening (403).
+// kMinMemoryBytes, cpu at least kMinCpu. The error is kInvalidArgument with `field` the policy key
+// ("resources.memory"), which its message starts with. A request failing it is a bad request (400),
+// not a loosening (403).
 Status CheckRequestedLimits(const PolicyOverrides& overrides);
 
 // A copy of `policy` with every given value applied. Errors (naming the field, the asked value
-// and the policy's) when a value is zero or above the policy's, or turns the network on. The
+// and the policy's) when a value is zero (kInvalidArgument, via CheckRequestedLimits) or above the
+// policy's, or turns the network on (kPermissionDenied); `field` is the policy key. The
 // copy's positions of changed fields are cleared: they no longer come from the file.
 Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& overrides);
 

@@ -1,6 +1,22 @@
 #include "server/api_error.h"
 
 namespace lsb::server {
+namespace {
+
+// The request body's name for the policy key a tightening refused ("resources.memory" -> "memory");
+// "policy" for a key the body does not set.
+std::string RequestFieldOf(const Error& e) {
+  static constexpr std::pair<const char*, const char*> kBodyFields[] = {
+      {"resources.timeout_grace", "timeout_grace"}, {"resources.timeout", "timeout"},
+      {"resources.memory", "memory"},               {"resources.cpu", "cpu"},
+      {"network.enabled", "network"},
+  };
+  for (const auto& [key, body_field] : kBodyFields)
+    if (e.field == key) return body_field;
+  return "policy";
+}
+
+}  // namespace
 
 int HttpStatus(ApiCode code) {
   switch (code) {
@@ -64,6 +80,13 @@ ApiError FromAdmission(sched::Admission a) {
     return {ApiCode::kTooManyRequests,
             "every worker is busy and the queue is full; retry after the Retry-After seconds", 1};
   return {ApiCode::kUnavailable, "the daemon is shutting down; retry against a running daemon", 5};
+}
+
+ApiError FromTightening(const Error& e, const std::string& where) {
+  // Name the request's field first ("timeout: ..."), then the policy's words.
+  std::string said = where + RequestFieldOf(e) + ": " + e.message;
+  if (e.IsInvalidArgument()) return BadRequest(said);
+  return {ApiCode::kForbidden, said + "; a request may only tighten its policy"};
 }
 
 }  // namespace lsb::server

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/result.h"
 #include "scheduler/executor.h"
 #include "server/http_types.h"
 
@@ -41,6 +42,10 @@ nlohmann::json ErrorJson(const ApiError& e);
 HttpResponse ErrorResponse(const ApiError& e);
 // The answer when the executor did not take (or dropped) the work.
 ApiError FromAdmission(sched::Admission a);
+// The answer to a request whose limits TightenPolicy refused, by the error's kind: a value no box
+// can run with (kInvalidArgument) is a 400, a raise of the policy a 403. The message starts with
+// `where` and the request body's field for the error's policy key ("memory: resources.memory: ...").
+ApiError FromTightening(const Error& e, const std::string& where);
 
 inline ApiError BadRequest(std::string m) { return {ApiCode::kBadRequest, std::move(m)}; }
 inline ApiError NotFound(std::string m) { return {ApiCode::kNotFound, std::move(m)}; }

@@ -5,7 +5,6 @@
 #include "scheduler/sandbox_path.h"
 
 namespace lsb::server {
-
 ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std::string& name,
                                                    const std::string& field) {
   std::string n = name.empty() ? ctx.limits.default_policy : name;
@@ -32,23 +31,8 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   o.timeout_ms = body.timeout_ms;
   o.timeout_grace_ms = body.timeout_grace_ms;
   o.network_enabled = body.network;
-  // Name the request's field first ("timeout: ..."), then the policy's words.
-  auto field_of = [](const std::string& m) -> std::string {
-    return m.rfind("resources.timeout_grace", 0) == 0 ? "timeout_grace"
-           : m.rfind("resources.timeout", 0) == 0  ? "timeout"
-           : m.rfind("resources.memory", 0) == 0 ? "memory"
-           : m.rfind("resources.cpu", 0) == 0    ? "cpu"
-           : m.rfind("network", 0) == 0          ? "network"
-                                                 : "policy";
-  };
-  // A value no box can run with is the request's mistake (400), before any box is started.
-  auto usable = CheckRequestedLimits(o);
-  if (!usable.ok()) return BadRequest(where + field_of(usable.error().message) + ": " + usable.error().message);
-  auto tight = TightenPolicy(**base, o);
-  if (!tight.ok()) {
-    const std::string& m = tight.error().message;
-    return ApiError{ApiCode::kForbidden, where + field_of(m) + ": " + m + "; a request may only tighten its policy"};
-  }
+  auto tight = TightenPolicy(**base, o);  // refused before any box is started
+  if (!tight.ok()) return FromTightening(tight.error(), where);
   ExecutionPlan plan{std::move(*tight), {}, {}, owner, NewExecutionId()};
   plan.request.code = std::move(body.code);
   plan.request.language = std::move(body.language);

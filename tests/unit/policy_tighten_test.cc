@@ -33,18 +33,26 @@ TEST(PolicyTighten, RefusesToRaiseOrZero) {
   raise.memory_bytes = 1ull << 30;
   auto p = TightenPolicy(Seed(), raise);
   ASSERT_FALSE(p.ok());
+  // A raise is a loosening (the daemon's 403), told apart from a bad value by its kind.
+  EXPECT_TRUE(p.error().IsPermissionDenied()) << ErrorCodeName(p.error().code);
+  EXPECT_EQ(p.error().field, "resources.memory");
   EXPECT_NE(p.error().message.find("resources.memory: a request may lower the policy's 256Mi, not raise it to 1Gi"),
             std::string::npos)
       << p.error().message;
 
   PolicyOverrides zero;
   zero.timeout_ms = 0;
-  EXPECT_FALSE(TightenPolicy(Seed(), zero).ok());
+  auto z = TightenPolicy(Seed(), zero);
+  ASSERT_FALSE(z.ok());
+  EXPECT_TRUE(z.error().IsInvalidArgument()) << ErrorCodeName(z.error().code);
+  EXPECT_EQ(z.error().field, "resources.timeout");
 
   PolicyOverrides net;
   net.network_enabled = true;
   auto n = TightenPolicy(Seed(), net);
   ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(n.error().IsPermissionDenied()) << ErrorCodeName(n.error().code);
+  EXPECT_EQ(n.error().field, "network.enabled");
   EXPECT_NE(n.error().message.find("cannot turn it on"), std::string::npos);
 }
 
@@ -67,8 +75,12 @@ TEST(PolicyTighten, FloorsABoxNeeds) {
   for (const auto& c : cases) {
     auto st = CheckRequestedLimits(c.o);
     ASSERT_FALSE(st.ok()) << c.key;
-    EXPECT_EQ(st.error().message.rfind(c.key + ":", 0), 0u) << st.error().message;
-    EXPECT_FALSE(TightenPolicy(Seed(), c.o).ok()) << c.key;
+    EXPECT_TRUE(st.error().IsInvalidArgument()) << ErrorCodeName(st.error().code);
+    EXPECT_EQ(st.error().field, c.key) << st.error().message;
+    EXPECT_EQ(st.error().message.rfind(c.key + ":", 0), 0u) << st.error().message;  // what a user reads
+    auto t = TightenPolicy(Seed(), c.o);
+    ASSERT_FALSE(t.ok()) << c.key;
+    EXPECT_TRUE(t.error().IsInvalidArgument()) << c.key;
   }
   PolicyOverrides at_floor;
   at_floor.memory_bytes = kMinMemoryBytes;
@@ -95,6 +107,8 @@ TEST(PolicyTighten, TimeoutGraceIsLoweredNeverRaisedAndNeverLongerThanTheTimeout
   raise.timeout_grace_ms = Seed().timeout_grace_ms + 1;
   auto r = TightenPolicy(Seed(), raise);
   ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().IsPermissionDenied()) << ErrorCodeName(r.error().code);
+  EXPECT_EQ(r.error().field, "resources.timeout_grace");
   EXPECT_NE(r.error().message.find("resources.timeout_grace: a request may lower"), std::string::npos)
       << r.error().message;
   PolicyOverrides short_timeout;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "policy/tighten.h"
 #include "scheduler/executor.h"
 #include "scheduler/sandbox_path.h"
 #include "server/api_error.h"
@@ -97,6 +98,37 @@ TEST(ApiError, OneMappingToHttp) {
   EXPECT_TRUE(retry);
   EXPECT_EQ(json::parse(r.body)["error"]["code"], "too_many_requests");
   EXPECT_EQ(server::ErrorResponse(server::FromAdmission(sched::Admission::kShuttingDown)).status, 503);
+}
+
+// The daemon answers a refused tightening from the error's kind and field, not from its text.
+TEST(ApiError, TighteningRefusalsMapByKindAndField) {
+  Policy p = TmpPolicy();
+  p.memory_bytes = 256ull << 20;
+  PolicyOverrides raise;
+  raise.memory_bytes = 1ull << 30;
+  auto loosened = TightenPolicy(p, raise);
+  ASSERT_FALSE(loosened.ok());
+  auto e = server::FromTightening(loosened.error(), "tasks[1].");
+  EXPECT_EQ(e.code, server::ApiCode::kForbidden);
+  EXPECT_EQ(e.message.rfind("tasks[1].memory: resources.memory: ", 0), 0u) << e.message;
+
+  PolicyOverrides tiny;
+  tiny.cpu = 0.001;
+  auto unusable = TightenPolicy(p, tiny);
+  ASSERT_FALSE(unusable.ok());
+  e = server::FromTightening(unusable.error(), "");
+  EXPECT_EQ(e.code, server::ApiCode::kBadRequest);
+  EXPECT_EQ(e.message.rfind("cpu: resources.cpu: ", 0), 0u) << e.message;
+
+  // The field decides, whatever the words: a reworded message maps the same way.
+  e = server::FromTightening(Error::PermissionDenied("resources.timeout_grace", "reworded"), "");
+  EXPECT_EQ(e.code, server::ApiCode::kForbidden);
+  EXPECT_EQ(e.message.rfind("timeout_grace: reworded", 0), 0u) << e.message;
+  e = server::FromTightening(Error::PermissionDenied("network.enabled", "x"), "");
+  EXPECT_EQ(e.message.rfind("network: x", 0), 0u) << e.message;
+  e = server::FromTightening(Error::InvalidArgument("resources.pids", "resources.pids: must be at least 2"), "");
+  EXPECT_EQ(e.code, server::ApiCode::kBadRequest);
+  EXPECT_EQ(e.message.rfind("policy: resources.pids", 0), 0u) << e.message;
 }
 
 TEST(Router, MatchesPatternsAndSays404Or405) {
