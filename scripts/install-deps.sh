@@ -11,6 +11,10 @@ packages=(
   util-linux procps
   python3-matplotlib
   clang-14 libclang-rt-14-dev
+  # images (issue 18): layer codecs and registry TLS, linked statically; a real OCI registry,
+  # skopeo (OCI layouts) and htpasswd for the pull tests
+  zlib1g-dev libzstd-dev libssl-dev
+  docker-registry skopeo apache2-utils
 )
 
 missing=()
