@@ -61,8 +61,10 @@ void ParseOne(std::string_view s, std::vector<Challenge>& out) {
           return;
         }
         ++i;
-      } else {
-        value = token();
+      } else {  // a token by RFC 7235; servers also send bare URLs, so up to ',' or a space
+        size_t start = i;
+        while (i < s.size() && s[i] != ',' && s[i] != ' ' && s[i] != '\t') ++i;
+        value = std::string(s.substr(start, i - start));
       }
       c.params[Lower(name)] = value;
     }

@@ -34,6 +34,8 @@ namespace http = boost::beast::http;
 namespace net = boost::asio;
 using Clock = std::chrono::steady_clock;
 
+constexpr size_t kReadBufferBytes = 256 * 1024;
+
 std::string Lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -393,6 +395,9 @@ Result<HttpClient::Conn*> HttpClient::ConnFor(const Url& url) {
   auto conn = std::make_unique<Conn>();
   conn->timeout = io_timeout_;
   conn->where = url.HostPort();
+  // Beast reads at most the buffer's free capacity (512 bytes when it has none): without room a
+  // blob would cost two system calls per 512 bytes.
+  conn->buffer.reserve(kReadBufferBytes);
   LSB_ASSIGN_OR_RETURN(conn->fd, ConnectTcp(url, io_timeout_));
   if (url.scheme == "https") {
     LSB_ASSIGN_OR_RETURN(conn->ctx, MakeContext(tls_, url));
@@ -433,6 +438,15 @@ Result<HttpClient::Conn*> HttpClient::ConnFor(const Url& url) {
 }
 
 Result<Response> HttpClient::Send(const Request& req) {
+  auto it = conns_.find(req.url.Origin());
+  bool reused = it != conns_.end() && !it->second->dead;
+  auto resp = SendOnce(req);
+  // A kept-alive connection the server closed while idle fails at once: one fresh try, no backoff.
+  if (!resp.ok() && reused && resp.error().code == ErrorCode::kUnavailable) resp = SendOnce(req);
+  return resp;
+}
+
+Result<Response> HttpClient::SendOnce(const Request& req) {
   LSB_ASSIGN_OR_RETURN(Conn * conn, ConnFor(req.url));
   active_ = conn;
   http::request<http::empty_body> msg;

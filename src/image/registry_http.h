@@ -78,6 +78,7 @@ class HttpClient {
  private:
   struct Conn;
   Result<Conn*> ConnFor(const Url& url);
+  Result<Response> SendOnce(const Request& req);
   TlsOptions tls_;
   std::chrono::milliseconds io_timeout_;
   std::map<std::string, std::unique_ptr<Conn>> conns_;
