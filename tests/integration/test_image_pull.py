@@ -170,8 +170,10 @@ class PullFromLoopbackRegistry(unittest.TestCase):
 
     def test_a_failing_mirror_falls_back_to_the_registry_and_the_error_names_both(self):
         dead = f"http://127.0.0.1:{rh.free_port()}"
-        p = pull("python:3.12-slim", self.layout(), "--quiet", "--registry-mirror", dead, timeout=120,
-                 env={"LSB_NO_NETWORK_EXPECTED": "1"})
+        p = pull("python:3.12-slim", self.layout(), "--registry-mirror", dead, timeout=180)
+        if p.returncode == 0:  # a machine that reaches Docker Hub: the fallback served it
+            self.assertIn("from https://registry-1.docker.io", p.stdout)
+            return
         self.assertEqual(p.returncode, 1)
         self.assertIn(dead, p.stderr)  # the mirror was tried first...
         self.assertIn("registry-1.docker.io", p.stderr)  # ...then Docker Hub (unreachable here)
@@ -343,7 +345,6 @@ class PullSurvivesBrokenTransfers(unittest.TestCase):
             proxy.stop()
 
     def test_a_tampered_blob_is_refused_naming_its_digest_and_deleted(self):
-        _, _, man = None, None, None
         proxy = rh.Proxy(OPEN.host, tamper=True)
         try:
             out = os.path.join(self.tmp, "out")
