@@ -77,14 +77,9 @@ Result<std::unique_ptr<DockerBox>> ContainerPool::Take() {
   return factory_();
 }
 
-uint64_t ContainerPool::hits() const {
+ContainerPool::Counts ContainerPool::counts() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return hits_;
-}
-
-uint64_t ContainerPool::misses() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return misses_;
+  return Counts{ready_.size(), hits_, misses_};
 }
 
 size_t ContainerPool::ready() const {

@@ -34,8 +34,12 @@ class ContainerPool {
   // A ready box, or (pool empty) one started now. Never a box that served before.
   Result<std::unique_ptr<DockerBox>> Take();
   size_t ready() const;
-  uint64_t hits() const;    // Take() calls served by a ready box
-  uint64_t misses() const;  // Take() calls that started one on the caller's path
+  struct Counts {
+    size_t ready = 0;
+    uint64_t hits = 0;    // Take() calls served by a ready box
+    uint64_t misses = 0;  // Take() calls that started one on the caller's path
+  };
+  Counts counts() const;
   // Blocks until `n` boxes are ready or `timeout` passes (benchmarks, tests).
   bool WaitReady(size_t n, std::chrono::milliseconds timeout) const;
   // The last refill error, if refilling is failing (engine down): Take() then reports it fast.

@@ -159,11 +159,11 @@ std::optional<PoolStats> DockerBackend::OwnPoolStats() const {
   st.reaping = reaper_ ? reaper_->pending() : 0;
   std::lock_guard<std::mutex> lock(pools_mu_);
   for (const auto& [shape, pooled] : pools_) {
-    size_t ready = pooled.pool->ready();
-    st.ready += ready;
-    st.hits += pooled.pool->hits();
-    st.misses += pooled.pool->misses();
-    for (const auto& name : pooled.policies) st.ready_by_policy[name] += ready;
+    auto n = pooled.pool->counts();
+    st.ready += n.ready;
+    st.hits += n.hits;
+    st.misses += n.misses;
+    for (const auto& name : pooled.policies) st.ready_by_policy[name] += n.ready;
   }
   return st;
 }
