@@ -10,6 +10,7 @@
 
 #include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "cli/option_cursor.h"
 #include "monitor/audit_log.h"
 #include "policy/units.h"
 #include "monitor/webhook.h"
@@ -154,34 +155,6 @@ struct ServeInputs {
   std::string webhook_secret_file;
   std::optional<uint64_t> max_body, max_file;
   std::optional<std::string> audit_log;
-};
-
-// The options one at a time: "--name=value" or "--name value".
-class OptionCursor {
- public:
-  explicit OptionCursor(const Args& args) : args_(args) {}
-  bool Next() { return ++i_ < args_.size(); }
-  const std::string& arg() const { return args_[i_]; }
-  const std::string& value() const { return v_; }
-  // True (value() set) when the current option is `name` with a value.
-  bool Is(const char* name) {
-    const std::string& a = args_[i_];
-    std::string prefix = std::string(name) + "=";
-    if (a.rfind(prefix, 0) == 0) {
-      v_ = a.substr(prefix.size());
-      return true;
-    }
-    if (a == name && i_ + 1 < args_.size()) {
-      v_ = args_[++i_];
-      return true;
-    }
-    return false;
-  }
-
- private:
-  const Args& args_;
-  size_t i_ = static_cast<size_t>(-1);
-  std::string v_;
 };
 
 // Each group of options: true when the option was one of its own, an error naming a bad value.
