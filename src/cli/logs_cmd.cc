@@ -22,6 +22,7 @@
 #include "base/bounded_json.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "cli/option_cursor.h"
 #include "monitor/audit_log.h"
 #include "monitor/monitor.h"
 #include "policy/alert_rules.h"
@@ -190,20 +191,10 @@ int LogsCommand(const Args& args) {
   Filter f;
   std::string file;
   bool follow = false, raw = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* name, std::string& out) -> bool {
-      std::string prefix = std::string(name) + "=";
-      if (a.rfind(prefix, 0) == 0) {
-        out = a.substr(prefix.size());
-        return true;
-      }
-      if (a == name && i + 1 < args.size()) {
-        out = args[++i];
-        return true;
-      }
-      return false;
-    };
+  OptionCursor o(args);
+  while (o.Next()) {
+    const std::string a = o.arg();
+    auto value = [&o](const char* name, std::string& out) { return o.Into(name, out); };
     std::string since;
     if (a == "--help" || a == "-h") {
       std::fputs(kLogsUsage, stdout);

@@ -123,7 +123,7 @@ class BoxSession {
   // For those runs: a box opened without awaiting kReady reads it now (the run's frames may be
   // queued already: they are written meanwhile). An error (init refused the setup) retires it.
   Status EnsureReady();
-  // A pooled box (scheduler/native_pool.h) handed to a request: the runs of this session take
+  // A pooled box (scheduler/one_shot_pool.h) handed to a request: the runs of this session take
   // their limits (timeout, output, languages...) from the request's tightened `policy` from now
   // on. Only for a policy with the box's BoxShape: the pool checks that.
   void UseRunPolicy(const Policy& policy) { policy_ = policy; }

@@ -165,6 +165,14 @@ size_t NativeBackend::RemoveStaleGroups() const {
   return RemoveStaleBoxGroups(Layout(), opts_.cgroup_parent, std::chrono::seconds(60));
 }
 
+std::string NativeBackend::RefusalFix(const Policy& policy) const {
+  if (policy.runtime == "runsc")
+    return "run the daemon with --backend docker on an engine where gVisor's runtime runsc is registered "
+           "(scripts/ensure-docker.sh adds it)";
+  if (policy.network_enabled) return "run the daemon with --backend docker, which gives a box a network";
+  return Backend::RefusalFix(policy);
+}
+
 LaunchPlan NativeBackend::PlanLaunch(const Policy& policy) const {
   LaunchPlan plan;
   plan.limits = LimitsFor(policy, opts_);
