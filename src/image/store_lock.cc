@@ -22,6 +22,7 @@ constexpr std::string_view kLockSuffix = ".lock";
 Result<UniqueFd> LockFile(const std::string& path, bool create, bool wait) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644));
+    if (!fd && errno == ENOENT && !create) return UniqueFd();  // gone already: nothing to lock
     if (!fd) return Error::FromErrno("open lock " + path);
     if (::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
       if (errno == EWOULDBLOCK) return UniqueFd();
