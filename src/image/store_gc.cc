@@ -31,6 +31,20 @@ Result<std::vector<std::string>> ListDir(int dir_fd) {
   return out;
 }
 
+void RemoveAtomicWriteLeftovers(int dir_fd) {
+  UniqueFd dup(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  DIR* d = dup ? ::fdopendir(dup.release()) : nullptr;
+  if (!d) return;
+  ::rewinddir(d);
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 1 && n[0] == '.' && n.find(".tmp-") != std::string::npos) stale.push_back(n);
+  }
+  for (const auto& n : stale) (void)::unlinkat(::dirfd(d), n.c_str(), 0);
+  ::closedir(d);
+}
+
 std::string StripSuffix(const std::string& s, const std::string& suffix) {
   if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0)
     return s.substr(0, s.size() - suffix.size());
@@ -110,6 +124,8 @@ Result<PruneReport> Store::CollectGarbage() {
   LSB_ASSIGN_OR_RETURN(auto used, ListDir(meta_used_fd_.get()));
   for (const auto& u : used)
     if (!live_manifests.count(u)) (void)::unlinkat(meta_used_fd_.get(), u.c_str(), 0);
+  // Temp files of an atomic write cut short (".index.json.tmp-..."): every writer holds the lock.
+  for (int dir : {root_fd_.get(), meta_layers_fd_.get(), meta_blobs_fd_.get()}) RemoveAtomicWriteLeftovers(dir);
   LSB_ASSIGN_OR_RETURN(report.temp_removed, CleanStaleTemp(Path("tmp")));
   return report;
 }

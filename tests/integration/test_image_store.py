@@ -97,6 +97,11 @@ def write_oci_layout(d, tars, tag):
         f.write('{"imageLayoutVersion":"1.0.0"}')
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def engine_answers():
     if not shutil.which("docker"):
         return False
@@ -171,12 +176,14 @@ class ImageStoreCliTest(unittest.TestCase):
         write_oci_layout(layout, [BASE], "base")
         self.assertEqual(self.image("import", layout, check=False).returncode, 2)  # needs --name
         blob_dir = os.path.join(layout, "blobs", "sha256")
-        manifest_digest = json.load(open(os.path.join(layout, "index.json")))["manifests"][0]["digest"]
-        manifest = json.load(open(os.path.join(blob_dir, manifest_digest[7:])))
+        manifest_digest = read_json(os.path.join(layout, "index.json"))["manifests"][0]["digest"]
+        manifest = read_json(os.path.join(blob_dir, manifest_digest[7:]))
         layer = os.path.join(blob_dir, manifest["layers"][0]["digest"][7:])
-        data = bytearray(open(layer, "rb").read())
-        data[len(data) // 2] ^= 0xFF
-        open(layer, "wb").write(bytes(data))
+        with open(layer, "r+b") as f:
+            data = bytearray(f.read())
+            data[len(data) // 2] ^= 0xFF
+            f.seek(0)
+            f.write(bytes(data))
         proc = self.image("import", layout, "--name", "tampered:1", check=False)
         self.assertEqual(proc.returncode, 1)
         self.assertIn("does not match its digest", proc.stderr)
@@ -203,7 +210,7 @@ class ImageStoreCliTest(unittest.TestCase):
         proc.stderr.close()
         self.assertEqual(self.ls(), [])  # nothing half-imported is visible
         self.assertTrue(os.listdir(tmp))  # it did leave work behind
-        index = json.load(open(os.path.join(self.store, "index.json")))
+        index = read_json(os.path.join(self.store, "index.json"))
         self.assertEqual(index["manifests"], [])
         pruned = self.image("prune").stdout
         self.assertRegex(pruned, r"[1-9]\d* leftover temp dirs")

@@ -206,12 +206,15 @@ TEST_F(StoreTest, KilledImportLeavesNothingVisibleAndIsCleanedUp) {
   ASSERT_TRUE(WIFSIGNALED(status));
   ASSERT_EQ(CountEntries(store_->root() + "/tmp"), 2);  // the dir and its lock
   testing::WriteTo(store_->root() + "/blobs/sha256/" + DigestOf("orphan").substr(7), "orphan");
+  testing::WriteTo(store_->root() + "/.index.json.tmp-0123456789abcdef", "{\"half\":");  // an atomic write cut short
   EXPECT_TRUE(store_->List()->empty());
   auto p = store_->Prune();
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->temp_removed, 1);
   EXPECT_EQ(p->blobs_removed, 1);
   EXPECT_EQ(CountEntries(store_->root() + "/tmp"), 0);
+  struct stat st {};
+  EXPECT_NE(::stat((store_->root() + "/.index.json.tmp-0123456789abcdef").c_str(), &st), 0);
   EXPECT_TRUE(store_->ImportOciLayout(Layout(Image({base_})), Ref("a:1")).ok());
 }
 
