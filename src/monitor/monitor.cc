@@ -5,7 +5,7 @@
 #include <ctime>
 
 #include "monitor/cpu_share.h"
-#include "monitor/sha256.h"
+#include "base/sha256.h"
 #include "policy/alert_rules.h"
 
 namespace lsb::monitor {

@@ -11,7 +11,7 @@
 
 #include "base/io.h"
 #include "base/unique_fd.h"
-#include "monitor/sha256.h"
+#include "base/sha256.h"
 
 namespace lsb::monitor {
 
