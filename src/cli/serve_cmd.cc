@@ -260,8 +260,9 @@ int ServeCommand(const Args& args) {
     } else if (value("--webhook-secret-file")) {
       webhook_secret_file = v;
     } else if (value("--webhook-min-severity")) {
-      if (v != "info" && v != "warning" && v != "critical") return Bad("--webhook-min-severity wants info, warning or critical");
-      c.monitor.webhooks.min_severity = v;
+      auto severity = protocol::ParseSeverity(v);
+      if (!severity) return Bad("--webhook-min-severity wants info, warning or critical");
+      c.monitor.webhooks.min_severity = *severity;
     } else if (value("--usage-interval")) {
       size_t ms = 0;
       if (!ParseCount(v, &ms) || ms < 50) return Bad("--usage-interval wants milliseconds, at least 50");
