@@ -141,7 +141,9 @@ protocol::Event Denied(const protocol::Event& base, AlertRule rule, std::string 
 }
 
 // execve / execveat: the path is resolved as the caller would resolve it and judged by identity;
-// anything that cannot be resolved is answered here, never continued.
+// anything that cannot be resolved is answered here, never continued. Longer than most (~85
+// lines): every read of the caller's state comes before the one still_valid() check, and each
+// refusal after it is a two-line early return; split, the reads and the check could drift apart.
 Outcome DecideExec(const seccomp_notif& req, const RemoteMem& mem, const ExecPolicy& policy,
                    const std::function<bool()>& still_valid, protocol::Event ev) {
   const pid_t pid = static_cast<pid_t>(req.pid);
