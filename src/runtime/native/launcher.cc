@@ -45,18 +45,18 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
 // Where the child between clone3 and execveat failed: it writes {stage, errno} to the status pipe
 // (two ints, raw: async-signal-safe) and the parent names the stage (kLaunchStages).
 enum class LaunchStage : int {
-  kCgroupNamespace = 1,
-  kSetsid = 2,
-  kStdio = 3,
-  kCloseRange = 4,
-  kExecInit = 5,
-  kSetresgid = 6,
-  kSetgroups = 7,
-  kSetresuid = 8,
-  kJoinCgroup = 9,
-  kNamespaces = 10,
-  kUserLimits = 11,
-  kLoopback = 12,
+  kCgroupNamespace = 1,  // from 1: a zeroed message names no stage
+  kSetsid,
+  kStdio,
+  kCloseRange,
+  kExecInit,
+  kSetresgid,
+  kSetgroups,
+  kSetresuid,
+  kJoinCgroup,
+  kNamespaces,
+  kUserLimits,
+  kLoopback,
 };
 
 constexpr EnumWord<LaunchStage> kLaunchStages[] = {
