@@ -164,16 +164,14 @@ std::optional<std::string> CheckFilterValues(const Filter& f) {
     return "--type '" + f.type + "' is not a record type; valid: execution, alert";
   if (!f.status.empty()) {
     std::vector<std::string> statuses;
-    for (auto s : {ExecStatus::kOk, ExecStatus::kError, ExecStatus::kTimeout, ExecStatus::kOom, ExecStatus::kKilled,
-                   ExecStatus::kDenied, ExecStatus::kOutputLimit})
-      statuses.push_back(ExecStatusName(s));
+    for (ExecStatus s : protocol::AllExecStatuses()) statuses.push_back(ExecStatusName(s));
     statuses.push_back("sandbox_error");  // the daemon's own failure (monitor.cc)
     if (std::find(statuses.begin(), statuses.end(), f.status) == statuses.end())
       return "--status '" + f.status + "' is not an execution status; valid: " + Join(statuses);
   }
   if (!f.rule.empty()) {
     std::vector<std::string> rules;
-    for (const auto& r : BuiltinAlertRules()) rules.push_back(r.name);
+    for (const auto& r : protocol::AlertRules()) rules.push_back(r.name);
     if (std::find(rules.begin(), rules.end(), f.rule) == rules.end())
       return "--rule '" + f.rule + "' is not an alert rule; valid: " + Join(rules);
   }

@@ -81,7 +81,7 @@ std::string AlertLine(const protocol::Event& e) {
     if (!e.address.empty()) msg += " " + e.address;
     if (!e.decision.empty()) msg += " (" + e.decision + ")";
   }
-  return "llm-sandbox: alert [" + e.rule + "] " + msg + "\n";
+  return "llm-sandbox: alert [" + std::string(protocol::Name(e.rule)) + "] " + msg + "\n";
 }
 
 void PrintAlert(const protocol::Event& e) {
@@ -188,7 +188,7 @@ RunCallbacks StreamTo(OutputRelay& relay, size_t& streamed_alerts) {
   cb.on_stdout = [&relay](std::string_view d) { relay.Write(1, d); };
   cb.on_stderr = [&relay](std::string_view d) { relay.Write(2, d); };
   cb.on_event = [&streamed_alerts, &relay](const protocol::Event& e) {
-    if (e.rule.empty()) return;
+    if (e.rule == protocol::AlertRule::kNone) return;
     relay.Write(2, AlertLine(e));
     ++streamed_alerts;
   };

@@ -14,6 +14,7 @@
 #include "monitor/audit_log.h"
 #include "policy/units.h"
 #include "monitor/webhook.h"
+#include "protocol/wire_values.h"
 #include "server/body_limits.h"
 #include "server/daemon.h"
 #include "server/web_guard.h"
@@ -301,9 +302,9 @@ Took MonitoringOption(OptionCursor& o, ServeInputs& in) {
   }
   if (o.Is("--webhook-secret-file")) return in.webhook_secret_file = v, true;
   if (o.Is("--webhook-min-severity")) {
-    if (v != "info" && v != "warning" && v != "critical")
-      return Error{"--webhook-min-severity wants info, warning or critical"};
-    return c.monitor.webhooks.min_severity = v, true;
+    auto severity = protocol::ParseSeverity(v);
+    if (!severity) return Error{"--webhook-min-severity wants info, warning or critical"};
+    return c.monitor.webhooks.min_severity = *severity, true;
   }
   if (o.Is("--usage-interval")) {
     size_t ms = 0;

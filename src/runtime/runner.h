@@ -135,6 +135,14 @@ class BoxSession {
   Error Cancelled();
   // Reads frames until init's kReady (kept in ready_) or its refusal.
   Status AwaitReady();
+  // The steps of Run (runner.cc): read one frame or sample (false: the run is over), the stream's
+  // end (the box's verdict or an error), the host's own timeout, one frame, the result.
+  struct RunState;
+  Result<bool> Step(RunState& st, const RunCallbacks& cb);
+  Status StreamEnded(RunState& st, const Error& error);
+  void HostTimeout(RunState& st);
+  Status OnFrame(RunState& st, const protocol::Frame& frame, const RunCallbacks& cb);
+  ExecResult Conclude(RunState& st, const RunCallbacks& cb);
 
   Backend& backend_;
   Policy policy_;

@@ -135,6 +135,25 @@ class PullFromLoopbackRegistry(unittest.TestCase):
         self.assertIn(OPEN.host, p.stderr)
         self.assertIn(missing, p.stderr)
 
+    def test_without_layout_the_pull_lands_in_the_image_store_and_inspect_reads_its_files(self):
+        store = os.path.join(self.tmp, "store")
+        e = dict(os.environ, DOCKER_CONFIG=os.path.join(WORK, "no-docker-config"))
+        ref = f"{OPEN.host}/library/python:3.12-slim"
+        p = subprocess.run([BINARY, "image", "pull", ref, "--store", store], capture_output=True, text=True,
+                           timeout=120, env=e)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("into the store " + store, p.stdout)
+        ls = subprocess.run([BINARY, "image", "ls", "--store", store, "--json"], capture_output=True, text=True,
+                            timeout=60)
+        self.assertEqual(ls.returncode, 0, ls.stderr)
+        self.assertIn(ref, ls.stdout)
+        ins = subprocess.run([BINARY, "image", "inspect", "--store", store, ref], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(ins.returncode, 0, ins.stderr)
+        self.assertIn("Debian GNU/Linux 12 (bookworm)", ins.stdout)  # the image's os-release, from its layers
+        # Nothing of the pull is left in the store's scratch space.
+        self.assertEqual([n for n in os.listdir(os.path.join(store, "tmp")) if n.startswith("pull")], [])
+
     def test_an_unknown_image_names_the_reference_and_the_registry(self):
         p = pull(f"{OPEN.host}/test/nothing:here", self.layout(), "--quiet")
         self.assertEqual(p.returncode, 1)

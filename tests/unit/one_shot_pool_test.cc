@@ -47,7 +47,7 @@ TEST(NativeBoxShape, WhatTheBoxIsBuiltWithChangesItWhatTheRunTakesDoesNot) {
       {"env", [](Policy& p) { p.env["A"] = "b"; }},
       {"workdir", [](Policy& p) { p.workdir = "/"; }},
       {"languages", [](Policy& p) { p.default_language = "bash"; }},
-      {"alerts", [](Policy& p) { p.alert_severity["timeout"] = "off"; }},
+      {"alerts", [](Policy& p) { p.alert_severity[protocol::AlertRule::kTimeout] = std::nullopt; }},
       {"description", [](Policy& p) { p.description = "other words"; }},
   };
   for (const auto& [what, change] : per_run) {

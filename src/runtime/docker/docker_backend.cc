@@ -144,9 +144,9 @@ ContainerPool* DockerBackend::PoolFor(const Policy& policy) {
       LSB_TRY(HandshakeAhead(*box, b, std::chrono::milliseconds(15000)));
       return box;
     };
-    // pool_refillers (2) at a time: on 2 cores, one refiller per pooled box (4) did not raise the
-    // throughput of 4 parallel clients (measured 7.9-8.7/s against 9.8-10/s with two, loaded
-    // host): the extra creates compete with the executions for the same CPUs.
+    // pool_refillers (2) at a time: on 2 cores, one refiller per pooled box (4) lowered the
+    // throughput of 4 parallel clients (BENCHMARKS.md, "Figures behind decisions in the code"):
+    // the extra creates compete with the executions for the same CPUs.
     pool = std::make_unique<ContainerPool>(std::move(factory), opts_.pool_size, opts_.pool_refillers);
   }
   return pool.get();
@@ -240,7 +240,7 @@ Status DockerBackend::ImagePresent(const Policy& policy) const {
 Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
   // uid/gid are the container's User too: init needs no setuid (it has no capabilities).
   protocol::BoxSetup s = PolicyBoxSetup(policy);
-  s.mode = "in_place";  // the container already is the view; init checks it and adds Landlock+seccomp
+  s.mode = protocol::BoxMode::kInPlace;  // the container already is the view; init checks it and adds Landlock+seccomp
   s.rootfs = "image";
   // Only under runsc, and only when the policy said so: init then runs without Landlock and the
   // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.

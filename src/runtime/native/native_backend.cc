@@ -156,7 +156,7 @@ Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
   LSB_ASSIGN_OR_RETURN(ImageMap images, images_.Get());
   LSB_ASSIGN_OR_RETURN(std::string rootfs, images.Resolve(policy.image));
   protocol::BoxSetup s = PolicyBoxSetup(policy);
-  s.mode = "build_root";  // init assembles the root itself
+  s.mode = protocol::BoxMode::kBuildRoot;  // init assembles the root itself
   s.rootfs = rootfs;
   return s;
 }
