@@ -121,7 +121,9 @@ TEST(ImageResolution, AMapEntryCanNameUnpackedLayersWithTheirConfig) {
                           "images:\n  a:\n    layers: [/l]\n    upper: /x\n"}) {
     auto m = ImageMap::Parse(bad, "images.yaml");
     EXPECT_FALSE(m.ok()) << bad;
-    if (!m.ok()) EXPECT_NE(m.error().message.find("images.yaml:"), std::string::npos) << m.error().message;
+    if (!m.ok()) {
+      EXPECT_NE(m.error().message.find("images.yaml:"), std::string::npos) << m.error().message;
+    }
   }
 }
 

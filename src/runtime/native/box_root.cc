@@ -61,7 +61,10 @@ Result<BoxRoot> ResolveBoxRoot(const std::string& image, const std::string& pull
     if (!pulled.ok()) return pulled.error().Wrap("container.image '" + image + "': pull " + ref->Familiar() + " (container.pull: always)");
   }
   auto stored = sources.store->Resolve(*ref);
-  if (stored.ok()) return BoxRoot{"image", std::move(*stored), false, ImageHow(image, looked_up, *stored)};
+  if (stored.ok()) {
+    std::string how = ImageHow(image, looked_up, *stored);  // before the move below
+    return BoxRoot{"image", std::move(*stored), false, std::move(how)};
+  }
   if (!stored.error().IsNotFound()) return stored.error().Wrap("container.image '" + image + "': the image store");
   // 3. Not stored: container.pull.
   if (pull == "never") return NotFound(image, looked_up, sources, "container.pull: never, so it is not pulled");
@@ -76,7 +79,8 @@ Result<BoxRoot> ResolveBoxRoot(const std::string& image, const std::string& pull
   }
   auto after = sources.store->Resolve(*ref);
   if (!after.ok()) return after.error().Wrap("container.image '" + image + "': after pulling " + ref->Familiar());
-  return BoxRoot{"image", std::move(*after), false, ImageHow(image, looked_up, *after)};
+  std::string how = ImageHow(image, looked_up, *after);
+  return BoxRoot{"image", std::move(*after), false, std::move(how)};
 }
 
 }  // namespace lsb::native
