@@ -15,6 +15,7 @@ packages=(
   # skopeo (OCI layouts) and htpasswd for the pull tests
   zlib1g-dev libzstd-dev libssl-dev
   docker-registry skopeo apache2-utils
+  python3-cryptography  # the pull tests: a test CA and the token service's JWT signatures
 )
 
 missing=()

@@ -3,7 +3,7 @@
 // anything, the text is checked against a byte cap and then scanned once, linearly and with no
 // stack, for its nesting depth and element count outside strings. nlohmann's parser is iterative,
 // but copying, dumping and comparing a value recurse once per level: a 2 MB text of 10^6 '[' is
-// a stack overflow in whichever code touches it next (the /mcp SIGSEGV of issue 15). A value that
+// a stack overflow in whichever code touches it next (as /mcp once did). A value that
 // passed here is at most max_depth levels deep, so no code walking it can overflow a stack.
 // Limits and their defaults: docs/security.md "Class 1 — one request crashes the daemon".
 #pragma once

@@ -22,6 +22,7 @@
 #include "base/bounded_json.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "cli/option_cursor.h"
 #include "monitor/audit_log.h"
 #include "monitor/monitor.h"
 #include "policy/alert_rules.h"
@@ -163,16 +164,14 @@ std::optional<std::string> CheckFilterValues(const Filter& f) {
     return "--type '" + f.type + "' is not a record type; valid: execution, alert";
   if (!f.status.empty()) {
     std::vector<std::string> statuses;
-    for (auto s : {ExecStatus::kOk, ExecStatus::kError, ExecStatus::kTimeout, ExecStatus::kOom, ExecStatus::kKilled,
-                   ExecStatus::kDenied, ExecStatus::kOutputLimit})
-      statuses.push_back(ExecStatusName(s));
+    for (ExecStatus s : protocol::AllExecStatuses()) statuses.push_back(ExecStatusName(s));
     statuses.push_back("sandbox_error");  // the daemon's own failure (monitor.cc)
     if (std::find(statuses.begin(), statuses.end(), f.status) == statuses.end())
       return "--status '" + f.status + "' is not an execution status; valid: " + Join(statuses);
   }
   if (!f.rule.empty()) {
     std::vector<std::string> rules;
-    for (const auto& r : BuiltinAlertRules()) rules.push_back(r.name);
+    for (const auto& r : protocol::AlertRules()) rules.push_back(r.name);
     if (std::find(rules.begin(), rules.end(), f.rule) == rules.end())
       return "--rule '" + f.rule + "' is not an alert rule; valid: " + Join(rules);
   }
@@ -190,20 +189,10 @@ int LogsCommand(const Args& args) {
   Filter f;
   std::string file;
   bool follow = false, raw = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* name, std::string& out) -> bool {
-      std::string prefix = std::string(name) + "=";
-      if (a.rfind(prefix, 0) == 0) {
-        out = a.substr(prefix.size());
-        return true;
-      }
-      if (a == name && i + 1 < args.size()) {
-        out = args[++i];
-        return true;
-      }
-      return false;
-    };
+  OptionCursor o(args);
+  while (o.Next()) {
+    const std::string a = o.arg();
+    auto value = [&o](const char* name, std::string& out) { return o.Into(name, out); };
     std::string since;
     if (a == "--help" || a == "-h") {
       std::fputs(kLogsUsage, stdout);

@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "  serve [--listen HOST:PORT] [--policies DIR] ...             the HTTP daemon (docs/api.md)\n"
     "  logs [--file FILE] [--policy P] [--rule R] [-f] ...         read/filter/follow the audit log\n"
     "  mcp [--policies DIR] [--images FILE] ...                   MCP server on stdin/stdout\n"
+    "  image pull|import|ls|inspect|rm|prune ...                 the image store (docs/images.md)\n"
     "  version                                                    print the version\n"
     "\n"
     "Run 'llm-sandbox <command> --help' for a command's options.\n";
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
   if (cmd == "serve") return lsb::cli::ServeCommand(args);
   if (cmd == "logs") return lsb::cli::LogsCommand(args);
   if (cmd == "mcp") return lsb::cli::McpCommand(args);
+  if (cmd == "image" && !args.empty() && args[0] == "pull")
+    return lsb::cli::ImagePullCommand(lsb::cli::Args(args.begin() + 1, args.end()));
+  if (cmd == "image") return lsb::cli::ImageCommand(args);
   if (cmd == "version" || cmd == "--version") {
     std::printf("llm-sandbox %s\n", LSB_VERSION);
     return 0;

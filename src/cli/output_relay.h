@@ -1,4 +1,4 @@
-// The CLI's own stdout/stderr, written by a thread of their own (issue 15, class 5): the runner
+// The CLI's own stdout/stderr, written by a thread of their own (docs/security.md, class 5): the runner
 // reads init's stream and the box's timeout holds whatever happens to our stdout. With
 // `llm-sandbox run | sleep 100` nobody drains the pipe; the box still ends at its timeout and the
 // CLI then waits for its reader (or exits at EPIPE), as any Unix tool does.

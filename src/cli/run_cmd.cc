@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -20,8 +22,9 @@
 #include "policy/policy_loader.h"
 #include "policy/suggest.h"
 #include "runtime/backend_select.h"
-#include "runtime/native/native_box.h"
 #include "runtime/runner.h"
+#include "scheduler/box_registry.h"
+#include "scheduler/one_shot.h"
 
 namespace lsb::cli {
 namespace {
@@ -78,7 +81,7 @@ std::string AlertLine(const protocol::Event& e) {
     if (!e.address.empty()) msg += " " + e.address;
     if (!e.decision.empty()) msg += " (" + e.decision + ")";
   }
-  return "llm-sandbox: alert [" + e.rule + "] " + msg + "\n";
+  return "llm-sandbox: alert [" + std::string(protocol::Name(e.rule)) + "] " + msg + "\n";
 }
 
 void PrintAlert(const protocol::Event& e) {
@@ -106,30 +109,30 @@ int ChooseLanguage(const Policy& policy, const std::string& program, std::string
   return kExitUsage;
 }
 
-}  // namespace
-
-int RunCommand(const Args& args) {
-  CLI::App app{"Run a program in a sandbox under a policy.", "llm-sandbox run"};
-  std::string policy_arg = "code-sandbox";
+struct RunArgs {
+  std::string policy = "code-sandbox";
   std::string lang;
   std::string images;
-  std::string backend_name;
+  std::string backend;
   std::string stdin_file;
   std::string program = "-";
   double timeout_s = 0;
   bool json = false;
-  app.add_option("--policy", policy_arg, "policy file, or a name looked up in the policy path")
-      ->capture_default_str();
-  app.add_option("--lang", lang,
+};
+
+// nullopt: go on; else the exit code (--help, a usage error).
+std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
+  CLI::App app{"Run a program in a sandbox under a policy.", "llm-sandbox run"};
+  app.add_option("--policy", a.policy, "policy file, or a name looked up in the policy path")->capture_default_str();
+  app.add_option("--lang", a.lang,
                  "language of the program (python, bash, sh, node, ...); default: by the program file's extension "
                  "(.py .sh .js ...), else the policy's");
-  app.add_option("--images", images, "image map file (default: $LLM_SANDBOX_IMAGES, /etc/llm-sandbox/images.yaml)");
-  app.add_option("--backend", backend_name, "backend: auto | native | ... (default: the policy's backend)");
-  app.add_option("--stdin", stdin_file, "file whose bytes become the program's stdin ('-' for ours)");
-  app.add_option("--timeout", timeout_s, "seconds; may only lower the policy's timeout")->check(CLI::PositiveNumber);
-  app.add_flag("--json", json, "print the whole result as JSON on stdout instead of streaming");
-  app.add_option("program", program, "program file, or '-' for stdin")->capture_default_str();
-
+  app.add_option("--images", a.images, "image map file (default: $LLM_SANDBOX_IMAGES, /etc/llm-sandbox/images.yaml)");
+  app.add_option("--backend", a.backend, "backend: auto | native | ... (default: the policy's backend)");
+  app.add_option("--stdin", a.stdin_file, "file whose bytes become the program's stdin ('-' for ours)");
+  app.add_option("--timeout", a.timeout_s, "seconds; may only lower the policy's timeout")->check(CLI::PositiveNumber);
+  app.add_flag("--json", a.json, "print the whole result as JSON on stdout instead of streaming");
+  app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
   std::vector<std::string> argv(args.rbegin(), args.rend());
   try {
     app.parse(argv);
@@ -137,76 +140,112 @@ int RunCommand(const Args& args) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
-  if (program == "-" && stdin_file == "-") {
+  if (a.program == "-" && a.stdin_file == "-") {
     std::fputs("llm-sandbox run: the program and --stdin cannot both come from stdin\n", stderr);
     return kExitUsage;
   }
+  return std::nullopt;
+}
 
-  auto policy = LoadPolicy(policy_arg);
-  if (!policy.ok()) return Fail("policy: " + policy.error().message);
-  if (int rc = ChooseLanguage(*policy, program, lang); rc != 0) return rc;
-
+Result<ExecRequest> ReadRequest(const RunArgs& a) {
   ExecRequest req;
-  auto code = ReadInput(program, "program");
-  if (!code.ok()) return Fail(code.error().message);
-  req.code = std::move(*code);
-  req.language = lang;
-  if (!stdin_file.empty()) {
-    auto in = ReadInput(stdin_file, "--stdin input");
-    if (!in.ok()) return Fail(in.error().message);
-    req.stdin_data = std::move(*in);
+  LSB_ASSIGN_OR_RETURN(req.code, ReadInput(a.program, "program"));
+  req.language = a.lang;
+  if (!a.stdin_file.empty()) {
+    LSB_ASSIGN_OR_RETURN(std::string in, ReadInput(a.stdin_file, "--stdin input"));
+    req.stdin_data = std::move(in);
   }
-  if (timeout_s > 0) req.timeout_ms = static_cast<uint64_t>(std::llround(timeout_s * 1000));
+  if (a.timeout_s > 0) req.timeout_ms = static_cast<uint64_t>(std::llround(a.timeout_s * 1000));
+  return req;
+}
 
-  BackendOptions bo;
-  bo.images_file = images;
-  auto backend = MakeBackend(backend_name.empty() ? policy->backend : backend_name, bo);
-  if (!backend.ok()) return Fail(backend.error().message);
+// SIGINT/SIGTERM/SIGHUP become a cancellation the runner polls (read_fd), for as long as it lives.
+class CancelOnSignal {
+ public:
+  static Result<std::unique_ptr<CancelOnSignal>> Install() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return Error::FromErrno("pipe");
+    std::unique_ptr<CancelOnSignal> c(new CancelOnSignal(UniqueFd(fds[0]), UniqueFd(fds[1])));
+    g_cancel_w = c->w_.get();
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+    return c;
+  }
+  ~CancelOnSignal() { g_cancel_w = -1; }
+  int read_fd() const { return r_.get(); }
 
-  int cancel[2];
-  if (::pipe2(cancel, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe: " + std::string(std::strerror(errno)));
-  UniqueFd cancel_r(cancel[0]), cancel_w(cancel[1]);
-  g_cancel_w = cancel_w.get();
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+ private:
+  CancelOnSignal(UniqueFd r, UniqueFd w) : r_(std::move(r)), w_(std::move(w)) {}
+  UniqueFd r_, w_;
+};
 
+// Live output through the relay; init's alerts as lines on stderr, counted (the rest come after).
+RunCallbacks StreamTo(OutputRelay& relay, size_t& streamed_alerts) {
   RunCallbacks cb;
+  cb.on_stdout = [&relay](std::string_view d) { relay.Write(1, d); };
+  cb.on_stderr = [&relay](std::string_view d) { relay.Write(2, d); };
+  cb.on_event = [&streamed_alerts, &relay](const protocol::Event& e) {
+    if (e.rule == protocol::AlertRule::kNone) return;
+    relay.Write(2, AlertLine(e));
+    ++streamed_alerts;
+  };
+  return cb;
+}
+
+// The result as JSON, or (streamed) what was not said live; the exit code.
+int Report(const ExecResult& r, const Policy& policy, bool json, size_t streamed_alerts) {
+  if (json) {
+    WriteOut(stdout, r.ToJsonText(2) + "\n");
+    return CliExitCode(r);
+  }
+  // The host's own alerts (oom_kill, pids_limit, a host timeout) follow init's in the result and
+  // were not streamed.
+  for (size_t i = streamed_alerts; i < r.alerts.size(); ++i) PrintAlert(r.alerts[i]);
+  if (r.truncated)
+    std::fprintf(stderr, "llm-sandbox: output truncated at the policy's cap of %llu bytes\n",
+                 static_cast<unsigned long long>(policy.output_bytes));
+  if (r.status == ExecStatus::kTimeout)
+    std::fprintf(stderr, "llm-sandbox: timed out after %llu ms\n", static_cast<unsigned long long>(r.duration_ms));
+  else if (r.status == ExecStatus::kOom)
+    std::fputs("llm-sandbox: killed: out of memory (the policy's memory limit)\n", stderr);
+  return CliExitCode(r);
+}
+
+}  // namespace
+
+int RunCommand(const Args& args) {
+  RunArgs a;
+  if (auto rc = ParseRunArgs(args, a)) return *rc;
+  auto policy = LoadPolicy(a.policy);
+  if (!policy.ok()) return Fail("policy: " + policy.error().message);
+  if (int rc = ChooseLanguage(*policy, a.program, a.lang); rc != 0) return rc;
+  auto req = ReadRequest(a);
+  if (!req.ok()) return Fail(req.error().message);
+  BackendOptions bo;
+  bo.images_file = a.images;
+  auto backend = MakeBackend(a.backend.empty() ? policy->backend : a.backend, bo);
+  if (!backend.ok()) return Fail(backend.error().message);
+  auto cancel = CancelOnSignal::Install();
+  if (!cancel.ok()) return Fail(cancel.error().message);
+
   size_t streamed_alerts = 0;
   // Our stdout/stderr are written by a thread of their own: a reader that does not drain them
   // never holds up the run or its timeout (output_relay.h).
   OutputRelay relay(policy->output_bytes + (4u << 20), &g_signal);
-  if (!json) {
-    cb.on_stdout = [&relay](std::string_view d) { relay.Write(1, d); };
-    cb.on_stderr = [&relay](std::string_view d) { relay.Write(2, d); };
-    cb.on_event = [&streamed_alerts, &relay](const protocol::Event& e) {
-      if (e.rule.empty()) return;
-      relay.Write(2, AlertLine(e));
-      ++streamed_alerts;
-    };
-  }
-  SessionOptions so;
-  so.cancel_fd = cancel_r.get();
-  so.await_ready = false;  // one run: the program follows kSetup at once
-  // RunOnce's lifecycle, except that a native box's teardown goes to a helper process
-  // (NativeBox::ArmTeardownHelper): after a completed run the result is out and the CLI exits
-  // without waiting for the kernel to take the box's namespaces down. Interrupted runs wait here
-  // until the box is gone.
-  auto result = [&]() -> Result<ExecResult> {
-    LSB_TRY(BuildRunSpec(*policy, req));  // validate the request before paying for a box
-    LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(**backend, *policy, so));
-    // The teardown helper is forked while init sets the box up, not on the way out.
-    auto* box = dynamic_cast<native::NativeBox*>(&session->box());
-    if (box) (void)box->ArmTeardownHelper();
-    auto r = session->Run(req, cb);
-    if (r.ok() && !g_signal && box && box->DetachTeardown()) session->MarkUnusable();  // init is killed: no kShutdown
-    session->Close();
-    return r;
-  }();
+  RunCallbacks cb = a.json ? RunCallbacks{} : StreamTo(relay, streamed_alerts);
+  // The daemon's one-shot path, with no pool: after a completed run the box's removal is left
+  // behind (Box::DetachTeardown), so the CLI exits without waiting for the kernel to take the box's
+  // namespaces down. Interrupted runs wait here until the box is gone.
+  sched::OneShotOptions opts;
+  opts.session.cancel_fd = (*cancel)->read_fd();
+  opts.leave_teardown_behind = true;
+  sched::BoxRegistry registry;
+  auto result = sched::RunOneShot(**backend, registry, *policy, *req, {}, cb, opts);
   relay.Finish();  // the box is gone: now wait for our readers, as any tool does
-  g_cancel_w = -1;
+  cancel->reset();
   if (!result.ok()) {
     if (g_signal) {
       std::fprintf(stderr, "llm-sandbox: interrupted (signal %d); the sandbox was destroyed\n",
@@ -215,23 +254,7 @@ int RunCommand(const Args& args) {
     }
     return Fail(result.error().message);
   }
-  const ExecResult& r = *result;
-  if (json) {
-    std::string text = r.ToJsonText(2);
-    WriteOut(stdout, text + "\n");
-  } else {
-    // The host's own alerts (oom_kill, pids_limit, a host timeout) follow init's in the result and
-    // were not streamed.
-    for (size_t i = streamed_alerts; i < r.alerts.size(); ++i) PrintAlert(r.alerts[i]);
-    if (r.truncated)
-      std::fprintf(stderr, "llm-sandbox: output truncated at the policy's cap of %llu bytes\n",
-                   static_cast<unsigned long long>(policy->output_bytes));
-    if (r.status == ExecStatus::kTimeout)
-      std::fprintf(stderr, "llm-sandbox: timed out after %llu ms\n", static_cast<unsigned long long>(r.duration_ms));
-    else if (r.status == ExecStatus::kOom)
-      std::fputs("llm-sandbox: killed: out of memory (the policy's memory limit)\n", stderr);
-  }
-  return CliExitCode(r);
+  return Report(*result, *policy, a.json, streamed_alerts);
 }
 
 }  // namespace lsb::cli

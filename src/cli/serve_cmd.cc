@@ -10,9 +10,11 @@
 
 #include "base/unique_fd.h"
 #include "cli/commands.h"
+#include "cli/option_cursor.h"
 #include "monitor/audit_log.h"
 #include "policy/units.h"
 #include "monitor/webhook.h"
+#include "protocol/wire_values.h"
 #include "server/body_limits.h"
 #include "server/daemon.h"
 #include "server/web_guard.h"
@@ -29,8 +31,8 @@ constexpr const char* kServeUsage =
     "  --images FILE            native backend image map (config/images.yaml)\n"
     "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
     "                           (default: $LLM_SANDBOX_BACKEND, else auto)\n"
-    "  --pool-size N            docker: warm containers kept per policy (default 2; 0 = none)\n"
-    "  --native-pool N          native: boxes kept started per policy for one-shot executions (default 2; 0 = none)\n"
+    "  --pool-size N            warm boxes kept started per policy, whatever the backend (default 2; 0 = none)\n"
+    "  --native-pool N          the same as --pool-size (its older name; the last one given wins)\n"
     "  --max-concurrency N      executions at once (default: by box cost, the largest policy's memory\n"
     "                           and pids against the host's, from 4 to 64; docs/api.md)\n"
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
@@ -137,184 +139,277 @@ int Bad(const std::string& msg) {
   return 2;
 }
 
-}  // namespace
+// A count that may be 0 ("none").
+bool ParseCountOrZero(const std::string& v, size_t* out) {
+  if (v == "0") {
+    *out = 0;
+    return true;
+  }
+  return ParseCount(v, out);
+}
 
-int ServeCommand(const Args& args) {
+// What the command line gives beyond the DaemonConfig, settled after every option is read.
+struct ServeInputs {
   server::DaemonConfig c;
   std::string token_file;
   bool generate_token = false;
   std::string webhook_secret_file;
   std::optional<uint64_t> max_body, max_file;
   std::optional<std::string> audit_log;
-  // The environment gives the default backend (tests pin one this way); --backend overrides it.
-  if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') c.backend = env;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
+};
+
+// Each group of options: true when the option was one of its own, an error naming a bad value.
+using Took = Result<bool>;
+
+Took ListenOption(const std::string& v, server::DaemonConfig& c) {
+  size_t colon = v.rfind(':');
+  if (colon == std::string::npos) return Error{"--listen wants HOST:PORT, got '" + v + "'"};
+  c.host = v.substr(0, colon);
+  if (c.host.size() > 2 && c.host.front() == '[' && c.host.back() == ']') c.host = c.host.substr(1, c.host.size() - 2);
+  char* end = nullptr;
+  unsigned long p = std::strtoul(v.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p > 65535 || colon + 1 == v.size()) return Error{"--listen: bad port in '" + v + "'"};
+  c.port = static_cast<uint16_t>(p);
+  return true;
+}
+
+// Where it listens, what it serves, and on how many workers.
+Took ServingOption(OptionCursor& o, ServeInputs& in) {
+  server::DaemonConfig& c = in.c;
+  const std::string name = o.arg().substr(0, o.arg().find('='));  // before Is() moves to a value
+  const std::string& v = o.value();
+  if (o.Is("--listen")) return ListenOption(v, c);
+  if (o.Is("--policies")) return c.policies_dir = v, true;
+  if (o.Is("--default-policy")) return c.limits.default_policy = v, true;
+  if (o.Is("--images")) return c.images_file = v, true;
+  if (o.Is("--backend")) return c.backend = v, true;
+  if (o.Is("--init")) return c.init_path = v, true;
+  // One knob for every backend's pool; --native-pool is its older name, kept for scripts.
+  if (o.Is("--pool-size") || o.Is("--native-pool")) {
+    if (!ParseCountOrZero(v, &c.pool_size)) return Error{name + " wants a count"};
+    return true;
+  }
+  if (o.Is("--max-concurrency")) {
+    if (!ParseCount(v, &c.max_concurrency)) return Error{"--max-concurrency wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--queue")) {
+    if (!ParseCount(v, &c.queue)) return Error{"--queue wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--max-sessions")) {
+    if (!ParseCount(v, &c.max_sessions)) return Error{"--max-sessions wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--async-keep")) {
+    if (!ParseCount(v, &c.async_results.max_entries)) return Error{"--async-keep wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--shutdown-grace")) {
+    size_t secs = 0;
+    if (!ParseCountOrZero(v, &secs)) return Error{"--shutdown-grace wants seconds"};
+    c.shutdown_grace_ms = static_cast<int>(secs * 1000);
+    return true;
+  }
+  return false;
+}
+
+// Sizes in bytes (10M, 64K...).
+Took SizeOption(OptionCursor& o, ServeInputs& in) {
+  const std::string a = o.arg();
+  if (!(o.Is("--max-body") || o.Is("--max-file") || o.Is("--async-keep-bytes"))) return false;
+  auto n = units::ParseBytes(o.value());
+  if (!n.ok() || *n == 0) return Error{a + ": " + (n.ok() ? "must be positive" : n.error().message)};
+  if (a.rfind("--max-body", 0) == 0) in.max_body = *n;
+  else if (a.rfind("--max-file", 0) == 0) in.max_file = *n;
+  else in.c.async_results.max_bytes = *n;
+  return true;
+}
+
+// Who may call it: tokens and web origins.
+Took AccessOption(OptionCursor& o, ServeInputs& in) {
+  if (o.arg() == "--generate-token") return in.generate_token = true;
+  if (o.Is("--token-file")) return in.token_file = o.value(), true;
+  if (o.Is("--allow-origin")) {
+    auto origin = server::NormalizeOrigin(o.value());
+    if (!origin.ok()) return Error{"--allow-origin: " + origin.error().message};
+    in.c.allowed_origins.insert(*origin);
+    return true;
+  }
+  return false;
+}
+
+// Slow clients (docs/api.md "Connection limits").
+Took ConnectionOption(OptionCursor& o, ServeInputs& in) {
+  server::DaemonConfig& c = in.c;
+  const std::string a = o.arg();
+  if (o.Is("--max-connections")) {
+    if (!ParseCount(o.value(), &c.connections.max_total)) return Error{"--max-connections wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--max-connections-per-peer")) {
+    if (!ParseCount(o.value(), &c.connections.max_per_peer))
+      return Error{"--max-connections-per-peer wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--header-timeout") || o.Is("--body-timeout") || o.Is("--write-timeout") || o.Is("--keepalive-timeout")) {
+    auto ms = units::ParseDurationMs(o.value());
+    if (!ms.ok() || *ms == 0 || *ms > 3600000)
+      return Error{a + ": wants a duration from 1ms to 1h such as 10s or 500ms" + (ms.ok() ? "" : ": " + ms.error().message)};
+    int n = static_cast<int>(*ms);
+    if (a.rfind("--header-timeout", 0) == 0) c.header_timeout_ms = n;
+    else if (a.rfind("--body-timeout", 0) == 0) c.body_timeout_ms = n;
+    else if (a.rfind("--write-timeout", 0) == 0) c.write_timeout_ms = n;
+    else c.keepalive_timeout_ms = n;
+    return true;
+  }
+  if (o.Is("--min-transfer-rate")) {
+    auto n = units::ParseBytes(o.value());
+    if (!n.ok() || *n == 0) return Error{"--min-transfer-rate wants bytes per second such as 64K"};
+    c.min_transfer_rate = *n;
+    return true;
+  }
+  return false;
+}
+
+// Metrics, the audit log, webhooks (docs/monitoring.md).
+Took MonitoringOption(OptionCursor& o, ServeInputs& in) {
+  server::DaemonConfig& c = in.c;
+  const std::string& v = o.value();
+  if (o.Is("--monitoring")) {
+    if (v != "on" && v != "off") return Error{"--monitoring wants on or off"};
+    return c.monitoring = v == "on", true;
+  }
+  if (o.Is("--audit-log")) {
+    if (v.empty()) return Error{"--audit-log wants a file, or none"};
+    return in.audit_log = v, true;
+  }
+  if (o.Is("--audit-max-size")) {
+    auto n = units::ParseBytes(v);
+    if (!n.ok() || *n == 0) return Error{"--audit-max-size wants a size such as 64M"};
+    return c.monitor.audit_max_bytes = *n, true;
+  }
+  if (o.Is("--audit-keep")) {
+    size_t k = 0;
+    if (!ParseCountOrZero(v, &k)) return Error{"--audit-keep wants a count"};
+    return c.monitor.audit_keep = static_cast<int>(k), true;
+  }
+  if (o.Is("--webhook")) {
+    auto u = monitor::ParseWebhookUrl(v);
+    if (!u.ok()) return u.error();
+    c.monitor.webhooks.urls.push_back(*u);
+    return true;
+  }
+  if (o.Is("--webhook-secret-file")) return in.webhook_secret_file = v, true;
+  if (o.Is("--webhook-min-severity")) {
+    auto severity = protocol::ParseSeverity(v);
+    if (!severity) return Error{"--webhook-min-severity wants info, warning or critical"};
+    return c.monitor.webhooks.min_severity = *severity, true;
+  }
+  if (o.Is("--usage-interval")) {
+    size_t ms = 0;
+    if (!ParseCount(v, &ms) || ms < 50) return Error{"--usage-interval wants milliseconds, at least 50"};
+    return c.monitor.usage_interval_ms = ms, true;
+  }
+  return false;
+}
+
+// Every option in turn; nullopt when all were good, else the exit code (--help: 0).
+std::optional<int> ParseServeArgs(const Args& args, ServeInputs& in) {
+  OptionCursor o(args);
+  while (o.Next()) {
+    if (o.arg() == "--help" || o.arg() == "-h") {
       std::fputs(kServeUsage, stdout);
       return 0;
     }
-    std::string v;
-    auto value = [&](const char* name) -> bool {
-      std::string prefix = std::string(name) + "=";
-      if (a.rfind(prefix, 0) == 0) {
-        v = a.substr(prefix.size());
-        return true;
-      }
-      if (a == name && i + 1 < args.size()) {
-        v = args[++i];
-        return true;
-      }
-      return false;
-    };
-    if (value("--listen")) {
-      size_t colon = v.rfind(':');
-      if (colon == std::string::npos) return Bad("--listen wants HOST:PORT, got '" + v + "'");
-      c.host = v.substr(0, colon);
-      if (c.host.size() > 2 && c.host.front() == '[' && c.host.back() == ']') c.host = c.host.substr(1, c.host.size() - 2);
-      char* end = nullptr;
-      unsigned long p = std::strtoul(v.c_str() + colon + 1, &end, 10);
-      if (*end != '\0' || p > 65535 || colon + 1 == v.size()) return Bad("--listen: bad port in '" + v + "'");
-      c.port = static_cast<uint16_t>(p);
-    } else if (value("--policies")) {
-      c.policies_dir = v;
-    } else if (value("--default-policy")) {
-      c.limits.default_policy = v;
-    } else if (value("--images")) {
-      c.images_file = v;
-    } else if (value("--backend")) {
-      c.backend = v;
-    } else if (value("--init")) {
-      c.init_path = v;
-    } else if (value("--pool-size")) {
-      if (v != "0" && !ParseCount(v, &c.pool_size)) return Bad("--pool-size wants a count");
-      if (v == "0") c.pool_size = 0;
-    } else if (value("--native-pool")) {
-      c.native_pool = 0;
-      if (v != "0" && !ParseCount(v, &c.native_pool)) return Bad("--native-pool wants a count");
-    } else if (value("--max-concurrency")) {
-      if (!ParseCount(v, &c.max_concurrency)) return Bad("--max-concurrency wants a positive integer");
-    } else if (value("--queue")) {
-      if (v == "0") {
-        return Bad("--queue wants a positive integer");
-      }
-      if (!ParseCount(v, &c.queue)) return Bad("--queue wants a positive integer");
-    } else if (value("--max-sessions")) {
-      if (!ParseCount(v, &c.max_sessions)) return Bad("--max-sessions wants a positive integer");
-    } else if (value("--max-body") || value("--max-file") || value("--async-keep-bytes")) {
-      auto n = units::ParseBytes(v);
-      if (!n.ok() || *n == 0) return Bad(a + ": " + (n.ok() ? "must be positive" : n.error().message));
-      if (a.rfind("--max-body", 0) == 0) max_body = *n;
-      else if (a.rfind("--max-file", 0) == 0) max_file = *n;
-      else c.async_results.max_bytes = *n;
-    } else if (value("--async-keep")) {
-      if (!ParseCount(v, &c.async_results.max_entries)) return Bad("--async-keep wants a positive integer");
-    } else if (value("--shutdown-grace")) {
-      size_t s = 0;
-      if (v != "0" && !ParseCount(v, &s)) return Bad("--shutdown-grace wants seconds");
-      c.shutdown_grace_ms = static_cast<int>(s * 1000);
-    } else if (value("--allow-origin")) {
-      auto o = server::NormalizeOrigin(v);
-      if (!o.ok()) return Bad("--allow-origin: " + o.error().message);
-      c.allowed_origins.insert(*o);
-    } else if (value("--max-connections")) {
-      if (!ParseCount(v, &c.connections.max_total)) return Bad("--max-connections wants a positive integer");
-    } else if (value("--max-connections-per-peer")) {
-      if (!ParseCount(v, &c.connections.max_per_peer)) return Bad("--max-connections-per-peer wants a positive integer");
-    } else if (value("--header-timeout") || value("--body-timeout") || value("--write-timeout") ||
-               value("--keepalive-timeout")) {
-      auto ms = units::ParseDurationMs(v);
-      if (!ms.ok() || *ms == 0 || *ms > 3600000)
-        return Bad(a + ": wants a duration from 1ms to 1h such as 10s or 500ms" + (ms.ok() ? "" : ": " + ms.error().message));
-      int n = static_cast<int>(*ms);
-      if (a.rfind("--header-timeout", 0) == 0) c.header_timeout_ms = n;
-      else if (a.rfind("--body-timeout", 0) == 0) c.body_timeout_ms = n;
-      else if (a.rfind("--write-timeout", 0) == 0) c.write_timeout_ms = n;
-      else c.keepalive_timeout_ms = n;
-    } else if (value("--min-transfer-rate")) {
-      auto n = units::ParseBytes(v);
-      if (!n.ok() || *n == 0) return Bad("--min-transfer-rate wants bytes per second such as 64K");
-      c.min_transfer_rate = *n;
-    } else if (a == "--generate-token") {
-      generate_token = true;
-    } else if (value("--token-file")) {
-      token_file = v;
-    } else if (value("--monitoring")) {
-      if (v != "on" && v != "off") return Bad("--monitoring wants on or off");
-      c.monitoring = v == "on";
-    } else if (value("--audit-log")) {
-      if (v.empty()) return Bad("--audit-log wants a file, or none");
-      audit_log = v;
-    } else if (value("--audit-max-size")) {
-      auto n = units::ParseBytes(v);
-      if (!n.ok() || *n == 0) return Bad("--audit-max-size wants a size such as 64M");
-      c.monitor.audit_max_bytes = *n;
-    } else if (value("--audit-keep")) {
-      size_t k = 0;
-      if (v != "0" && !ParseCount(v, &k)) return Bad("--audit-keep wants a count");
-      c.monitor.audit_keep = static_cast<int>(k);
-    } else if (value("--webhook")) {
-      auto u = monitor::ParseWebhookUrl(v);
-      if (!u.ok()) return Bad(u.error().message);
-      c.monitor.webhooks.urls.push_back(*u);
-    } else if (value("--webhook-secret-file")) {
-      webhook_secret_file = v;
-    } else if (value("--webhook-min-severity")) {
-      if (v != "info" && v != "warning" && v != "critical") return Bad("--webhook-min-severity wants info, warning or critical");
-      c.monitor.webhooks.min_severity = v;
-    } else if (value("--usage-interval")) {
-      size_t ms = 0;
-      if (!ParseCount(v, &ms) || ms < 50) return Bad("--usage-interval wants milliseconds, at least 50");
-      c.monitor.usage_interval_ms = ms;
-    } else {
-      return Bad("unknown option '" + a + "'");
+    const std::string a = o.arg();
+    bool took = false;
+    for (auto group : {ServingOption, SizeOption, AccessOption, ConnectionOption, MonitoringOption}) {
+      Took t = group(o, in);
+      if (!t.ok()) return Bad(t.error().message);
+      if ((took = *t)) break;
     }
+    if (!took) return Bad("unknown option '" + a + "'");
   }
-  if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    if (!in) return Bad("--token-file " + token_file + ": cannot read it");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    AddTokens(text, '\n', c.tokens);
-    if (c.tokens.empty()) return Bad("--token-file " + token_file + " has no token");
+  return std::nullopt;
+}
+
+std::string ReadWhole(std::ifstream& in) {
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// --token-file, $LLM_SANDBOX_TOKENS, --generate-token.
+Status SettleTokens(ServeInputs& in) {
+  auto& tokens = in.c.tokens;
+  if (!in.token_file.empty()) {
+    std::ifstream f(in.token_file);
+    if (!f) return Error{"--token-file " + in.token_file + ": cannot read it"};
+    AddTokens(ReadWhole(f), '\n', tokens);
+    if (tokens.empty()) return Error{"--token-file " + in.token_file + " has no token"};
   }
-  if (const char* env = std::getenv("LLM_SANDBOX_TOKENS")) AddTokens(env, ',', c.tokens);
-  if (generate_token && c.tokens.empty()) {
-    auto tok = RandomToken();
-    if (!tok.ok()) return Bad("--generate-token: " + tok.error().message);
-    c.tokens.insert(*tok);
-    std::fprintf(stderr,
-                 "llm-sandbox serve: no token was given, so one was generated; every request needs\n"
-                 "  Authorization: Bearer %s\n"
-                 "(set LLM_SANDBOX_TOKENS or --token-file to choose your own)\n",
-                 tok->c_str());
-  }
-  if (!webhook_secret_file.empty()) {
-    std::ifstream in(webhook_secret_file);
-    if (!in) return Bad("--webhook-secret-file " + webhook_secret_file + ": cannot read it");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const char* env = std::getenv("LLM_SANDBOX_TOKENS")) AddTokens(env, ',', tokens);
+  if (!in.generate_token || !tokens.empty()) return OkStatus();
+  auto tok = RandomToken();
+  if (!tok.ok()) return tok.error().Wrap("--generate-token");
+  tokens.insert(*tok);
+  std::fprintf(stderr,
+               "llm-sandbox serve: no token was given, so one was generated; every request needs\n"
+               "  Authorization: Bearer %s\n"
+               "(set LLM_SANDBOX_TOKENS or --token-file to choose your own)\n",
+               tok->c_str());
+  return OkStatus();
+}
+
+// --webhook-secret-file or $LLM_SANDBOX_WEBHOOK_SECRET.
+Status SettleWebhookSecret(ServeInputs& in) {
+  auto& hooks = in.c.monitor.webhooks;
+  if (!in.webhook_secret_file.empty()) {
+    std::ifstream f(in.webhook_secret_file);
+    if (!f) return Error{"--webhook-secret-file " + in.webhook_secret_file + ": cannot read it"};
+    std::string text = ReadWhole(f);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (text.empty()) return Bad("--webhook-secret-file " + webhook_secret_file + " is empty");
-    c.monitor.webhooks.secret = text;
+    if (text.empty()) return Error{"--webhook-secret-file " + in.webhook_secret_file + " is empty"};
+    hooks.secret = text;
   } else if (const char* env = std::getenv("LLM_SANDBOX_WEBHOOK_SECRET")) {
-    c.monitor.webhooks.secret = env;
+    hooks.secret = env;
   }
-  if (!c.monitor.webhooks.urls.empty() && c.monitor.webhooks.secret.empty())
+  if (!hooks.urls.empty() && hooks.secret.empty())
     std::fprintf(stderr, "llm-sandbox serve: warning: webhooks are not signed (no --webhook-secret-file)\n");
-  auto sizes = server::ReconcileBodyLimits(max_body, max_file, c.limits.max_file_bytes);
-  if (!sizes.ok()) return Bad(sizes.error().message);
-  c.max_body = sizes->max_body;
-  c.limits.max_file_bytes = sizes->max_file;
+  return OkStatus();
+}
+
+// --max-body and --max-file together (body_limits.h).
+Status SettleBodyLimits(ServeInputs& in) {
+  auto sizes = server::ReconcileBodyLimits(in.max_body, in.max_file, in.c.limits.max_file_bytes);
+  if (!sizes.ok()) return sizes.error();
+  in.c.max_body = sizes->max_body;
+  in.c.limits.max_file_bytes = sizes->max_file;
   if (!sizes->note.empty()) std::fprintf(stderr, "llm-sandbox serve: %s\n", sizes->note.c_str());
-  if (c.monitoring) {
-    if (audit_log && monitor::IsAuditLogOff(*audit_log)) {
-      c.monitor.audit_path.clear();
-    } else if (audit_log) {
-      c.monitor.audit_path = *audit_log;
-    } else {
-      c.monitor.audit_path = DefaultAuditLog();
-    }
+  return OkStatus();
+}
+
+void SettleAuditLog(ServeInputs& in) {
+  if (!in.c.monitoring) return;
+  if (in.audit_log && monitor::IsAuditLogOff(*in.audit_log)) {
+    in.c.monitor.audit_path.clear();
+  } else if (in.audit_log) {
+    in.c.monitor.audit_path = *in.audit_log;
+  } else {
+    in.c.monitor.audit_path = DefaultAuditLog();
   }
-  return server::RunDaemon(std::move(c));
+}
+
+}  // namespace
+
+int ServeCommand(const Args& args) {
+  ServeInputs in;
+  // The environment gives the default backend (tests pin one this way); --backend overrides it.
+  if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') in.c.backend = env;
+  if (auto rc = ParseServeArgs(args, in)) return *rc;
+  for (auto settle : {SettleTokens, SettleWebhookSecret, SettleBodyLimits})
+    if (auto st = settle(in); !st.ok()) return Bad(st.error().message);
+  SettleAuditLog(in);
+  return server::RunDaemon(std::move(in.c));
 }
 
 }  // namespace lsb::cli

@@ -1,4 +1,4 @@
-// Resolving a path as a thread of the box would, from init (issue 15, class 3).
+// Resolving a path as a thread of the box would, from init (docs/security.md, class 3).
 //
 // The exec watch must judge the file the KERNEL will open for the calling thread, and the kernel
 // resolves a path in that thread's context: its root, its cwd, its descriptors, /proc/self and

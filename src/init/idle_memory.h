@@ -1,4 +1,4 @@
-// What an idle init keeps resident (issue 8: llm-sandbox-init idle RSS <= 1 MiB).
+// What an idle init keeps resident (the BENCHMARKS.md target: llm-sandbox-init idle RSS <= 1 MiB).
 //
 // A pooled or session box spends most of its life with init blocked in poll() between frames. What
 // it holds then is (a) anonymous memory: its heap, stack and written data, private to the box, and

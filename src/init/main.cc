@@ -32,7 +32,9 @@
 namespace lsb::init {
 namespace {
 
+using protocol::BoxMode;
 using protocol::BoxSetup;
+using protocol::ErrorStage;
 using protocol::FrameType;
 
 // The policies' default resources.open_files: the hand-off fd of the programs prepared at setup
@@ -80,13 +82,11 @@ Status Prepare(Setup& s) {
   if (box.uid == 0 || box.gid == 0) return Error{"the program must not run as uid/gid 0"};
   if (::getpid() != 1)
     return Error{"init must be PID 1 of the box's pid namespace (timeouts kill the whole namespace)"};
-  if (box.mode != "build_root" && box.mode != "in_place")
-    return Error{"mode must be \"build_root\" or \"in_place\": \"" + box.mode + "\""};
   // 2. Kernel features, before touching anything: fail closed if a control is unenforceable.
   //    The one exception: a policy that accepted gVisor's weaker mode runs without what the
   //    kernel lacks, and kReady names each control that is off.
   const bool weaker = box.gvisor_accept_weaker;
-  if (weaker && box.mode != "in_place") return Error{"gvisor_accept_weaker is only for the in_place mode (Docker with runsc)"};
+  if (weaker && box.mode != BoxMode::kInPlace) return Error{"gvisor_accept_weaker is only for the in_place mode (Docker with runsc)"};
   s.landlock_abi = LandlockAbi();
   if (s.landlock_abi < 1 && !weaker)
     return Error{"commands: Landlock is unavailable (kernel without CONFIG_SECURITY_LANDLOCK or lsm= without landlock); cannot restrict executables"};
@@ -104,12 +104,12 @@ Status Prepare(Setup& s) {
     s.controls_off.push_back("seccomp escape filter: does not load in this kernel");
   }
   // 3. The filesystem view.
-  if (box.mode == "build_root" && (::geteuid() != 0 || !HasEffectiveCapability(CAP_SYS_ADMIN)))
+  if (box.mode == BoxMode::kBuildRoot && (::geteuid() != 0 || !HasEffectiveCapability(CAP_SYS_ADMIN)))
     return Error{"filesystem (build_root): init has no capabilities in its user namespace (euid " +
                  std::to_string(::geteuid()) + "); the launcher must map uid/gid 0 and call "
                  "setresgid(0,0,0), setgroups(0), setresuid(0,0,0) inside the new user namespace "
                  "before exec'ing init, or execve drops every capability", EPERM};
-  if (box.mode == "build_root") {
+  if (box.mode == BoxMode::kBuildRoot) {
     auto st = BuildRoot(box);
     if (!st.ok()) return st.error().Wrap("filesystem (build_root)");
   } else {
@@ -161,7 +161,7 @@ int Main() {
     return first.error().IsEof() ? 0 : 65;
   }
   if (first->type != FrameType::kSetup) {
-    (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", "the first frame must be kSetup", 0});
+    (void)stream.SendJson(FrameType::kError, protocol::InitError{ErrorStage::kProtocol, "the first frame must be kSetup", 0});
     (void)stream.Drain(1000);
     return 65;
   }
@@ -169,14 +169,14 @@ int Main() {
   try {
     s.box = protocol::ParseMessage<BoxSetup>(first->payload);
   } catch (const std::exception& e) {
-    (void)stream.SendJson(FrameType::kError, protocol::InitError{"protocol", std::string("bad BoxSetup: ") + e.what(), 0});
+    (void)stream.SendJson(FrameType::kError, protocol::InitError{ErrorStage::kProtocol, std::string("bad BoxSetup: ") + e.what(), 0});
     (void)stream.Drain(1000);
     return 65;
   }
   auto st = Prepare(s);
   if (!st.ok()) {
     Diag("setup failed: " + st.error().message);
-    (void)stream.SendJson(FrameType::kError, protocol::InitError{"setup", st.error().message, st.error().sys_errno});
+    (void)stream.SendJson(FrameType::kError, protocol::InitError{ErrorStage::kSetup, st.error().message, st.error().sys_errno});
     (void)stream.Drain(1000);
     return 1;
   }

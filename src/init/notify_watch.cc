@@ -26,6 +26,9 @@
 namespace lsb::init {
 namespace {
 
+using protocol::AlertRule;
+using protocol::Severity;
+
 seccomp_notif_sizes g_sizes{};
 
 // sendmmsg sends at most UIO_MAXIOV messages; the kernel ignores the rest of vlen.
@@ -127,17 +130,20 @@ struct Outcome {
   std::optional<protocol::Event> trace;  // reported only in trace mode
 };
 
-protocol::Event Denied(const protocol::Event& base, const char* rule, std::string message) {
+// An alert of `rule` about the call `base` describes, with the rule's default severity.
+protocol::Event Denied(const protocol::Event& base, AlertRule rule, std::string message) {
   protocol::Event ev = base;
   ev.decision = "denied";
   ev.rule = rule;
-  ev.severity = "warning";
+  ev.severity = protocol::DefaultSeverity(rule);
   ev.message = std::move(message);
   return ev;
 }
 
 // execve / execveat: the path is resolved as the caller would resolve it and judged by identity;
-// anything that cannot be resolved is answered here, never continued.
+// anything that cannot be resolved is answered here, never continued. Longer than most (~85
+// lines): every read of the caller's state comes before the one still_valid() check, and each
+// refusal after it is a two-line early return; split, the reads and the check could drift apart.
 Outcome DecideExec(const seccomp_notif& req, const RemoteMem& mem, const ExecPolicy& policy,
                    const std::function<bool()>& still_valid, protocol::Event ev) {
   const pid_t pid = static_cast<pid_t>(req.pid);
@@ -173,13 +179,13 @@ Outcome DecideExec(const seccomp_notif& req, const RemoteMem& mem, const ExecPol
   if (by_fd) {
     ev.path = fd_target.empty() ? "fd " + std::to_string(dirfd) : fd_target;
     out.error = EPERM;
-    out.alerts.push_back(Denied(ev, "denied_exec", "execveat(AT_EMPTY_PATH) of " + ev.path +
+    out.alerts.push_back(Denied(ev, AlertRule::kDeniedExec, "execveat(AT_EMPTY_PATH) of " + ev.path +
                                                       " refused: a run by descriptor is never allowed"));
     return out;
   }
   if (!path.ok()) {
     out.error = path.error().sys_errno;
-    out.alerts.push_back(Denied(ev, "denied_exec", "exec refused: its path could not be read (" + path.error().message + ")"));
+    out.alerts.push_back(Denied(ev, AlertRule::kDeniedExec, "exec refused: its path could not be read (" + path.error().message + ")"));
     return out;
   }
   if (path->empty()) {
@@ -195,17 +201,17 @@ Outcome DecideExec(const seccomp_notif& req, const RemoteMem& mem, const ExecPol
       // commands.deny names the path.
       ExecDecision d = policy.DecideAbsent(lexical);
       out.error = d.allow ? err : EACCES;
-      if (!d.allow) out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + lexical + " denied: " + d.reason));
+      if (!d.allow) out.alerts.push_back(Denied(ev, AlertRule::kDeniedExec, "exec of " + lexical + " denied: " + d.reason));
       return out;
     }
     out.error = err;
-    out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + lexical + " refused: it cannot be resolved as the caller sees it (" +
+    out.alerts.push_back(Denied(ev, AlertRule::kDeniedExec, "exec of " + lexical + " refused: it cannot be resolved as the caller sees it (" +
                                                        file->error().message + ")"));
     return out;
   }
   if (!have_stat) {
     out.error = EACCES;
-    out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + lexical + " refused: its file cannot be identified"));
+    out.alerts.push_back(Denied(ev, AlertRule::kDeniedExec, "exec of " + lexical + " refused: its file cannot be identified"));
     return out;
   }
   if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
@@ -217,11 +223,11 @@ Outcome DecideExec(const seccomp_notif& req, const RemoteMem& mem, const ExecPol
   const std::string shown = resolved.empty() || resolved == lexical ? lexical : lexical + " (" + resolved + ")";
   if (!d.allow || !S_ISREG(st.st_mode)) {
     out.error = EACCES;
-    out.alerts.push_back(Denied(ev, "denied_exec", "exec of " + shown + " denied: " + (d.allow ? "not a regular file" : d.reason)));
+    out.alerts.push_back(Denied(ev, AlertRule::kDeniedExec, "exec of " + shown + " denied: " + (d.allow ? "not a regular file" : d.reason)));
     return out;
   }
   ev.message = "exec of " + shown;
-  ev.severity = "info";
+  ev.severity = Severity::kInfo;
   out.trace = std::move(ev);
   return out;
 }
@@ -247,7 +253,7 @@ Outcome CheckNewImage(const seccomp_notif& req, const ExecPolicy& policy, const 
   ev.kind = "execve";
   ev.path = name;
   out.alerts.push_back(Denied(
-      ev, "denied_exec",
+      ev, AlertRule::kDeniedExec,
       known ? "the ELF interpreter " + name + " was started directly (the exec path changed after the watch read it): "
                   "killed before it loaded a program"
             : "a new process image could not be identified (" + std::string(std::strerror(err)) + "): killed"));
@@ -309,7 +315,7 @@ Outcome DecideNetworkCall(const seccomp_notif& req, const RemoteMem& mem, const 
   if (refuse != 0 && !inet.empty()) {
     out.error = refuse;
     for (size_t i = 0; i < inet.size() && i < kMaxAddressesReported; ++i) {
-      protocol::Event alert = Denied(ev, "network_attempt", ev.kind + " to " + inet[i] + " refused: the network is off");
+      protocol::Event alert = Denied(ev, AlertRule::kNetworkAttempt, ev.kind + " to " + inet[i] + " refused: the network is off");
       alert.address = inet[i];
       out.alerts.push_back(std::move(alert));
     }
@@ -320,7 +326,7 @@ Outcome DecideNetworkCall(const seccomp_notif& req, const RemoteMem& mem, const 
   }
   if (refuse != 0 && unreadable) {
     out.error = EFAULT;
-    protocol::Event alert = Denied(ev, "network_attempt", ev.kind + " refused: its destination could not be read (the network is off)");
+    protocol::Event alert = Denied(ev, AlertRule::kNetworkAttempt, ev.kind + " refused: its destination could not be read (the network is off)");
     alert.address = "(unreadable)";
     out.alerts.push_back(std::move(alert));
     return out;
@@ -329,7 +335,7 @@ Outcome DecideNetworkCall(const seccomp_notif& req, const RemoteMem& mem, const 
   for (const auto& t : all) joined += (joined.empty() ? "" : ", ") + t;
   ev.address = all.empty() ? std::string() : all.front();
   ev.message = ev.kind + (joined.empty() ? "" : " " + joined);
-  ev.severity = "info";
+  ev.severity = Severity::kInfo;
   out.trace = std::move(ev);
   return out;
 }
@@ -353,7 +359,7 @@ Outcome ReportOpen(const seccomp_notif& req, const RemoteMem& mem, const std::fu
   }
   ev.path = path.ok() ? JoinPath(base.empty() ? "/" : base, *path) : std::string();
   ev.message = ev.kind + " " + ev.path;
-  ev.severity = "info";
+  ev.severity = Severity::kInfo;
   out.trace = std::move(ev);
   return out;
 }
@@ -375,73 +381,88 @@ Status NotifyWatch::Probe() {
   return OkStatus();
 }
 
+namespace {
+
+// One notification as the kernel hands it over and init's answer to it, in buffers of the sizes
+// the kernel reported (Probe), which may be larger than this build's structures.
+class Exchange {
+ public:
+  bool fits() const {
+    return std::max<size_t>(g_sizes.seccomp_notif, sizeof(seccomp_notif)) <= sizeof req_buf_ &&
+           std::max<size_t>(g_sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)) <= sizeof resp_buf_;
+  }
+  seccomp_notif& req() { return *reinterpret_cast<seccomp_notif*>(req_buf_); }
+  seccomp_notif_resp& resp() { return *reinterpret_cast<seccomp_notif_resp*>(resp_buf_); }
+
+ private:
+  alignas(8) char req_buf_[256] = {};
+  alignas(8) char resp_buf_[256] = {};
+};
+
+// A key escape syscall (seccomp_filter.h): always refused, never continued, and reported.
+Outcome RefuseEscape(const char* escape, protocol::Event ev) {
+  Outcome out;
+  out.error = EPERM;
+  ev.kind = "syscall";
+  ev.decision = "denied";
+  ev.rule = AlertRule::kEscapeSyscall;
+  ev.severity = protocol::DefaultSeverity(ev.rule);
+  ev.message = std::string(escape) + " refused: an escape syscall (EPERM)";
+  ev.argv = {escape};
+  out.alerts.push_back(std::move(ev));
+  return out;
+}
+
+// What to answer `req` with: each watched call has its own judge. The pid may have been reused
+// between RECV and the judge's reads: they are only trusted if the notification is still pending
+// afterwards (`still_valid`), else the outcome is `vanished`.
+Outcome Judge(int listener, const seccomp_notif& req, const WatchConfig& cfg, protocol::Event ev) {
+  if (const char* escape = WatchedEscapeName(req.data.nr)) return RefuseEscape(escape, std::move(ev));
+  const uint64_t id = req.id;
+  const std::function<bool()> still_valid = [&] { return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0; };
+#ifdef SYS_arch_prctl
+  if (req.data.nr == SYS_arch_prctl) return CheckNewImage(req, *cfg.exec, still_valid, std::move(ev));
+#endif
+  RemoteMem mem(static_cast<pid_t>(req.pid));
+  if (!mem.ok()) Diag("watch: cannot open /proc/" + std::to_string(req.pid) + "/mem: " + std::strerror(errno));
+  if (ev.kind == "open" || ev.kind == "openat" || ev.kind == "openat2" || ev.kind == "creat")
+    return ReportOpen(req, mem, still_valid, std::move(ev));
+  if (ev.kind == "execve" || ev.kind == "execveat") return DecideExec(req, mem, *cfg.exec, still_valid, std::move(ev));
+  return DecideNetworkCall(req, mem, cfg, still_valid, std::move(ev));
+}
+
+// Continues the call, or fails it with the outcome's errno. A target that died meanwhile
+// (ENOENT) is no error.
+Status Answer(int listener, Exchange& x, const Outcome& out) {
+  seccomp_notif_resp& resp = x.resp();
+  resp.id = x.req().id;
+  resp.flags = out.error != 0 ? 0 : SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  resp.error = -out.error;
+  resp.val = 0;
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno != ENOENT)
+    return Error::FromErrno("seccomp: send notification reply");
+  return OkStatus();
+}
+
+}  // namespace
+
 Status NotifyWatch::HandleOne(const EventSink& emit) {
-  size_t req_size = std::max<size_t>(g_sizes.seccomp_notif, sizeof(seccomp_notif));
-  size_t resp_size = std::max<size_t>(g_sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp));
-  alignas(8) char req_buf[256] = {};
-  alignas(8) char resp_buf[256] = {};
-  if (req_size > sizeof req_buf || resp_size > sizeof resp_buf) return Error{"seccomp: notification structures too large"};
-  auto* req = reinterpret_cast<seccomp_notif*>(req_buf);
-  auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf);
-  if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_RECV, req) != 0) {
+  Exchange x;
+  if (!x.fits()) return Error{"seccomp: notification structures too large"};
+  if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_RECV, &x.req()) != 0) {
     if (errno == EINTR || errno == ENOENT) return OkStatus();  // target died before we looked
     return Error::FromErrno("seccomp: receive notification");
   }
-  resp->id = req->id;
-  resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-  resp->error = 0;
-  resp->val = 0;
-
-  const pid_t pid = static_cast<pid_t>(req->pid);
+  const pid_t pid = static_cast<pid_t>(x.req().pid);
   protocol::Event ev;
   ev.pid = pid;
-  ev.kind = SyscallName(req->data.nr);
+  ev.kind = SyscallName(x.req().data.nr);
   ev.decision = "allowed";
-
-  // A key escape syscall (seccomp_filter.h): always refused, never continued, and reported.
-  if (const char* escape = WatchedEscapeName(req->data.nr)) {
-    resp->flags = 0;
-    resp->error = -EPERM;
-    ev.kind = "syscall";
-    ev.decision = "denied";
-    ev.rule = "escape_syscall";
-    ev.severity = "critical";
-    ev.message = std::string(escape) + " refused: an escape syscall (EPERM)";
-    ev.argv = {escape};
-    if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno != ENOENT)
-      return Error::FromErrno("seccomp: send notification reply");
-    emit(std::move(ev));
-    return OkStatus();
-  }
-
-  // The pid may have been reused between RECV and our reads: only trust what we read if the
-  // notification is still pending afterwards.
-  const uint64_t id = req->id;
-  const std::function<bool()> still_valid = [&] { return ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0; };
-  Outcome out;
-#ifdef SYS_arch_prctl
-  if (req->data.nr == SYS_arch_prctl) {
-    out = CheckNewImage(*req, *cfg_.exec, still_valid, ev);
-  } else
-#endif
-  {
-    RemoteMem mem(pid);
-    if (!mem.ok()) Diag("watch: cannot open /proc/" + std::to_string(pid) + "/mem: " + std::strerror(errno));
-    if (ev.kind == "open" || ev.kind == "openat" || ev.kind == "openat2" || ev.kind == "creat")
-      out = ReportOpen(*req, mem, still_valid, ev);
-    else if (ev.kind == "execve" || ev.kind == "execveat")
-      out = DecideExec(*req, mem, *cfg_.exec, still_valid, ev);
-    else
-      out = DecideNetworkCall(*req, mem, cfg_, still_valid, ev);
-  }
+  Outcome out = Judge(fd_.get(), x.req(), cfg_, std::move(ev));
   if (out.vanished) return OkStatus();
-  if (out.error != 0) {
-    resp->flags = 0;
-    resp->error = -out.error;
-  }
-  if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno != ENOENT)
-    return Error::FromErrno("seccomp: send notification reply");
+  LSB_TRY(Answer(fd_.get(), x, out));
   if (out.kill) ::kill(pid, SIGKILL);  // the thread's whole process
+  // Reported after the answer: the caller waits for it, the host does not.
   for (auto& alert : out.alerts) emit(std::move(alert));
   if (cfg_.trace && out.alerts.empty() && out.trace) emit(std::move(*out.trace));
   return OkStatus();

@@ -1,4 +1,4 @@
-// The program's output, forwarded in whole lines (issue 16): a program that writes one printed line
+// The program's output, forwarded in whole lines: a program that writes one printed line
 // in pieces (Python's unbuffered print writes "line", " ", "0", "\n") would otherwise reach a
 // streaming client as one event per write. Bytes of one pipe are held until a newline, until
 // kMaxChunk (64 KiB) of them wait, or until the pipe has been quiet for kQuietMs: a prompt without

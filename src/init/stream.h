@@ -1,7 +1,7 @@
 // init's end of the byte stream: frames in on fd 0, frames out on fd 1 (the two may be one socket).
 // Nothing but whole frames is ever written to the output fd.
 //
-// Output never blocks (issue 15, class 5): frames are queued and written as the host takes them
+// Output never blocks (docs/security.md, class 5): frames are queued and written as the host takes them
 // (the output fd is non-blocking), so the run loop, and with it the wall-clock timer, keeps going
 // while a host, a Docker attach or an HTTP client behind them does not read. The queue is bounded:
 // past kOutputHighWater the run loop stops reading the program's pipes (the program then blocks on

@@ -1,8 +1,6 @@
-// The run loop (DESIGN §2): after the view is built, init waits for kRun + kCode, starts the
-// program confined (spawn.h), and watches it in one poll loop over the control stream, the
-// program's stdout/stderr pipes, the seccomp listener, a signalfd for SIGCHLD and a timerfd for
-// the wall timeout. Output is forwarded in <= 64 KiB frames up to the cap; alerts go out as they
-// happen; kExit closes the run once every process of it is gone (leftovers are killed).
+// The serve loop (DESIGN §2): after the view is built, init waits for kRun + kCode, starts the
+// program confined (spawn.h), watches it (run_loop.h: stream, pipes, seccomp listener, SIGCHLD,
+// wall timeout), and closes the run with kExit once every process of it is gone.
 #pragma once
 
 #include <map>
@@ -10,6 +8,7 @@
 
 #include "base/result.h"
 #include "init/exec_policy.h"
+#include "init/run_loop.h"
 #include "init/seccomp_filter.h"
 #include "init/stream.h"
 #include "protocol/messages.h"
@@ -44,6 +43,10 @@ class Supervisor {
   // Returns an error for kError{stage:"run"}; Error::Eof() (IsEof()) when the host went away mid-run.
   Status Run(const protocol::RunSpec& spec, const std::string& code, bool* shutdown);
   Status WriteProgram(const protocol::RunSpec& spec, const std::string& code);
+  // How to spawn `spec`'s program: argv with {file}, env with PATH and HOME, this box's ids and
+  // confinement.
+  // The environment (the image's config under the policy's, checked again) and where argv[0] runs from.
+  Result<SpawnParams> SpawnParamsFor(const protocol::RunSpec& spec, uint64_t nofile, const SeccompPrograms* programs) const;
   Result<const SeccompPrograms*> ProgramsFor(uint64_t nofile);
 
   Stream& stream_;
@@ -55,17 +58,5 @@ class Supervisor {
   bool escape_ = true;
   std::map<uint64_t, std::unique_ptr<SeccompPrograms>> programs_;  // by hand-off fd number
 };
-
-// Status of a finished run, pure: what ExitReport.status/exit_code/signal say.
-struct RunOutcome {
-  bool exec_failed = false;
-  int exec_errno = 0;
-  bool timed_out = false;
-  bool output_limited = false;
-  bool killed_by_host = false;
-  bool exited = false;   // main program reaped
-  int wait_status = 0;
-};
-void FillStatus(const RunOutcome& o, protocol::ExitReport& r);
 
 }  // namespace lsb::init

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "base/io.h"
+#include "base/state_dir.h"
 
 namespace lsb::monitor {
 namespace {
@@ -39,11 +40,8 @@ std::string Env(const char* name) {
 
 std::string DefaultAuditLogPath() {
   if (std::string p = Env("LLM_SANDBOX_AUDIT_LOG"); !p.empty()) return p;
-  if (std::string d = Env("LLM_SANDBOX_STATE_DIR"); !d.empty()) return d + "/audit.jsonl";
-  if (::geteuid() == 0) return "/var/lib/llm-sandbox/audit.jsonl";
-  if (std::string d = Env("XDG_STATE_HOME"); !d.empty() && d[0] == '/') return d + "/llm-sandbox/audit.jsonl";
-  if (std::string h = Env("HOME"); !h.empty()) return h + "/.local/state/llm-sandbox/audit.jsonl";
-  return "";
+  std::string dir = DefaultStateDir();
+  return dir.empty() ? "" : dir + "/audit.jsonl";
 }
 
 bool IsAuditLogOff(const std::string& value) { return value == "none" || value == "off"; }

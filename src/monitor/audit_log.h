@@ -34,10 +34,9 @@ struct AuditLogOptions {
 };
 
 // Where the daemon writes its audit log when --audit-log is not given, and where `llm-sandbox logs`
-// reads it (docs/monitoring.md "Audit log"), first that applies:
-//   $LLM_SANDBOX_AUDIT_LOG; $LLM_SANDBOX_STATE_DIR/audit.jsonl; /var/lib/llm-sandbox/audit.jsonl for
-//   root; $XDG_STATE_HOME/llm-sandbox/audit.jsonl; $HOME/.local/state/llm-sandbox/audit.jsonl.
-// "" when none applies (no HOME).
+// reads it (docs/monitoring.md "Audit log"): $LLM_SANDBOX_AUDIT_LOG, else audit.jsonl in
+// DefaultStateDir() (base/state_dir.h: $LLM_SANDBOX_STATE_DIR; /var/lib/llm-sandbox for root;
+// $XDG_STATE_HOME/llm-sandbox; $HOME/.local/state/llm-sandbox). "" when none applies (no HOME).
 std::string DefaultAuditLogPath();
 // The values of --audit-log that turn the audit log off.
 bool IsAuditLogOff(const std::string& value);

@@ -27,11 +27,9 @@ Status CheckOne(const char* param, const std::string& value, const std::vector<s
 FilterChoices BuiltinFilterChoices(std::vector<std::string> policies) {
   FilterChoices c;
   c.policies = std::move(policies);
-  for (ExecStatus s : {ExecStatus::kOk, ExecStatus::kError, ExecStatus::kTimeout, ExecStatus::kOom,
-                       ExecStatus::kKilled, ExecStatus::kDenied, ExecStatus::kOutputLimit})
-    c.statuses.emplace_back(ExecStatusName(s));
+  for (ExecStatus s : protocol::AllExecStatuses()) c.statuses.emplace_back(ExecStatusName(s));
   c.statuses.emplace_back("sandbox_error");  // the monitor's status when the sandbox failed
-  for (const auto& r : BuiltinAlertRules()) c.rules.push_back(r.name);
+  for (const auto& r : protocol::AlertRules()) c.rules.push_back(r.name);
   return c;
 }
 

@@ -5,7 +5,7 @@
 #include <ctime>
 
 #include "monitor/cpu_share.h"
-#include "monitor/sha256.h"
+#include "base/sha256.h"
 #include "policy/alert_rules.h"
 
 namespace lsb::monitor {
@@ -22,21 +22,10 @@ json EventJson(const protocol::Event& e) {
   return j;
 }
 
-// Metric labels come from what init reported, and init may be subverted: a label is a built-in
-// rule, a known severity, or "other", so a box cannot grow the metrics without bound.
-std::string RuleLabel(const std::string& rule) {
-  for (const auto& r : BuiltinAlertRules())
-    if (r.name == rule) return rule;
-  return "other";
-}
-std::string SeverityLabel(const std::string& s) {
-  return s == "info" || s == "warning" || s == "critical" ? s : "other";
-}
-
 size_t JsonBytes(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace).size(); }
 
 // A recent execution's view bounded to `max` bytes of JSON: the trace goes first, then the
-// alerts past the first ten, then the output (issue 15: the view's cost is fixed per execution).
+// alerts past the first ten, then the output (the view's cost is fixed per execution).
 size_t BoundView(json& view, size_t max) {
   size_t bytes = JsonBytes(view);
   if (bytes <= max) return bytes;
@@ -164,7 +153,7 @@ void Monitor::OnAlert(Execution& ex, const protocol::Event& e) {
   // runner passes at most one per rule, so it is always recorded.
   bool summary = e.kind == "summary";
   double weight = summary && e.count > 0 ? static_cast<double>(e.count) : 1.0;
-  metrics_.Inc("lsb_alerts_total", {{"rule", RuleLabel(e.rule)}, {"severity", SeverityLabel(e.severity)}}, weight);
+  metrics_.Inc("lsb_alerts_total", {{"rule", protocol::Name(e.rule)}, {"severity", protocol::Name(e.severity)}}, weight);
   if (summary) metrics_.Inc("lsb_alerts_suppressed_total", {}, weight);
   if (!summary && ex.alerts_recorded_ >= opts_.alert_record_limit) {
     metrics_.Inc("lsb_alerts_suppressed_total");
@@ -226,7 +215,7 @@ RunCallbacks Monitor::Wrap(const std::shared_ptr<Execution>& ex, RunCallbacks in
   RunCallbacks cb = inner;
   Execution* e = ex.get();  // the caller keeps `ex` alive for the run
   cb.on_event = [this, e, fn = inner.on_event](const protocol::Event& ev) {
-    if (ev.rule.empty()) {
+    if (ev.rule == protocol::AlertRule::kNone) {
       metrics_.Inc("lsb_trace_events_total", {{"kind", TraceKindLabel(ev.kind)}});
       json t = EventJson(ev);
       size_t bytes = JsonBytes(t);
@@ -260,7 +249,7 @@ void Monitor::Finish(const std::shared_ptr<Execution>& ex, const ExecResult* r, 
   if (r) {
     size_t with_rule = 0;
     for (const auto& a : r->alerts) {
-      if (a.rule.empty()) continue;
+      if (a.rule == protocol::AlertRule::kNone) continue;
       if (++with_rule > ex->alerts_seen_) OnAlert(*ex, a);
     }
   }

@@ -11,15 +11,9 @@
 
 #include "base/io.h"
 #include "base/unique_fd.h"
-#include "monitor/sha256.h"
+#include "base/sha256.h"
 
 namespace lsb::monitor {
-
-int SeverityRank(const std::string& s) {
-  if (s == "info") return 0;
-  if (s == "critical") return 2;
-  return 1;
-}
 
 Result<WebhookUrl> ParseWebhookUrl(const std::string& url) {
   const std::string scheme = "http://";
@@ -66,8 +60,8 @@ void WebhookSender::Stop() {
   queue_.clear();
 }
 
-void WebhookSender::Send(const std::string& event, const std::string& severity, std::string body) {
-  if (opts_.urls.empty() || SeverityRank(severity) < SeverityRank(opts_.min_severity)) return;
+void WebhookSender::Send(const std::string& event, protocol::Severity severity, std::string body) {
+  if (opts_.urls.empty() || severity < opts_.min_severity) return;  // the enum is in rising order
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   for (size_t i = 0; i < opts_.urls.size(); ++i) {

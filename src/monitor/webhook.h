@@ -23,6 +23,7 @@
 
 #include "base/result.h"
 #include "monitor/metrics.h"
+#include "protocol/wire_values.h"
 
 namespace lsb::monitor {
 
@@ -43,7 +44,7 @@ struct WebhookOptions {
   int attempts = 5;
   int first_backoff_ms = 500;
   int timeout_ms = 5000;        // connect / send / receive, each
-  std::string min_severity = "warning";  // info < warning < critical
+  protocol::Severity min_severity = protocol::Severity::kWarning;  // info < warning < critical
 };
 
 class WebhookSender {
@@ -54,7 +55,7 @@ class WebhookSender {
   WebhookSender& operator=(const WebhookSender&) = delete;
 
   // Queues `body` for every URL when `severity` reaches the minimum; never blocks.
-  void Send(const std::string& event, const std::string& severity, std::string body);
+  void Send(const std::string& event, protocol::Severity severity, std::string body);
   void Stop();
 
  private:
@@ -77,7 +78,5 @@ class WebhookSender {
   uint64_t next_id_ = 0;
   std::thread thread_;
 };
-
-int SeverityRank(const std::string& severity);  // info 0, warning 1, critical 2, unknown 1
 
 }  // namespace lsb::monitor

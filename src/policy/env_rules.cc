@@ -49,13 +49,17 @@ std::string Shown(std::string_view n) {
 Status Bounds(const std::map<std::string, std::string>& env) {
   const EnvLimits& l = kEnvLimits;
   if (env.size() > l.max_vars)
-    return Error{"env: " + std::to_string(env.size()) + " variables; the limit is " + std::to_string(l.max_vars) +
-                 " (the policy's and the request's together)"};
+    return Error{ErrorCode::kResourceExhausted,
+                 "env: " + std::to_string(env.size()) + " variables; the limit is " + std::to_string(l.max_vars) +
+                     " (the policy's and the request's together)",
+                 "env"};
   size_t total = 0;
   for (const auto& [k, v] : env) total += k.size() + v.size() + 2;
   if (total > l.max_total_bytes)
-    return Error{"env: " + std::to_string(total) + " bytes of names and values; the limit is " +
-                 std::to_string(l.max_total_bytes) + " (the policy's and the request's together)"};
+    return Error{ErrorCode::kResourceExhausted,
+                 "env: " + std::to_string(total) + " bytes of names and values; the limit is " +
+                     std::to_string(l.max_total_bytes) + " (the policy's and the request's together)",
+                 "env"};
   return OkStatus();
 }
 
@@ -93,13 +97,15 @@ Status CheckRequestEnv(const std::map<std::string, std::string>& policy_env,
                        const std::map<std::string, std::string>& request_env) {
   std::map<std::string, std::string> merged = policy_env;
   for (const auto& [k, v] : request_env) {
-    if (auto r = Refuse(k, v, Source::kRequest)) return Error{"env." + Shown(k) + ": " + r->why + "; " + r->fix};
+    const std::string field = "env." + Shown(k);
+    if (auto r = Refuse(k, v, Source::kRequest)) return Error::InvalidArgument(field, field + ": " + r->why + "; " + r->fix);
     if (policy_env.count(k))
-      return Error{"env." + k + ": refused: the policy sets it, and a request may only tighten its policy, not "
-                   "replace the operator's values; leave it out"};
+      return Error::PermissionDenied(field, field + ": refused: the policy sets it, and a request may only tighten its "
+                                                    "policy, not replace the operator's values; leave it out");
     if (In(kReserved, k))
-      return Error{"env." + k + ": refused: init sets it (PATH to the system's bin dirs, HOME to the workdir) and a "
-                   "request may not replace it; leave it out, or ask the operator to set it in the policy"};
+      return Error::PermissionDenied(field, field + ": refused: init sets it (PATH to the system's bin dirs, HOME to "
+                                                    "the workdir) and a request may not replace it; leave it out, or "
+                                                    "ask the operator to set it in the policy");
     merged[k] = v;
   }
   return Bounds(merged);
@@ -107,7 +113,8 @@ Status CheckRequestEnv(const std::map<std::string, std::string>& policy_env,
 
 Status CheckRunEnv(const std::map<std::string, std::string>& env) {
   for (const auto& [k, v] : env)
-    if (auto r = Refuse(k, v, Source::kPolicy)) return Error{"env." + Shown(k) + ": " + r->why};
+    if (auto r = Refuse(k, v, Source::kPolicy))
+      return Error::InvalidArgument("env." + Shown(k), "env." + Shown(k) + ": " + r->why);
   return Bounds(env);
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/wire_values.h"
+
 namespace lsb {
 
 // Where a value came from, for error messages and `policy explain`.
@@ -98,9 +100,9 @@ struct Policy {
 
   // monitoring:
   bool trace = false;  // every exec, connect/sendto/bind and file open is reported (trace events)
-  // monitoring.alerts: rule name -> "info" | "warning" | "critical" | "off"; rules left out keep
-  // their built-in severity (policy/alert_rules.h).
-  std::map<std::string, std::string> alert_severity;
+  // monitoring.alerts: rule -> info | warning | critical, or nullopt for "off"; rules left out
+  // keep their built-in severity (policy/alert_rules.h).
+  std::map<protocol::AlertRule, std::optional<protocol::Severity>> alert_severity;
 
   // Where each field was set, keyed by its dotted path ("resources.memory"), for explain.
   std::map<std::string, SourcePos> positions;

@@ -15,10 +15,6 @@ bool AlertCoalescer::Take(Bucket& b, uint64_t cap, uint64_t rate, uint64_t now_m
   return true;
 }
 
-bool AlertCoalescer::IsOutcomeRule(const std::string& rule) {
-  return rule == "timeout" || rule == "output_flood" || rule == "oom_kill" || rule == "pids_limit";
-}
-
 bool AlertCoalescer::Admit(const Event& e) {
   const uint64_t n = AlertWeight(e);
   seen_ += n;
@@ -26,15 +22,15 @@ bool AlertCoalescer::Admit(const Event& e) {
     Hold(e.rule, e, n);
     return false;
   }
-  if (e.rule.empty()) {  // a trace event
+  if (e.rule == AlertRule::kNone) {  // a trace event
     if (Take(trace_tokens_, b_.trace_total, b_.refill_per_s * 10, e.time_ms)) return true;
-    Hold("", e, n);
+    Hold(AlertRule::kNone, e, n);
     return false;
   }
   // A run's outcome (timeout, output cap, OOM, pids) is raised once per run: it never waits behind
   // a flood of other alerts, and is keyed by its rule alone, so it stays bounded by per_key.
   const bool outcome = IsOutcomeRule(e.rule);
-  std::string key = outcome ? e.rule : e.rule + '\n' + (e.address.empty() ? e.path : e.address);
+  std::string key = outcome ? Name(e.rule) : Name(e.rule) + ('\n' + (e.address.empty() ? e.path : e.address));
   auto it = per_key_.find(key);
   if (it == per_key_.end()) {
     if (per_key_.size() >= kMaxKeys) per_key_.clear();
@@ -53,11 +49,9 @@ bool AlertCoalescer::Admit(const Event& e) {
   return true;
 }
 
-void AlertCoalescer::Hold(const std::string& rule, const Event& e, uint64_t n) {
+void AlertCoalescer::Hold(AlertRule rule, const Event& e, uint64_t n) {
   suppressed_ += n;
-  std::string r = rule;
-  if (!held_.count(r) && held_.size() >= kMaxRules - 1) r = "other";  // "other" is the last
-  Held& h = held_[r];
+  Held& h = held_[rule];
   if (h.count == 0) {
     h.first_ms = e.time_ms;
     h.severity = e.severity;
@@ -74,12 +68,13 @@ std::vector<Event> AlertCoalescer::TakeSummaries() {
     Event s;
     s.kind = "summary";
     s.rule = rule;
-    s.severity = rule.empty() ? "info" : (h.severity.empty() ? "warning" : h.severity);
-    s.decision = rule.empty() ? "" : "denied";
+    const bool trace = rule == AlertRule::kNone;
+    s.severity = trace ? Severity::kInfo : h.severity;
+    s.decision = trace ? "" : "denied";
     s.count = h.count;
     s.time_ms = h.last_ms;
     s.message = std::to_string(h.count) + " more " +
-                (rule.empty() ? std::string("trace events") : rule + " alerts") +
+                (trace ? std::string("trace events") : std::string(Name(rule)) + " alerts") +
                 (h.kind.empty() ? std::string() : " (" + h.kind + ")") + " between " + std::to_string(h.first_ms) +
                 " and " + std::to_string(h.last_ms) + " ms, past the bound of one by one: coalesced into this one";
     out.push_back(std::move(s));

@@ -14,6 +14,7 @@
 
 #include "base/bounded_json.h"
 #include "protocol/frame.h"
+#include "protocol/wire_values.h"
 
 namespace lsb::protocol {
 
@@ -21,7 +22,7 @@ inline constexpr int kProtocolVersion = 1;
 
 // The exit code of a run that reached its timeout, whatever signal ended it (docs/api.md "Exit
 // codes"): 124, as coreutils timeout(1) says, so that shell users and every front end agree. The
-// status "timeout" is the source of truth; ExitReport.signal says which signal ended the program.
+// status kTimeout is the source of truth; ExitReport.signal says which signal ended the program.
 inline constexpr int kTimeoutExitCode = 124;
 // The longest SIGTERM-to-SIGKILL grace at a timeout (RunSpec.timeout_grace_ms; the policy's
 // resources.timeout_grace is refused above it, init bounds it again).
@@ -44,11 +45,7 @@ inline constexpr const char* kJobDir = "/run/job";
 // kSetup: how init builds the box's inner view, once.
 struct BoxSetup {
   int protocol = kProtocolVersion;
-  // "build_root": init is in fresh user+mount namespaces (native backend) and assembles the root
-  //   itself from `rootfs`, then pivots into it.
-  // "in_place": the outer box already provides the mounts (Docker: ReadonlyRootfs, Tmpfs, masked
-  //   /proc); init only adds Landlock, seccomp and its watch.
-  std::string mode = "build_root";
+  BoxMode mode = BoxMode::kBuildRoot;  // "build_root" | "in_place" (protocol/wire_values.h)
   std::string rootfs = "host";  // "host" (the host's system dirs, read-only), a directory path, or "image" (`layers`)
   bool read_only = true;
   std::vector<TmpfsSpec> tmpfs;
@@ -107,7 +104,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSpec, argv, file_name, env, w
 struct InitReady {
   int protocol = kProtocolVersion;
   int landlock_abi = 0;
-  std::string mode;
+  BoxMode mode = BoxMode::kBuildRoot;
   // Controls init runs without, each "<control>: <why>"; empty unless BoxSetup.gvisor_accept_weaker.
   std::vector<std::string> controls_off;
 };
@@ -116,8 +113,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitReady, protocol, landlock_ab
 // kEvent: something the program did that the host should know about.
 struct Event {
   std::string kind;      // "exec" | "connect" | "sendto" | "bind" | "syscall" | "output_limit" | "timeout"
-  std::string severity;  // "info" (trace) | "warning" | "critical"
-  std::string rule;      // alert rule id, e.g. "network_attempt", "denied_exec"; empty for trace
+  Severity severity = Severity::kInfo;  // "info" (trace) | "warning" | "critical"
+  AlertRule rule = AlertRule::kNone;    // "network_attempt", "denied_exec", ...; "" for trace
   std::string message;   // human words: "exec of /bin/sh denied: not in commands.allow"
   int pid = 0;           // pid inside the box
   std::string path;      // exec path
@@ -132,11 +129,22 @@ struct Event {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Event, kind, severity, rule, message, pid, path,
                                                 argv, address, decision, time_ms, count)
 
+// An alert of `rule`, raised with the rule's default severity (wire_values.h); the caller adds
+// what it knows (path, address, decision, time).
+inline Event MakeAlert(AlertRule rule, std::string kind, std::string message) {
+  Event e;
+  e.kind = std::move(kind);
+  e.rule = rule;
+  e.severity = DefaultSeverity(rule);
+  e.message = std::move(message);
+  return e;
+}
+
 // kExit: the run is over. status: "ok" (exit 0), "error" (exit != 0), "killed" (by a signal),
 // "timeout", "output_limit", "denied" (the program itself could not be executed). The host may
 // refine it with what only the outer box knows ("oom").
 struct ExitReport {
-  std::string status;
+  ExecStatus status = ExecStatus::kError;
   int exit_code = -1;  // the program's exit code, 128+signal when killed, kTimeoutExitCode on timeout
   int signal = 0;      // the signal that ended the program (SIGTERM or SIGKILL at a timeout), or 0
   uint64_t duration_ms = 0;
@@ -151,7 +159,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExitReport, status, exit_code, s
                                                 truncated)
 
 struct InitError {
-  std::string stage;    // "setup" | "run" | "protocol"
+  ErrorStage stage = ErrorStage::kProtocol;  // "setup" | "run" | "protocol"
   std::string message;  // names the control that could not be enforced and why
   int sys_errno = 0;
 };

@@ -20,6 +20,10 @@ Result<std::string> Backend::BoxShape(const Policy& /*policy*/, const protocol::
   return Error{"the " + name() + " backend does not describe its boxes: none is handed out from a pool"};
 }
 
+std::string Backend::RefusalFix(const Policy& /*policy*/) const {
+  return "fix what the backend names above, or choose another policy (GET /v1/policies lists the runnable ones)";
+}
+
 Result<std::string> Backend::ShapeFor(const Policy& policy) const {
   LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, SetupFor(policy));
   return BoxShape(policy, setup);

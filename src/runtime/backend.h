@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,24 @@ class Box {
   // that kReady, and the runner skips its own handshake. The pool sent the backend's
   // SetupFor(policy) for the very policy the box is handed out for.
   virtual std::optional<protocol::InitReady> ReadyAhead() const { return std::nullopt; }
+  // For a process that exits right after its one run (`llm-sandbox run`): prepares, while the box
+  // sets itself up, to leave its removal behind (DetachTeardown). False: nothing to prepare, the
+  // box is destroyed as usual.
+  virtual bool PrepareDetachedTeardown() { return false; }
+  // Kills the box's init and leaves the rest of its removal to what PrepareDetachedTeardown set up,
+  // so the caller does not wait for the kernel's teardown. True: this object owns nothing any more
+  // (init is gone: the session must not talk to it). False: nothing changed.
+  virtual bool DetachTeardown() { return false; }
+};
+
+// A warm pool's figures now (GET /readyz, /v1/overview; docs/api.md "Warm pool").
+struct PoolStats {
+  uint64_t hits = 0;      // boxes handed out warm
+  uint64_t misses = 0;    // boxes that had to be started on the request's path
+  size_t ready = 0;       // boxes waiting now
+  size_t reaping = 0;     // used boxes waiting to be destroyed
+  std::map<std::string, size_t> ready_by_policy;  // `ready`, per pooled policy (the dashboard)
+  size_t per_policy = 0;  // the pool's target per policy
 };
 
 // How a backend enforces one policy control, for `policy explain` and fail-closed checks.
@@ -102,6 +121,18 @@ class Backend {
   virtual Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const;
   // BoxShape(policy, SetupFor(policy)).
   Result<std::string> ShapeFor(const Policy& policy) const;
+
+  // What a backend must tell the daemon, each with a default a new backend can keep:
+  // Removes what boxes of a killed process left on the host (native: box cgroups); the daemon calls
+  // it once at start. Returns how many were removed. Default: nothing is ever left.
+  virtual size_t RemoveLeftovers() { return 0; }
+  // Warm boxes the backend keeps itself (Docker: containers started and set up in the engine): their
+  // figures. nullopt (default): it keeps none, and the daemon's one-shot pool keeps boxes for it
+  // (scheduler/one_shot_pool.h), so exactly one layer pools for each backend.
+  virtual std::optional<PoolStats> OwnPoolStats() const { return std::nullopt; }
+  // For a policy Check(policy) refused: one line telling an operator how to get it run. Default:
+  // fix what Check named, or choose another policy.
+  virtual std::string RefusalFix(const Policy& policy) const;
 };
 
 }  // namespace lsb

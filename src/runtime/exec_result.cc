@@ -6,26 +6,6 @@
 
 namespace lsb {
 
-const char* ExecStatusName(ExecStatus s) {
-  switch (s) {
-    case ExecStatus::kOk: return "ok";
-    case ExecStatus::kError: return "error";
-    case ExecStatus::kTimeout: return "timeout";
-    case ExecStatus::kOom: return "oom";
-    case ExecStatus::kKilled: return "killed";
-    case ExecStatus::kDenied: return "denied";
-    case ExecStatus::kOutputLimit: return "output_limit";
-  }
-  return "error";
-}
-
-std::optional<ExecStatus> ParseExecStatus(std::string_view name) {
-  for (auto s : {ExecStatus::kOk, ExecStatus::kError, ExecStatus::kTimeout, ExecStatus::kOom,
-                 ExecStatus::kKilled, ExecStatus::kDenied, ExecStatus::kOutputLimit})
-    if (name == ExecStatusName(s)) return s;
-  return std::nullopt;
-}
-
 nlohmann::json ExecResult::ToJson() const {
   nlohmann::json j;
   j["execution_id"] = execution_id;

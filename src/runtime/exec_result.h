@@ -13,10 +13,11 @@
 
 namespace lsb {
 
-enum class ExecStatus { kOk, kError, kTimeout, kOom, kKilled, kDenied, kOutputLimit };
-
-const char* ExecStatusName(ExecStatus s);  // "ok", "error", "timeout", "oom", "killed", "denied", "output_limit"
-std::optional<ExecStatus> ParseExecStatus(std::string_view name);
+// One enum and one table for the host's results and init's ExitReport (protocol/wire_values.h).
+using protocol::ExecStatus;
+// "ok", "error", "timeout", "oom", "killed", "denied", "output_limit"
+inline const char* ExecStatusName(ExecStatus s) { return protocol::Name(s); }
+inline std::optional<ExecStatus> ParseExecStatus(std::string_view name) { return protocol::ParseExecStatus(name); }
 
 struct ExecResult {
   // `stdout`/`stderr` are macros in <cstdio>, hence the suffix; JSON keys are "stdout"/"stderr".

@@ -76,11 +76,12 @@ Result<InteractiveRun::Piece> InteractiveRun::Next(Clock::time_point deadline) {
       case FrameType::kError: {
         LSB_ASSIGN_OR_RETURN(auto err, ParsePayload<protocol::InitError>(fr.payload, "error"));
         exited_ = true;
-        if (err.stage == "run" || err.stage == "protocol")
-          return Error{"the sandbox could not run the program (llm-sandbox-init, " + err.stage + "): " + err.message,
+        const std::string stage = protocol::Name(err.stage);
+        if (err.stage == protocol::ErrorStage::kRun || err.stage == protocol::ErrorStage::kProtocol)
+          return Error{"the sandbox could not run the program (llm-sandbox-init, " + stage + "): " + err.message,
                        err.sys_errno};
         session_.MarkUnusable();
-        return Error{"llm-sandbox-init failed (" + err.stage + "): " + err.message, err.sys_errno};
+        return Error{"llm-sandbox-init failed (" + stage + "): " + err.message, err.sys_errno};
       }
       default:
         break;  // not a run's frame: ignore

@@ -26,19 +26,17 @@ std::string MiB(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
-bool HasRule(const ExecResult& r, const std::string& rule) {
+using protocol::AlertRule;
+
+bool HasRule(const ExecResult& r, AlertRule rule) {
   for (const auto& a : r.alerts)
     if (a.rule == rule) return true;
   return false;
 }
 
-protocol::Event HostAlert(std::string kind, std::string rule, std::string severity, std::string message,
-                          uint64_t time_ms) {
-  protocol::Event e;
-  e.kind = std::move(kind);
-  e.rule = std::move(rule);
-  e.severity = std::move(severity);
-  e.message = std::move(message);
+// An alert the host raises itself, with the rule's default severity.
+protocol::Event HostAlert(std::string kind, AlertRule rule, std::string message, uint64_t time_ms) {
+  protocol::Event e = protocol::MakeAlert(rule, std::move(kind), std::move(message));
   e.time_ms = time_ms;
   return e;
 }
@@ -115,34 +113,30 @@ size_t OutputBudget::Append(std::string& dst, std::string_view chunk, bool* trun
 }
 
 void ApplyExitReport(const protocol::ExitReport& report, ExecResult& r) {
-  auto status = ParseExecStatus(report.status);
-  r.status = status.value_or(ExecStatus::kError);
+  r.status = report.status;  // a status that is not a word of the table never parsed
   r.exit_code = report.exit_code;
   r.signal = report.signal;
   r.duration_ms = report.duration_ms;
   r.cpu_ms = report.cpu_ms;
   if (report.max_rss_bytes > 0) r.memory_peak_bytes = report.max_rss_bytes;
   r.truncated = r.truncated || report.truncated;
-  if (!status)
-    r.alerts.push_back(HostAlert("protocol", "", "warning",
-                                 "llm-sandbox-init reported an unknown status '" + report.status + "'", 0));
 }
 
 void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Policy& policy, ExecResult& r) {
   if (after.oom_kill_count > before.oom_kill_count) {
     // The kernel killed something at the memory limit: that is why the run ended as it did.
     if (r.status != ExecStatus::kTimeout) r.status = ExecStatus::kOom;
-    if (!HasRule(r, "oom_kill"))
+    if (!HasRule(r, AlertRule::kOomKill))
       r.alerts.push_back(HostAlert(
-          "oom", "oom_kill", "critical",
+          "oom", AlertRule::kOomKill,
           "killed by the OOM killer at the memory limit" +
               (policy.memory_bytes ? " of " + MiB(policy.memory_bytes) : std::string()) + " (" +
               std::to_string(after.oom_kill_count - before.oom_kill_count) + " process(es))",
           r.duration_ms));
   }
-  if (after.pids_limit_events > before.pids_limit_events && !HasRule(r, "pids_limit"))
+  if (after.pids_limit_events > before.pids_limit_events && !HasRule(r, AlertRule::kPidsLimit))
     r.alerts.push_back(HostAlert(
-        "pids_limit", "pids_limit", "warning",
+        "pids_limit", AlertRule::kPidsLimit,
         "process creation failed " + std::to_string(after.pids_limit_events - before.pids_limit_events) +
             " time(s) at the pids limit of " + std::to_string(policy.pids),
         r.duration_ms));
@@ -152,7 +146,7 @@ void ApplyVerdict(const BoxVerdict& before, const BoxVerdict& after, const Polic
 }
 
 bool ApplyAlertRule(const Policy& policy, protocol::Event& alert) {
-  if (alert.rule.empty()) return true;
+  if (alert.rule == AlertRule::kNone) return true;
   auto severity = EffectiveAlertSeverity(policy, alert.rule, alert.severity);
   if (!severity) return false;
   alert.severity = *severity;
@@ -180,7 +174,7 @@ Result<protocol::InitReady> AwaitInitReady(FrameChannel& channel, Box& box, std:
     if (fr.type == FrameType::kReady) return ParseJson<protocol::InitReady>(fr.payload, "ready");
     if (fr.type == FrameType::kError) {
       LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
-      return Error{"the sandbox refused to start (llm-sandbox-init, " + err.stage + "): " + err.message,
+      return Error{"the sandbox refused to start (llm-sandbox-init, " + std::string(protocol::Name(err.stage)) + "): " + err.message,
                    err.sys_errno};
     }
     // Anything else before ready (an early event) is not a run's: ignore it.
@@ -260,135 +254,164 @@ void BoxSession::Close() {
   box_.reset();  // kills init and with it the whole box, removes cgroups
 }
 
+// One run's progress, from kRun to the result.
+struct BoxSession::RunState {
+  explicit RunState(protocol::RunSpec s) : spec(std::move(s)), budget(spec.output_limit_bytes) {}
+  protocol::RunSpec spec;
+  ExecResult r;
+  OutputBudget budget;
+  // The host's own bound on what init reports (init bounds it too, but may be subverted).
+  protocol::AlertCoalescer alerts;
+  BoxVerdict before;               // the box's counters as the run began
+  std::optional<BoxVerdict> died;  // the box ended without an exit report, for a reason it knows
+  Clock::time_point start, deadline, next_sample;
+  bool exited = false;  // kExit read
+};
+
 Result<ExecResult> BoxSession::Run(const ExecRequest& req, const RunCallbacks& cb) {
   if (!usable_) return Error{"this sandbox session can no longer run programs (its box was killed or broke)"};
   LSB_ASSIGN_OR_RETURN(protocol::RunSpec spec, BuildRunSpec(policy_, req));
-
-  ExecResult r;
-  r.execution_id = req.execution_id.empty() ? NewExecutionId() : req.execution_id;
-  r.backend = backend_.name();
+  RunState st(std::move(spec));
+  st.r.execution_id = req.execution_id.empty() ? NewExecutionId() : req.execution_id;
+  st.r.backend = backend_.name();
   box_->BeginRun();
-  BoxVerdict before = box_->Verdict();
+  st.before = box_->Verdict();
 
-  channel_->Queue(FrameType::kRun, nlohmann::json(spec).dump());
+  channel_->Queue(FrameType::kRun, nlohmann::json(st.spec).dump());
   channel_->Queue(FrameType::kCode, req.code);
   if (req.stdin_data) {
     channel_->QueueChunked(FrameType::kStdin, *req.stdin_data);
     channel_->Queue(FrameType::kStdinEof, "");
   }
   LSB_TRY(EnsureReady());  // a lazily opened box: the run's frames wait behind kSetup
-  auto start = Clock::now();  // the run's clock starts once the box is ready
-
-  OutputBudget budget(spec.output_limit_bytes);
-  // The host's own bound on what init reports (init bounds it too, but may be subverted).
-  protocol::AlertCoalescer alerts;
+  st.start = Clock::now();  // the run's clock starts once the box is ready
   // Init sends SIGTERM at the timeout and SIGKILL after the policy's grace; the host waits for both.
-  auto deadline = start + std::chrono::milliseconds(spec.timeout_ms + spec.timeout_grace_ms + opts_.grace_ms);
-  bool exited = false;
-  std::optional<BoxVerdict> died;  // the box ended without an exit report, for a reason it knows
-  auto next_sample = start + std::chrono::milliseconds(cb.usage_interval_ms);
-  while (!exited) {
-    // With a usage callback, wake up every interval to sample the box (then wait again).
-    bool sampling = cb.on_usage && cb.usage_interval_ms > 0 && next_sample < deadline;
-    auto f = channel_->Next(sampling ? next_sample : deadline);
-    if (sampling && f.ok() && !*f) {
-      if (auto u = box_->Usage()) cb.on_usage(*u);
-      next_sample += std::chrono::milliseconds(cb.usage_interval_ms);
-      continue;
-    }
-    if (!f.ok() && f.error().IsCancelled()) return Cancelled();
-    if (!f.ok()) {
-      bool eof = f.error().IsEof();
-      BoxVerdict now = eof ? AwaitBoxEnd(*box_, before) : box_->Verdict();
-      bool oom = now.oom_kill_count > before.oom_kill_count;
-      bool sigkilled = now.init_exit_code && *now.init_exit_code == 128 + 9;
-      if (eof && (oom || sigkilled) && now.backend_error.empty()) {
-        // The box died under the program, and the box says how: the OOM killer acted (under gVisor
-        // it kills the whole sandbox at the memory limit) or init was SIGKILLed (gVisor lets the
-        // program kill its own PID 1). That is the run's outcome, not a sandbox error.
-        usable_ = false;
-        r.status = ExecStatus::kKilled;  // ApplyVerdict makes it oom when the OOM killer acted
-        r.exit_code = 128 + 9;
-        r.signal = 9;
-        r.duration_ms = ElapsedMs(start);
-        died = now;
-        break;
-      }
-      std::string why = eof ? "the stream ended" : f.error().message;
-      if (oom) why += "; the OOM killer acted in the box";
-      if (now.init_exit_code) why += "; init exited with " + std::to_string(*now.init_exit_code);
-      if (!now.backend_error.empty()) why += "; " + now.backend_error;
-      return Died("llm-sandbox-init ended during the run (" + why + ")");
-    }
-    if (!*f) {
-      // init did not report within timeout + grace: the host ends it, whatever init is doing.
-      box_->Kill();
-      usable_ = false;
-      r.status = ExecStatus::kTimeout;
-      r.exit_code = protocol::kTimeoutExitCode;
-      r.signal = 9;
-      r.duration_ms = ElapsedMs(start);
-      r.alerts.push_back(HostAlert("timeout", "timeout", "warning",
-                                   "no exit report within " + std::to_string(spec.timeout_ms) +
-                                       " ms + " + std::to_string(spec.timeout_grace_ms + opts_.grace_ms) +
-                                       " ms grace: the box was killed by the host",
-                                   r.duration_ms));
-      break;
-    }
-    protocol::Frame& fr = **f;
-    switch (fr.type) {
-      case FrameType::kStdout:
-      case FrameType::kStderr: {
-        bool out = fr.type == FrameType::kStdout;
-        size_t kept = budget.Append(out ? r.stdout_data : r.stderr_data, fr.payload, &r.truncated);
-        auto& fn = out ? cb.on_stdout : cb.on_stderr;
-        if (fn && kept > 0) fn(std::string_view(fr.payload).substr(0, kept));
-        break;
-      }
-      case FrameType::kEvent: {
-        LSB_ASSIGN_OR_RETURN(protocol::Event ev, ParseJson<protocol::Event>(fr.payload, "event"));
-        if (!ApplyAlertRule(policy_, ev)) break;  // the policy turned this rule off
-        if (!alerts.Admit(ev)) break;              // past the bound: counted into a summary
-        if (cb.on_event) cb.on_event(ev);
-        if (!ev.rule.empty()) r.alerts.push_back(std::move(ev));
-        break;
-      }
-      case FrameType::kExit: {
-        LSB_ASSIGN_OR_RETURN(auto rep, ParseJson<protocol::ExitReport>(fr.payload, "exit report"));
-        ApplyExitReport(rep, r);
-        exited = true;
-        break;
-      }
-      case FrameType::kError: {
-        LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
-        // The program could not be started as the policy says: fail closed, as an error.
-        usable_ = false;
-        return Error{"the sandbox could not run the program (llm-sandbox-init, " + err.stage + "): " +
-                         err.message,
-                     err.sys_errno};
-      }
-      default:
-        break;  // kReady again, or a host->init type echoed: ignore
-    }
+  st.deadline = st.start + std::chrono::milliseconds(st.spec.timeout_ms + st.spec.timeout_grace_ms + opts_.grace_ms);
+  st.next_sample = st.start + std::chrono::milliseconds(cb.usage_interval_ms);
+  for (;;) {
+    LSB_ASSIGN_OR_RETURN(bool more, Step(st, cb));
+    if (!more) break;
   }
-  if (r.duration_ms == 0) r.duration_ms = ElapsedMs(start);
-  for (protocol::Event& summary : alerts.TakeSummaries()) {
+  return Conclude(st, cb);
+}
+
+Result<bool> BoxSession::Step(RunState& st, const RunCallbacks& cb) {
+  // With a usage callback, wake up every interval to sample the box (then wait again).
+  bool sampling = cb.on_usage && cb.usage_interval_ms > 0 && st.next_sample < st.deadline;
+  auto f = channel_->Next(sampling ? st.next_sample : st.deadline);
+  if (sampling && f.ok() && !*f) {
+    if (auto u = box_->Usage()) cb.on_usage(*u);
+    st.next_sample += std::chrono::milliseconds(cb.usage_interval_ms);
+    return true;
+  }
+  if (!f.ok() && f.error().IsCancelled()) return Cancelled();
+  if (!f.ok()) {
+    LSB_TRY(StreamEnded(st, f.error()));
+    return false;
+  }
+  if (!*f) {
+    HostTimeout(st);
+    return false;
+  }
+  LSB_TRY(OnFrame(st, **f, cb));
+  return !st.exited;
+}
+
+Status BoxSession::StreamEnded(RunState& st, const Error& error) {
+  bool eof = error.IsEof();
+  BoxVerdict now = eof ? AwaitBoxEnd(*box_, st.before) : box_->Verdict();
+  bool oom = now.oom_kill_count > st.before.oom_kill_count;
+  bool sigkilled = now.init_exit_code && *now.init_exit_code == 128 + 9;
+  if (eof && (oom || sigkilled) && now.backend_error.empty()) {
+    // The box died under the program, and the box says how: the OOM killer acted (under gVisor
+    // it kills the whole sandbox at the memory limit) or init was SIGKILLed (gVisor lets the
+    // program kill its own PID 1). That is the run's outcome, not a sandbox error.
+    usable_ = false;
+    st.r.status = ExecStatus::kKilled;  // ApplyVerdict makes it oom when the OOM killer acted
+    st.r.exit_code = 128 + 9;
+    st.r.signal = 9;
+    st.r.duration_ms = ElapsedMs(st.start);
+    st.died = now;
+    return OkStatus();
+  }
+  std::string why = eof ? "the stream ended" : error.message;
+  if (oom) why += "; the OOM killer acted in the box";
+  if (now.init_exit_code) why += "; init exited with " + std::to_string(*now.init_exit_code);
+  if (!now.backend_error.empty()) why += "; " + now.backend_error;
+  return Died("llm-sandbox-init ended during the run (" + why + ")");
+}
+
+void BoxSession::HostTimeout(RunState& st) {
+  // init did not report within timeout + grace: the host ends it, whatever init is doing.
+  box_->Kill();
+  usable_ = false;
+  st.r.status = ExecStatus::kTimeout;
+  st.r.exit_code = protocol::kTimeoutExitCode;
+  st.r.signal = 9;
+  st.r.duration_ms = ElapsedMs(st.start);
+  st.r.alerts.push_back(HostAlert("timeout", AlertRule::kTimeout,
+                                  "no exit report within " + std::to_string(st.spec.timeout_ms) + " ms + " +
+                                      std::to_string(st.spec.timeout_grace_ms + opts_.grace_ms) +
+                                      " ms grace: the box was killed by the host",
+                                  st.r.duration_ms));
+}
+
+Status BoxSession::OnFrame(RunState& st, const protocol::Frame& fr, const RunCallbacks& cb) {
+  switch (fr.type) {
+    case FrameType::kStdout:
+    case FrameType::kStderr: {
+      bool out = fr.type == FrameType::kStdout;
+      size_t kept = st.budget.Append(out ? st.r.stdout_data : st.r.stderr_data, fr.payload, &st.r.truncated);
+      auto& fn = out ? cb.on_stdout : cb.on_stderr;
+      if (fn && kept > 0) fn(std::string_view(fr.payload).substr(0, kept));
+      return OkStatus();
+    }
+    case FrameType::kEvent: {
+      LSB_ASSIGN_OR_RETURN(protocol::Event ev, ParseJson<protocol::Event>(fr.payload, "event"));
+      if (!ApplyAlertRule(policy_, ev)) return OkStatus();  // the policy turned this rule off
+      if (!st.alerts.Admit(ev)) return OkStatus();          // past the bound: counted into a summary
+      if (cb.on_event) cb.on_event(ev);
+      if (ev.rule != AlertRule::kNone) st.r.alerts.push_back(std::move(ev));
+      return OkStatus();
+    }
+    case FrameType::kExit: {
+      LSB_ASSIGN_OR_RETURN(auto rep, ParseJson<protocol::ExitReport>(fr.payload, "exit report"));
+      ApplyExitReport(rep, st.r);
+      st.exited = true;
+      return OkStatus();
+    }
+    case FrameType::kError: {
+      LSB_ASSIGN_OR_RETURN(auto err, ParseJson<protocol::InitError>(fr.payload, "error"));
+      // The program could not be started as the policy says: fail closed, as an error.
+      usable_ = false;
+      return Error{"the sandbox could not run the program (llm-sandbox-init, " + std::string(protocol::Name(err.stage)) +
+                       "): " + err.message,
+                   err.sys_errno};
+    }
+    default:
+      return OkStatus();  // kReady again, or a host->init type echoed: ignore
+  }
+}
+
+ExecResult BoxSession::Conclude(RunState& st, const RunCallbacks& cb) {
+  ExecResult& r = st.r;
+  if (r.duration_ms == 0) r.duration_ms = ElapsedMs(st.start);
+  for (protocol::Event& summary : st.alerts.TakeSummaries()) {
     if (!ApplyAlertRule(policy_, summary)) continue;
     if (cb.on_event) cb.on_event(summary);
-    if (!summary.rule.empty()) r.alerts.push_back(std::move(summary));
+    if (summary.rule != AlertRule::kNone) r.alerts.push_back(std::move(summary));
   }
-  ApplyVerdict(before, died ? *died : box_->Verdict(), policy_, r);
-  if (r.status == ExecStatus::kTimeout && !HasRule(r, "timeout"))
-    r.alerts.push_back(HostAlert("timeout", "timeout", "warning",
-                                 "killed at the timeout of " + std::to_string(spec.timeout_ms) + " ms",
+  ApplyVerdict(st.before, st.died ? *st.died : box_->Verdict(), policy_, r);
+  if (r.status == ExecStatus::kTimeout && !HasRule(r, AlertRule::kTimeout))
+    r.alerts.push_back(HostAlert("timeout", AlertRule::kTimeout,
+                                 "killed at the timeout of " + std::to_string(st.spec.timeout_ms) + " ms",
                                  r.duration_ms));
-  if (r.status == ExecStatus::kOutputLimit && !HasRule(r, "output_flood"))
-    r.alerts.push_back(HostAlert("output_limit", "output_flood", "warning",
-                                 "killed at the output cap of " + MiB(spec.output_limit_bytes),
-                                 r.duration_ms));
+  if (r.status == ExecStatus::kOutputLimit && !HasRule(r, AlertRule::kOutputFlood))
+    r.alerts.push_back(HostAlert("output_limit", AlertRule::kOutputFlood,
+                                 "killed at the output cap of " + MiB(st.spec.output_limit_bytes), r.duration_ms));
   // The host's own alerts (timeout, OOM, pids, output) under the policy's monitoring.alerts too.
   std::erase_if(r.alerts, [&](protocol::Event& a) { return !ApplyAlertRule(policy_, a); });
-  return r;
+  return std::move(r);
 }
 
 Result<ExecResult> RunOnce(Backend& backend, const Policy& policy, const ExecRequest& req,

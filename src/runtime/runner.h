@@ -123,7 +123,7 @@ class BoxSession {
   // For those runs: a box opened without awaiting kReady reads it now (the run's frames may be
   // queued already: they are written meanwhile). An error (init refused the setup) retires it.
   Status EnsureReady();
-  // A pooled box (scheduler/native_pool.h) handed to a request: the runs of this session take
+  // A pooled box (scheduler/one_shot_pool.h) handed to a request: the runs of this session take
   // their limits (timeout, output, languages...) from the request's tightened `policy` from now
   // on. Only for a policy with the box's BoxShape: the pool checks that.
   void UseRunPolicy(const Policy& policy) { policy_ = policy; }
@@ -135,6 +135,14 @@ class BoxSession {
   Error Cancelled();
   // Reads frames until init's kReady (kept in ready_) or its refusal.
   Status AwaitReady();
+  // The steps of Run (runner.cc): read one frame or sample (false: the run is over), the stream's
+  // end (the box's verdict or an error), the host's own timeout, one frame, the result.
+  struct RunState;
+  Result<bool> Step(RunState& st, const RunCallbacks& cb);
+  Status StreamEnded(RunState& st, const Error& error);
+  void HostTimeout(RunState& st);
+  Status OnFrame(RunState& st, const protocol::Frame& frame, const RunCallbacks& cb);
+  ExecResult Conclude(RunState& st, const RunCallbacks& cb);
 
   Backend& backend_;
   Policy policy_;

@@ -14,7 +14,7 @@
 
 namespace lsb::sched {
 
-class NativePool;
+class OneShotPool;
 
 class BoxRegistry {
  public:
@@ -33,16 +33,16 @@ class BoxRegistry {
   size_t size() const;
   // Kills every registered box now (their runs end with an error or a timeout).
   void KillAll();
-  // The warm pool one-shot executions take their boxes from (scheduler/native_pool.h); null: none.
-  void set_pool(NativePool* p) { pool_ = p; }
-  NativePool* pool() const { return pool_; }
+  // The warm pool one-shot executions take their boxes from (scheduler/one_shot_pool.h); null: none.
+  void set_pool(OneShotPool* p) { pool_ = p; }
+  OneShotPool* pool() const { return pool_; }
 
  private:
   void Add(BoxSession* s);
   void Remove(BoxSession* s);
   mutable std::mutex mu_;
   std::set<BoxSession*> boxes_;
-  NativePool* pool_ = nullptr;  // set before the daemon serves, cleared after its executor stopped
+  OneShotPool* pool_ = nullptr;  // set before the daemon serves, cleared after its executor stopped
 };
 
 }  // namespace lsb::sched

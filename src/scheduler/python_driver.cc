@@ -132,21 +132,14 @@ _lsb_main()
 std::string RandomMarker() { return RandomHex("LSB-END-", 12); }
 
 protocol::Event SessionAlert(const std::string& message, uint64_t time_ms) {
-  protocol::Event e;
-  e.kind = "session";
-  e.rule = "interpreter_restarted";
-  e.severity = "warning";
-  e.message = message;
+  protocol::Event e = protocol::MakeAlert(protocol::AlertRule::kInterpreterRestarted, "session", message);
   e.time_ms = time_ms;
   return e;
 }
 
 protocol::Event TimeoutAlert(uint64_t timeout_ms, uint64_t time_ms) {
-  protocol::Event e;
-  e.kind = "timeout";
-  e.rule = "timeout";
-  e.severity = "warning";
-  e.message = "killed at the timeout of " + std::to_string(timeout_ms) + " ms";
+  protocol::Event e = protocol::MakeAlert(protocol::AlertRule::kTimeout, "timeout",
+                                          "killed at the timeout of " + std::to_string(timeout_ms) + " ms");
   e.time_ms = time_ms;
   return e;
 }
@@ -232,7 +225,7 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
   protocol::AlertCoalescer alerts;
   auto with_summaries = [&]() -> Reply& {
     for (auto& s : alerts.TakeSummaries())
-      if (!s.rule.empty()) rep.events.push_back(std::move(s));
+      if (s.rule != protocol::AlertRule::kNone) rep.events.push_back(std::move(s));
     return rep;
   };
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -258,7 +251,7 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
       case Kind::kStdout: rep.out += piece.data; break;
       case Kind::kStderr: rep.err += piece.data; break;
       case Kind::kEvent:
-        if (!piece.event.rule.empty() && alerts.Admit(piece.event)) rep.events.push_back(std::move(piece.event));
+        if (piece.event.rule != protocol::AlertRule::kNone && alerts.Admit(piece.event)) rep.events.push_back(std::move(piece.event));
         break;
       case Kind::kExit:
         rep.run_ended = true;
@@ -315,7 +308,7 @@ Result<ExecResult> PythonDriver::Execute(const std::string& code, const std::str
     r.duration_ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
     r.cpu_ms = 0;  // the report covers the driver's whole life: use the box's delta instead
-    r.alerts.push_back(SessionAlert("the interpreter ended (" + rep.exit.status + ", exit " +
+    r.alerts.push_back(SessionAlert("the interpreter ended (" + std::string(protocol::Name(rep.exit.status)) + ", exit " +
                                         std::to_string(rep.exit.exit_code) +
                                         "); the next execution starts a fresh one",
                                     r.duration_ms));

@@ -15,8 +15,7 @@
 #include <thread>
 
 #include "runtime/backend_select.h"
-#include "runtime/native/native_backend.h"
-#include "scheduler/native_pool.h"
+#include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/owner.h"
@@ -86,60 +85,59 @@ void RaiseFdLimit(size_t max_connections) {
         " may need; past it new connections wait in the kernel's backlog");
 }
 
-}  // namespace
-
-bool IsLoopback(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr a4{};
-  if (::inet_pton(AF_INET, host.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
-  in6_addr a6{};
-  if (::inet_pton(AF_INET6, host.c_str(), &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
-  return false;
+// Refuses a daemon anyone could reach without a token.
+Status CheckExposure(const DaemonConfig& config) {
+  if (!config.tokens.empty() || IsLoopback(config.host)) return OkStatus();
+  return Error{"refusing to listen on " + config.host +
+               " without tokens: anyone who reaches it could run code. Give --token-file FILE or set "
+               "LLM_SANDBOX_TOKENS, or listen on 127.0.0.1"};
 }
 
-int RunDaemon(DaemonConfig config) {
-  if (config.tokens.empty() && !IsLoopback(config.host)) {
-    std::fprintf(stderr,
-                 "llm-sandbox serve: refusing to listen on %s without tokens: anyone who reaches it could run "
-                 "code. Give --token-file FILE or set LLM_SANDBOX_TOKENS, or listen on 127.0.0.1\n",
-                 config.host.c_str());
-    return 2;
-  }
+std::vector<Policy> PolicyList(const sched::PolicyStore& policies) {
+  std::vector<Policy> out;
+  for (const auto& [name, p] : *policies.Snapshot()) out.push_back(p);
+  return out;
+}
+
+Result<std::unique_ptr<sched::PolicyStore>> LoadPolicies(DaemonConfig& config) {
   if (config.policies_dir.empty()) config.policies_dir = sched::DefaultPolicyDir();
-  if (config.policies_dir.empty()) {
-    std::fprintf(stderr, "llm-sandbox serve: no policy directory found (./policies, /etc/llm-sandbox/policies); pass --policies DIR\n");
-    return 2;
-  }
-  sched::PolicyStore policies(config.policies_dir);
-  auto loaded = policies.Reload();
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "llm-sandbox serve: cannot load policies:\n%s\n", loaded.error().message.c_str());
-    return 2;
-  }
-  if (!policies.Find(config.limits.default_policy))
+  if (config.policies_dir.empty())
+    return Error{"no policy directory found (./policies, /etc/llm-sandbox/policies); pass --policies DIR"};
+  auto policies = std::make_unique<sched::PolicyStore>(config.policies_dir);
+  auto loaded = policies->Reload();
+  if (!loaded.ok()) return Error{"cannot load policies:\n" + loaded.error().message};
+  if (!policies->Find(config.limits.default_policy))
     Log("warning: the default policy '" + config.limits.default_policy + "' is not in " + config.policies_dir +
         "; requests must name a policy");
+  return policies;
+}
 
+// "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
+Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies) {
   BackendOptions bopts;
   bopts.images_file = config.images_file;
   bopts.init_path = config.init_path;
-  bopts.pool_size = config.pool_size;
-  bopts.auto_docker = true;  // "auto": Docker when an engine answers and can serve every policy
-  for (const auto& [name, p] : *policies.Snapshot()) bopts.policies.push_back(p);
-  std::string backend_why;
-  auto backend = MakeBackend(config.backend, bopts, &backend_why);
-  if (!backend.ok()) {
-    std::fprintf(stderr, "llm-sandbox serve: backend: %s\n", backend.error().message.c_str());
-    return 2;
-  }
-  if (!backend_why.empty()) Log(backend_why);
-  if (auto* native = dynamic_cast<native::NativeBackend*>(backend->get())) {
-    // Box groups of a daemon that was killed (its boxes died with it; their groups did not).
-    if (size_t n = native->RemoveStaleGroups()) Log("removed " + std::to_string(n) + " stale box cgroup(s)");
-  }
+  bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
+  bopts.auto_docker = true;
+  bopts.policies = PolicyList(policies);
+  std::string why;
+  auto backend = MakeBackend(config.backend, bopts, &why);
+  if (!backend.ok()) return backend.error().Wrap("backend");
+  if (!why.empty()) Log(why);
+  return backend;
+}
 
-  // Signals are taken by sigwait() on this thread only; every thread started below inherits the
-  // mask (the native launcher resets it for boxes).
+// By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
+size_t WorkerCount(const DaemonConfig& config, const sched::PolicyStore& policies) {
+  if (config.max_concurrency) return config.max_concurrency;
+  auto sizing = SizeWorkers(ReadHostCapacity(), LargestBoxCost(PolicyList(policies)));
+  Log(std::to_string(sizing.workers) + " workers by box cost (" + sizing.why + "); --max-concurrency N sets them");
+  return sizing.workers;
+}
+
+// Signals are taken by sigwait() on the calling thread only; every thread started after inherits
+// the mask (the native launcher resets it for boxes).
+sigset_t BlockDaemonSignals() {
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
@@ -147,55 +145,13 @@ int RunDaemon(DaemonConfig config) {
   sigaddset(&sigs, SIGHUP);
   ::pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  return sigs;
+}
 
-  // By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
-  size_t workers = config.max_concurrency;
-  if (!workers) {
-    std::vector<Policy> loaded_policies;
-    for (const auto& [name, p] : *policies.Snapshot()) loaded_policies.push_back(p);
-    auto sizing = SizeWorkers(ReadHostCapacity(), LargestBoxCost(loaded_policies));
-    workers = sizing.workers;
-    Log(std::to_string(workers) + " workers by box cost (" + sizing.why + "); --max-concurrency N sets them");
-  }
-  size_t queue = config.queue ? config.queue : 4 * workers;
-  ExecutionStore executions(config.async_results);  // outlives the executor, whose tasks finish into it
-  sched::Executor executor(workers, queue);
-  sched::BoxRegistry boxes;
-  sched::SessionManager sessions(config.max_sessions);
-  sessions.StartReaper();
-  // Native one-shots: boxes started ahead and torn down behind (scheduler/native_pool.h).
-  std::unique_ptr<sched::NativePool> pool;
-  if ((*backend)->name() == "native" && config.native_pool > 0) {
-    pool = std::make_unique<sched::NativePool>(**backend, policies, config.native_pool);
-    std::vector<std::string> warm;
-    if (policies.Find(config.limits.default_policy)) warm.push_back(config.limits.default_policy);
-    pool->Start(warm);
-    boxes.set_pool(pool.get());
-  }
-  ServerContext ctx{**backend, policies, executor, boxes, sessions, config.limits, config.tokens};
-  ctx.executions = &executions;
-  std::unique_ptr<monitor::Monitor> mon;
-  if (config.monitoring) {
-    auto m = monitor::Monitor::Create(config.monitor);
-    if (!m.ok()) {
-      std::fprintf(stderr, "llm-sandbox serve: monitoring: %s\n", m.error().message.c_str());
-      return 2;
-    }
-    mon = std::move(*m);
-    ctx.monitor = mon.get();
-  }
-
-  Router router;
-  AddExecuteRoutes(router, ctx);
-  AddSessionRoutes(router, ctx);
-  AddBatchRoutes(router, ctx);
-  AddPolicyRoutes(router, ctx);
-  AddHealthRoutes(router, ctx);
-  AddMonitoringRoutes(router, ctx);
-  AddMcpRoutes(router, ctx);
-
-  WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
-  HttpHandler handler = [&ctx, &router, &web_guard](HttpRequest& req, ResponseStream& out) -> Reply {
+// The front door every request passes: browser rules, the token, shutdown, then the routes; one
+// log line and the HTTP metrics per request.
+HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const WebGuard& web_guard) {
+  return [&ctx, &router, &web_guard](HttpRequest& req, ResponseStream& out) -> Reply {
     auto start = Clock::now();
     Reply r;
     // The dashboard page carries no data (it asks for a token when the daemon has them).
@@ -223,7 +179,9 @@ int RunDaemon(DaemonConfig config) {
                  r.streamed ? 200 : r.response.status, static_cast<long long>(ms));
     return r;
   };
+}
 
+HttpServerOptions ListenOptions(const DaemonConfig& config) {
   HttpServerOptions hopts;
   hopts.host = config.host;
   hopts.port = config.port;
@@ -234,60 +192,159 @@ int RunDaemon(DaemonConfig config) {
   hopts.write_timeout_ms = config.write_timeout_ms;
   hopts.keepalive_timeout_ms = config.keepalive_timeout_ms;
   hopts.min_transfer_rate = config.min_transfer_rate;
-  RaiseFdLimit(config.connections.max_total);
-  auto server = HttpServer::Listen(hopts, handler);
-  if (!server.ok()) {
-    std::fprintf(stderr, "llm-sandbox serve: %s\n", server.error().message.c_str());
-    return 2;
-  }
-  Log("listening on http://" + config.host + ":" + std::to_string((*server)->port()) + " (backend " +
-      (*backend)->name() + ", " + std::to_string(*loaded) + " policies from " + config.policies_dir + ", " +
-      std::to_string(workers) + " workers, queue " + std::to_string(queue) +
+  return hopts;
+}
+
+void LogListening(const DaemonConfig& config, DaemonCore& core, uint16_t port) {
+  auto& ctx = core.context();
+  Log("listening on http://" + config.host + ":" + std::to_string(port) + " (backend " + core.backend().name() +
+      ", " + std::to_string(ctx.policies.Snapshot()->size()) + " policies from " + config.policies_dir + ", " +
+      std::to_string(ctx.executor.workers()) + " workers, queue " + std::to_string(ctx.executor.queue_limit()) +
       (config.tokens.empty() ? ", no auth" : ", bearer tokens") +
       (!config.monitoring ? ", monitoring off"
        : config.monitor.audit_path.empty() ? ", no audit log"
                                            : ", audit log " + config.monitor.audit_path) +
       ")");
-  std::thread acceptor([&] { (*server)->Serve(); });
+}
 
+// Serves until SIGTERM or SIGINT; SIGHUP reloads the policies.
+void WaitForStop(const sigset_t& sigs, DaemonCore& core) {
   for (;;) {
     int sig = 0;
     if (sigwait(&sigs, &sig) != 0) continue;
-    if (sig == SIGHUP) {
-      auto n = policies.Reload();
-      if (n.ok()) {
-        Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + config.policies_dir);
-        if (pool) pool->Drain();  // warm boxes of the previous policies go; the pool refills
-      } else {
-        Log("SIGHUP: policy reload failed; keeping the previous policies:\n" + n.error().message);
-      }
-      continue;
-    }
-    break;
+    if (sig != SIGHUP) return;
+    core.ReloadPolicies();
   }
+}
+
+}  // namespace
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr a4{};
+  if (::inet_pton(AF_INET, host.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  in6_addr a6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+  return false;
+}
+
+Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& config, std::unique_ptr<Backend> backend,
+                                                       std::unique_ptr<sched::PolicyStore> policies) {
+  // Box leftovers of a daemon that was killed (its boxes died with it; their cgroups did not).
+  if (size_t n = backend->RemoveLeftovers()) Log("removed " + std::to_string(n) + " leftover(s) of killed boxes");
+  std::unique_ptr<DaemonCore> core(new DaemonCore(std::move(backend), std::move(policies), config));
+  if (config.monitoring) {
+    auto m = monitor::Monitor::Create(config.monitor);
+    if (!m.ok()) return m.error().Wrap("monitoring");
+    core->monitor_ = std::move(*m);
+    core->ctx_->monitor = core->monitor_.get();
+  }
+  ServerContext& ctx = *core->ctx_;
+  AddExecuteRoutes(core->router_, ctx);
+  AddSessionRoutes(core->router_, ctx);
+  AddBatchRoutes(core->router_, ctx);
+  AddPolicyRoutes(core->router_, ctx);
+  AddHealthRoutes(core->router_, ctx);
+  AddMonitoringRoutes(core->router_, ctx);
+  AddMcpRoutes(core->router_, ctx);
+  return core;
+}
+
+DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::PolicyStore> policies,
+                       const DaemonConfig& c)
+    : policies_(std::move(policies)), backend_(std::move(backend)) {
+  size_t workers = WorkerCount(c, *policies_);
+  executions_ = std::make_unique<ExecutionStore>(c.async_results);
+  executor_ = std::make_unique<sched::Executor>(workers, c.queue ? c.queue : 4 * workers);
+  sessions_ = std::make_unique<sched::SessionManager>(c.max_sessions);
+  sessions_->StartReaper();
+  StartPool(c.pool_size, c.limits.default_policy);
+  ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
+  ctx_->executions = executions_.get();
+}
+
+DaemonCore::~DaemonCore() {
+  boxes_.set_pool(nullptr);  // the pool goes before the registry that names it
+}
+
+// One layer pools for each backend: the backend itself when it keeps warm boxes (Docker's
+// containers, sized by the same count), else the one-shot pool here, started ahead and torn down
+// behind (scheduler/one_shot_pool.h).
+void DaemonCore::StartPool(size_t per_policy, const std::string& default_policy) {
+  if (per_policy == 0 || backend_->OwnPoolStats()) return;
+  pool_ = std::make_unique<sched::OneShotPool>(*backend_, *policies_, per_policy);
+  std::vector<std::string> warm;
+  if (policies_->Find(default_policy)) warm.push_back(default_policy);
+  pool_->Start(warm);
+  boxes_.set_pool(pool_.get());
+}
+
+void DaemonCore::ReloadPolicies() {
+  auto n = policies_->Reload();
+  if (!n.ok()) {
+    Log("SIGHUP: policy reload failed; keeping the previous policies:\n" + n.error().message);
+    return;
+  }
+  Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + policies_->dir());
+  if (pool_) pool_->Drain();  // warm boxes of the previous policies go; the pool refills
+}
+
+void DaemonCore::BeginShutdown() {
+  ctx_->shutting_down = true;
+  if (monitor_) monitor_->events().CloseAll();  // live event streams end now
+}
+
+void DaemonCore::FinishWork(int grace_ms) {
+  executor_->StopAccepting();
+  auto deadline = Clock::now() + std::chrono::milliseconds(grace_ms);
+  while (executor_->running() + executor_->queued() > 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (executor_->running() > 0) {
+    Log("grace over: killing " + std::to_string(boxes_.size()) + " box(es) still running");
+    boxes_.KillAll();
+  }
+  executor_->Shutdown();
+  if (pool_) {
+    boxes_.set_pool(nullptr);
+    pool_->Shutdown();  // warm boxes and used ones still waiting for the reaper
+  }
+  sessions_->Shutdown();
+}
+
+void DaemonCore::StopMonitor() {
+  if (monitor_) monitor_->Stop();  // webhooks still queued are dropped (counted)
+}
+
+int RunDaemon(DaemonConfig config) {
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "llm-sandbox serve: %s\n", e.message.c_str());
+    return 2;
+  };
+  if (auto st = CheckExposure(config); !st.ok()) return fail(st.error());
+  auto policies = LoadPolicies(config);
+  if (!policies.ok()) return fail(policies.error());
+  auto backend = ChooseBackend(config, **policies);
+  if (!backend.ok()) return fail(backend.error());
+  sigset_t sigs = BlockDaemonSignals();  // before any thread starts
+  auto core = DaemonCore::Create(config, std::move(*backend), std::move(*policies));
+  if (!core.ok()) return fail(core.error());
+
+  WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
+  RaiseFdLimit(config.connections.max_total);
+  auto server = HttpServer::Listen(ListenOptions(config), FrontDoor((*core)->context(), (*core)->router(), web_guard));
+  if (!server.ok()) return fail(server.error());
+  LogListening(config, **core, (*server)->port());
+  std::thread acceptor([&] { (*server)->Serve(); });
+  WaitForStop(sigs, **core);
 
   Log("shutting down: no new work; waiting up to " + std::to_string(config.shutdown_grace_ms) + " ms for running executions");
-  ctx.shutting_down = true;
-  if (mon) mon->events().CloseAll();  // live event streams end now
+  (*core)->BeginShutdown();
   (*server)->StopAccepting();
   acceptor.join();
-  executor.StopAccepting();
-  auto deadline = Clock::now() + std::chrono::milliseconds(config.shutdown_grace_ms);
-  while (executor.running() + executor.queued() > 0 && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (executor.running() > 0) {
-    Log("grace over: killing " + std::to_string(boxes.size()) + " box(es) still running");
-    boxes.KillAll();
-  }
-  executor.Shutdown();
-  if (pool) {
-    boxes.set_pool(nullptr);
-    pool->Shutdown();  // warm boxes and used ones still waiting for the reaper
-  }
-  sessions.Shutdown();
+  (*core)->FinishWork(config.shutdown_grace_ms);
   (*server)->Stop(2000);
-  if (mon) mon->Stop();  // webhooks still queued are dropped (counted)
-  Log("stopped; boxes left: " + std::to_string(boxes.size()));
+  (*core)->StopMonitor();
+  Log("stopped; boxes left: " + std::to_string((*core)->boxes()));
   return 0;
 }
 

@@ -5,10 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 
+#include "base/result.h"
+#include "runtime/backend.h"
+#include "scheduler/one_shot_pool.h"
 #include "server/connection_table.h"
+#include "server/router.h"
 #include "server/server_context.h"
 
 namespace lsb::server {
@@ -20,8 +25,9 @@ struct DaemonConfig {
   std::string images_file;
   std::string backend = "auto";
   std::string init_path;
-  size_t pool_size = 2;            // docker: warm containers kept per policy (--pool-size; 0 = none)
-  size_t native_pool = 2;          // native: warm boxes kept per policy for one-shots (--native-pool; 0 = none)
+  // Warm boxes kept per policy, whatever the backend (--pool-size, alias --native-pool; 0 = none):
+  // kept by the backend when it pools itself (Docker's containers), else by the one-shot pool.
+  size_t pool_size = 2;
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency
   uint64_t max_body = 10u << 20;  // serve derives it from the file limit (body_limits.h)
@@ -40,6 +46,51 @@ struct DaemonConfig {
   ExecutionStoreLimits async_results;   // kept asynchronous results (--async-keep, --async-keep-bytes)
   bool monitoring = true;               // --monitoring off: no metrics, events, audit, webhooks
   lsb::monitor::MonitorOptions monitor;  // audit log, webhooks (docs/monitoring.md)
+};
+
+// The daemon's parts wired around one backend and its loaded policies, before anything listens:
+// what RunDaemon serves, and what a test builds around a backend of its own. Any Backend that
+// implements the interface's pure functions is accepted; what it does not say keeps the
+// interface's defaults (no leftovers, no pool of its own: the one-shot pool keeps its boxes).
+class DaemonCore {
+ public:
+  static Result<std::unique_ptr<DaemonCore>> Create(const DaemonConfig& config, std::unique_ptr<Backend> backend,
+                                                    std::unique_ptr<sched::PolicyStore> policies);
+  ~DaemonCore();
+  DaemonCore(const DaemonCore&) = delete;
+  DaemonCore& operator=(const DaemonCore&) = delete;
+
+  ServerContext& context() { return *ctx_; }
+  const Router& router() const { return router_; }
+  Backend& backend() { return *backend_; }
+  sched::Executor& executor() { return *executor_; }
+  size_t boxes() const { return boxes_.size(); }
+
+  // SIGHUP: reloads the policies (a bad file keeps the previous set); warm boxes of the previous
+  // ones go. The log line says which.
+  void ReloadPolicies();
+  // Shutdown, in the order of this file's head: new work is refused (503), live event streams end.
+  void BeginShutdown();
+  // Then, once nothing new arrives: running executions get `grace_ms` to finish, what still runs is
+  // killed, the pool and every session (its box) are closed.
+  void FinishWork(int grace_ms);
+  // Last: queued webhooks are dropped (counted).
+  void StopMonitor();
+
+ private:
+  DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::PolicyStore> policies, const DaemonConfig& c);
+  void StartPool(size_t per_policy, const std::string& default_policy);
+
+  std::unique_ptr<sched::PolicyStore> policies_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ExecutionStore> executions_;  // outlives the executor, whose tasks finish into it
+  std::unique_ptr<sched::Executor> executor_;
+  sched::BoxRegistry boxes_;
+  std::unique_ptr<sched::SessionManager> sessions_;
+  std::unique_ptr<sched::OneShotPool> pool_;  // null: the backend pools itself, or no pooling
+  std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<monitor::Monitor> monitor_;
+  Router router_;
 };
 
 // True when `host` is a loopback address (or "localhost").

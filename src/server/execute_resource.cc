@@ -41,7 +41,7 @@ Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out)
   cb.on_stdout = [&](std::string_view d) { queue.Push(SseEvent("stdout", output(d))); };
   cb.on_stderr = [&](std::string_view d) { queue.Push(SseEvent("stderr", output(d))); };
   cb.on_event = [&](const protocol::Event& e) {
-    if (e.rule.empty()) return;  // trace records are not alerts
+    if (e.rule == protocol::AlertRule::kNone) return;  // trace records are not alerts
     queue.Push(SseEvent("alert", json(e)));
   };
   cb.on_usage = [&](const BoxUsage& u) {  // live CPU/RAM of the box, every second
@@ -107,7 +107,7 @@ Reply SubmitAsync(ServerContext& ctx, ExecutionPlan plan) {
     return ErrorResponse(FromAdmission(admission));
   }
   std::string location = "/v1/executions/" + id;
-  HttpResponse res = JsonResponse(202, {{"execution_id", id}, {"state", "queued"}, {"location", location}});
+  HttpResponse res = JsonResponse(202, {{"execution_id", id}, {"state", ExecutionStateName(ExecutionState::kQueued)}, {"location", location}});
   res.headers.emplace_back("Location", location);
   res.headers.emplace_back("X-Execution-Id", id);
   res.headers.emplace_back("Preference-Applied", "respond-async");

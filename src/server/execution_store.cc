@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/enum_words.h"
 #include "base/time_format.h"
 #include "server/json_budget.h"
 
@@ -11,7 +12,16 @@ using nlohmann::json;
 
 namespace {
 std::string Now() { return Rfc3339(std::chrono::system_clock::now()); }
+
+constexpr EnumWord<ExecutionState> kStates[] = {
+    {ExecutionState::kQueued, "queued"},
+    {ExecutionState::kRunning, "running"},
+    {ExecutionState::kFinished, "finished"},
+};
 }  // namespace
+
+const char* ExecutionStateName(ExecutionState s) { return WordOf<ExecutionState>(kStates, s); }
+std::optional<ExecutionState> ParseExecutionState(std::string_view name) { return EnumOf<ExecutionState>(kStates, name); }
 
 bool ExecutionStore::Add(const std::string& id, const std::string& owner, const std::string& policy) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -23,14 +33,14 @@ bool ExecutionStore::Add(const std::string& id, const std::string& owner, const 
     entries_.erase(it);
   }
   if (entries_.size() >= limits_.max_entries) return false;
-  entries_[id] = Entry{owner, policy, "queued", Now(), "", nullptr, 0};
+  entries_[id] = Entry{owner, policy, ExecutionState::kQueued, Now(), "", nullptr, 0};
   return true;
 }
 
 void ExecutionStore::Start(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
-  if (it != entries_.end() && it->second.state == "queued") it->second.state = "running";
+  if (it != entries_.end() && it->second.state == ExecutionState::kQueued) it->second.state = ExecutionState::kRunning;
 }
 
 void ExecutionStore::Finish(const std::string& id, json body) {
@@ -40,7 +50,7 @@ void ExecutionStore::Finish(const std::string& id, json body) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
-  it->second.state = "finished";
+  it->second.state = ExecutionState::kFinished;
   it->second.finished_at = Now();
   it->second.body = std::move(body);
   it->second.bytes = bytes;
@@ -62,7 +72,7 @@ void ExecutionStore::EvictFinished() {
 void ExecutionStore::Forget(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
-  if (it != entries_.end() && it->second.state != "finished") entries_.erase(it);
+  if (it != entries_.end() && it->second.state != ExecutionState::kFinished) entries_.erase(it);
 }
 
 std::optional<json> ExecutionStore::Find(const std::string& id, const std::string& owner) const {
@@ -71,8 +81,8 @@ std::optional<json> ExecutionStore::Find(const std::string& id, const std::strin
   if (it == entries_.end() || it->second.owner != owner) return std::nullopt;
   const Entry& e = it->second;
   json v = {{"execution_id", id}, {"policy", e.policy}, {"kind", "execute"},
-            {"async", true},      {"state", e.state},   {"submitted_at", e.submitted_at}};
-  if (e.state == "finished") {
+            {"async", true},      {"state", ExecutionStateName(e.state)},   {"submitted_at", e.submitted_at}};
+  if (e.state == ExecutionState::kFinished) {
     v["finished_at"] = e.finished_at;
     if (e.body.contains("error")) v["error"] = e.body["error"];
     else v["result"] = e.body;

@@ -19,10 +19,16 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace lsb::server {
+
+// An asynchronous execution's "state" in its view (docs/api.md), in the order it passes them.
+enum class ExecutionState { kQueued, kRunning, kFinished };
+const char* ExecutionStateName(ExecutionState s);  // "queued" | "running" | "finished"
+std::optional<ExecutionState> ParseExecutionState(std::string_view name);
 
 struct ExecutionStoreLimits {
   size_t max_entries = 1000;
@@ -50,7 +56,8 @@ class ExecutionStore {
 
  private:
   struct Entry {
-    std::string owner, policy, state;  // state: queued | running | finished
+    std::string owner, policy;
+    ExecutionState state = ExecutionState::kQueued;
     std::string submitted_at, finished_at;
     nlohmann::json body;  // finished only
     size_t bytes = 0;     // of body, as sent

@@ -1,6 +1,6 @@
 // /healthz: the process answers. /readyz: it takes work (503 while shutting down), with the
 // backend's name and what it holds now.
-#include "scheduler/native_pool.h"
+#include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 
@@ -12,8 +12,8 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
   });
   router.Add("GET", "/readyz", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
     if (ctx.shutting_down) return ErrorResponse(FromAdmission(sched::Admission::kShuttingDown));
-    sched::NativePoolStats pool;
-    if (auto* p = ctx.boxes.pool()) pool = p->stats();
+    // Whoever keeps the warm boxes (the backend, or the one-shot pool); zeros when none does.
+    PoolStats pool = sched::WarmPoolStats(ctx.backend, ctx.boxes).value_or(PoolStats{});
     return JsonResponse(200, {{"status", "ready"},
                               {"backend", ctx.backend.name()},
                               {"policies", ctx.policies.Snapshot()->size()},
@@ -22,8 +22,8 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
                               {"running", ctx.executor.running()},
                               {"queued", ctx.executor.queued()},
                               {"workers", ctx.executor.workers()},
-                              // the native pool (scheduler/native_pool.h): boxes waiting, used ones
-                              // waiting for the reaper, one-shots served warm / started cold
+                              // the warm pool, any backend's: boxes waiting, used ones waiting
+                              // to be destroyed, boxes handed out warm / started cold
                               {"warm_boxes", pool.ready},
                               {"reaping", pool.reaping},
                               {"pool_hits", pool.hits},

@@ -1,4 +1,4 @@
-// Output counted as it will be sent (issue 15, class 2): in JSON a NUL byte costs six bytes
+// Output counted as it will be sent (docs/security.md, class 2): in JSON a NUL byte costs six bytes
 // (`\u0000`), so a byte cap on raw output is not a cap on a response. These helpers measure and cut
 // strings by their encoded size, the way the daemon serializes them (nlohmann, UTF-8 kept, invalid
 // bytes replaced by U+FFFD).

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "monitor/dashboard_page.h"
-#include "scheduler/native_pool.h"
+#include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 
@@ -149,10 +149,9 @@ Reply History(ServerContext& ctx, HttpRequest& req) {
 Reply Overview(ServerContext& ctx, HttpRequest& req) {
   json totals = ctx.monitor->HostTotals();
   json pool = nullptr;
-  if (auto* p = ctx.boxes.pool()) {
-    auto st = p->stats();
-    pool = {{"per_policy", st.per_policy}, {"warm_boxes", st.ready}, {"by_policy", st.ready_by_policy},
-            {"reaping", st.reaping}, {"hits", st.hits}, {"misses", st.misses}};
+  if (auto st = sched::WarmPoolStats(ctx.backend, ctx.boxes)) {
+    pool = {{"per_policy", st->per_policy}, {"warm_boxes", st->ready}, {"by_policy", st->ready_by_policy},
+            {"reaping", st->reaping}, {"hits", st->hits}, {"misses", st->misses}};
   }
   auto choices = FilterChoicesNow(ctx);
   return JsonResponse(

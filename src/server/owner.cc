@@ -1,11 +1,11 @@
 #include "server/owner.h"
 
-#include "monitor/sha256.h"
+#include "base/sha256.h"
 
 namespace lsb::server {
 
 std::string OwnerOfToken(const std::string& token) {
-  return "tok-" + monitor::Hex(monitor::Sha256(token)).substr(0, 16);
+  return "tok-" + Hex(Sha256(token)).substr(0, 16);
 }
 
 }  // namespace lsb::server

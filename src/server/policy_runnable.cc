@@ -5,20 +5,8 @@ namespace lsb::server {
 Runnability PolicyRunnability::Check(const Policy& policy) const {
   Status st = backend_.Check(policy);
   if (st.ok()) return {};
-  std::string fix;
-  if (policy.runtime == "runsc") {
-    fix = backend_.name() == "docker"
-              ? "register gVisor's runsc with the engine (scripts/ensure-docker.sh adds it to /etc/docker/daemon.json), "
-                "then restart dockerd and this daemon"
-              : "run the daemon with --backend docker on an engine where gVisor's runtime runsc is registered "
-                "(scripts/ensure-docker.sh adds it)";
-  } else if (policy.network_enabled && backend_.name() == "native") {
-    fix = "run the daemon with --backend docker, which gives a box a network";
-  } else {
-    fix = "fix what the backend names above, or choose another policy (GET /v1/policies lists the runnable ones)";
-  }
   return {false, "the " + backend_.name() + " backend of this daemon cannot run it: " + st.error().message +
-                     "\n  fix: " + fix};
+                     "\n  fix: " + backend_.RefusalFix(policy)};
 }
 
 std::shared_ptr<const std::map<std::string, Runnability>> PolicyRunnability::For(

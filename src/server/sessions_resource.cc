@@ -101,8 +101,7 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
     PolicyOverrides o;
     o.timeout_ms = body->timeout_ms;
     auto t = TightenPolicy(session.policy(), o);
-    if (!t.ok())
-      return ErrorResponse({ApiCode::kForbidden, "timeout: " + t.error().message + "; a request may only tighten its policy"});
+    if (!t.ok()) return ErrorResponse(FromTightening(t.error(), ""));
   }
   ExecRequest er;
   er.code = std::move(body->code);

@@ -1,5 +1,5 @@
 // The hand-off between a run and the HTTP client of its event stream (POST /v1/execute?stream=true),
-// so that neither waits for the other (issue 15, class 5). The run's callbacks Push() and return
+// so that neither waits for the other (docs/security.md, class 5). The run's callbacks Push() and return
 // at once; the connection thread Pop()s and writes to the socket at the client's pace. The queue
 // holds at most `max_bytes` of encoded events: past it, events are dropped and counted, and the
 // client gets one "dropped" event saying how many before the next one it does receive. The last

@@ -60,6 +60,21 @@ class DockerDaemon(unittest.TestCase):
             time.sleep(0.2)
         self.assertGreaterEqual(len(owned_by_pid(self.d.proc.pid)), 1)
 
+    def test_readyz_and_overview_report_the_docker_pool(self):
+        # The backend keeps its containers itself; the daemon reports them as any backend's pool.
+        self.execute('print("warm")')
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            _, ready = request(self.d.base, "GET", "/readyz")
+            if ready.get("warm_boxes", 0) >= 1:
+                break
+            time.sleep(0.2)
+        self.assertGreaterEqual(ready["warm_boxes"], 1, ready)
+        self.assertGreaterEqual(ready["pool_hits"] + ready["pool_misses"], 1, ready)
+        _, overview = request(self.d.base, "GET", "/v1/overview")
+        self.assertEqual(overview["pool"]["per_policy"], 2, overview)
+        self.assertGreaterEqual(overview["pool"]["by_policy"].get("code-sandbox", 0), 1, overview)
+
     def test_session_keeps_state(self):
         status, s = request(self.d.base, "POST", "/v1/sessions", {"policy": "code-sandbox"})
         self.assertEqual(status, 201, s)

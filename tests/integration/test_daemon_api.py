@@ -550,6 +550,25 @@ class DaemonLimitsTest(unittest.TestCase):
         finally:
             shutil.rmtree(pdir)
 
+    def test_pool_size_sets_the_pool_of_any_backend_and_native_pool_is_its_alias(self):
+        # One knob for every backend's warm pool (docs/api.md "Warm pool"); /readyz and /v1/overview
+        # report the pool whoever keeps it. --native-pool is the older name of the same option.
+        for flags, per_policy in ((["--pool-size", "0"], None), (["--native-pool", "0"], None),
+                                  (["--pool-size", "0", "--native-pool", "1"], 1), (["--native-pool=3"], 3)):
+            d = Daemon(*flags)
+            try:
+                overview = request(d.base, "GET", "/v1/overview").json()
+                ready = request(d.base, "GET", "/readyz").json()
+                if per_policy is None:
+                    self.assertIsNone(overview["pool"], (flags, overview))
+                    self.assertEqual(ready["warm_boxes"], 0, (flags, ready))
+                else:
+                    self.assertEqual(overview["pool"]["per_policy"], per_policy, (flags, overview))
+                    self.assertIn("pool_hits", ready, ready)
+                self.assertEqual(d.stop(signal.SIGTERM, timeout=30), 0, d.log())
+            finally:
+                d.close()
+
     def test_native_pool_hands_out_fresh_boxes_and_drains_on_sighup(self):
         d = Daemon()
         try:

@@ -45,6 +45,8 @@ TEST(EnvRules, NamesValuesAndBounds) {
   for (size_t i = 0; i <= kEnvLimits.max_vars; ++i) many["V" + std::to_string(i)] = "x";
   auto r = CheckRequestEnv({}, many);
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(r.error().field, "env");
   EXPECT_NE(r.error().message.find("variables; the limit is"), std::string::npos) << r.error().message;
   EXPECT_FALSE(CheckRunEnv(many).ok());
 
@@ -66,6 +68,11 @@ TEST(EnvRules, ARequestMayNotReplaceThePolicyOrInit) {
   for (const char* n : {"LANG", "PYTHONPATH", "PATH", "HOME"}) {
     auto r = CheckRequestEnv(policy, {{n, "/tmp"}});
     ASSERT_FALSE(r.ok()) << n;
+    // PYTHONPATH is a start-up hook, refused in any request (a bad argument); the others would
+    // replace what the policy or init set (a loosening).
+    EXPECT_EQ(r.error().code, std::string(n) == "PYTHONPATH" ? ErrorCode::kInvalidArgument : ErrorCode::kPermissionDenied)
+        << n;
+    EXPECT_EQ(r.error().field, std::string("env.") + n);
     EXPECT_EQ(r.error().message.rfind(std::string("env.") + n + ": refused", 0), 0u) << r.error().message;
   }
 }
@@ -74,6 +81,8 @@ TEST(EnvRules, InitsCheckIsThePolicyRules) {
   EXPECT_TRUE(CheckRunEnv({{"PYTHONPATH", "/opt/lib"}, {"PATH", "/bin"}, {"HOME", "/tmp"}}).ok());
   auto r = CheckRunEnv({{"A", "1"}, {"LD_PRELOAD", "/x.so"}});
   ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().IsInvalidArgument());
+  EXPECT_EQ(r.error().field, "env.LD_PRELOAD");
   EXPECT_NE(r.error().message.find("env.LD_PRELOAD"), std::string::npos) << r.error().message;
   // A name with a control byte is shown without it.
   r = CheckRunEnv({{std::string("A\nB"), "1"}});

@@ -26,6 +26,17 @@ TEST(ExecutionStore, QueuedRunningFinishedAndOwned) {
   EXPECT_EQ(s.size(), 1u);
 }
 
+// One table for the "state" words of docs/api.md: each state has its word, and it parses back.
+TEST(ExecutionStore, StateTableRoundTripsWithTheApiSpelling) {
+  const std::pair<ExecutionState, const char*> words[] = {
+      {ExecutionState::kQueued, "queued"}, {ExecutionState::kRunning, "running"}, {ExecutionState::kFinished, "finished"}};
+  for (const auto& [state, word] : words) {
+    EXPECT_STREQ(ExecutionStateName(state), word);
+    EXPECT_EQ(ParseExecutionState(word), state);
+  }
+  EXPECT_FALSE(ParseExecutionState("done"));
+}
+
 TEST(ExecutionStore, CountBoundEvictsTheOldestFinishedAndRefusesWhenAllPend) {
   ExecutionStore s({2, 1 << 20, 1 << 20});
   ASSERT_TRUE(s.Add("a", "", "p"));

@@ -85,7 +85,7 @@ TEST(NativeBackend, SetupForUsesTheImageMap) {
   p.allow = {"/usr/bin/python3"};
   auto s = b.SetupFor(p);
   ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_EQ(s->mode, "build_root");
+  EXPECT_EQ(s->mode, protocol::BoxMode::kBuildRoot);
   EXPECT_EQ(s->rootfs, "host");
   ASSERT_EQ(s->tmpfs.size(), 1u);
   EXPECT_EQ(s->tmpfs[0].size_bytes, 1u << 20);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/native/native_backend.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -11,10 +13,12 @@
 namespace lsb::server {
 namespace {
 
-// A backend that cannot run runtime runsc, and counts how often it is asked.
+// A backend that cannot run runtime runsc, and counts how often it is asked. The fix is its own
+// (Backend::RefusalFix): the verdict never guesses wording from the backend's name.
 class RuncOnlyBackend : public Backend {
  public:
   std::string name() const override { return "native"; }
+  std::string RefusalFix(const Policy& policy) const override { return "the test backend's fix for " + policy.name; }
   Status Check(const Policy& policy) const override {
     ++checks;
     if (policy.runtime == "runsc") return Error{"the native backend cannot enforce policy '" + policy.name + "'"};
@@ -53,7 +57,7 @@ TEST_F(PolicyRunnabilityTest, MarksWhatTheBackendCannotRunWithTheFixOncePerSnaps
   const Runnability& gv = verdicts->at("gv");
   EXPECT_FALSE(gv.runnable);
   EXPECT_NE(gv.reason.find("the native backend of this daemon cannot run it"), std::string::npos) << gv.reason;
-  EXPECT_NE(gv.reason.find("fix: run the daemon with --backend docker"), std::string::npos) << gv.reason;
+  EXPECT_NE(gv.reason.find("\n  fix: the test backend's fix for gv"), std::string::npos) << gv.reason;
   EXPECT_EQ(backend.checks, 2);
   // Same snapshot: no new checks, whether asked for all or one.
   runnability.For(store.Snapshot());
@@ -63,6 +67,18 @@ TEST_F(PolicyRunnabilityTest, MarksWhatTheBackendCannotRunWithTheFixOncePerSnaps
   ASSERT_TRUE(store.Reload().ok());
   EXPECT_TRUE(runnability.Of(store, *store.Find("plain")).runnable);
   EXPECT_EQ(backend.checks, 4);
+}
+
+// The wording of each real backend's fix is its own.
+TEST(BackendRefusalFix, EachBackendSaysHowToGetWhatItRefused) {
+  Policy gv;
+  gv.runtime = "runsc";
+  Policy net;
+  net.network_enabled = true;
+  native::NativeBackend native;
+  EXPECT_EQ(native.RefusalFix(gv).rfind("run the daemon with --backend docker on an engine where gVisor's runtime runsc", 0), 0u);
+  EXPECT_EQ(native.RefusalFix(net), "run the daemon with --backend docker, which gives a box a network");
+  EXPECT_EQ(native.RefusalFix(Policy{}).rfind("fix what the backend names above", 0), 0u);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(ApplyVerdict, OomBecomesStatusAndAlert) {
   ApplyVerdict(before, after, TestPolicy(), r);
   EXPECT_EQ(r.status, ExecStatus::kOom);
   ASSERT_EQ(r.alerts.size(), 1u);
-  EXPECT_EQ(r.alerts[0].rule, "oom_kill");
+  EXPECT_EQ(r.alerts[0].rule, protocol::AlertRule::kOomKill);
   EXPECT_NE(r.alerts[0].message.find("64 MiB"), std::string::npos);
   EXPECT_EQ(*r.memory_peak_bytes, 67108864u);
   EXPECT_EQ(CliExitCode(r), 137);
@@ -126,7 +126,7 @@ TEST(ApplyVerdict, CountersAreComparedPerRun) {
   ApplyVerdict(before, after, TestPolicy(), r);
   EXPECT_EQ(r.status, ExecStatus::kOk);
   ASSERT_EQ(r.alerts.size(), 1u);
-  EXPECT_EQ(r.alerts[0].rule, "pids_limit");
+  EXPECT_EQ(r.alerts[0].rule, protocol::AlertRule::kPidsLimit);
   EXPECT_NE(r.alerts[0].message.find("7 time(s)"), std::string::npos);
 }
 
@@ -228,7 +228,7 @@ void Send(int fd, FrameType t, const std::string& payload) { (void)protocol::Wri
 void GoodInit(int fd) {
   auto setup = protocol::ReadFrame(fd);
   if (!setup.ok() || setup->type != FrameType::kSetup) return;
-  Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{1, 3, "build_root"}).dump());
+  Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{1, 3, protocol::BoxMode::kBuildRoot}).dump());
   for (;;) {
     auto run = protocol::ReadFrame(fd);
     if (!run.ok() || run->type == FrameType::kShutdown) return;
@@ -246,16 +246,16 @@ void GoodInit(int fd) {
     Send(fd, FrameType::kStderr, "err");
     protocol::Event ev;
     ev.kind = "connect";
-    ev.rule = "network_attempt";
-    ev.severity = "critical";
+    ev.rule = protocol::AlertRule::kNetworkAttempt;
+    ev.severity = protocol::Severity::kCritical;
     ev.address = "127.0.0.1:6379";
     Send(fd, FrameType::kEvent, nlohmann::json(ev).dump());
     protocol::Event trace;
     trace.kind = "exec";
-    trace.severity = "info";
+    trace.severity = protocol::Severity::kInfo;
     Send(fd, FrameType::kEvent, nlohmann::json(trace).dump());
     protocol::ExitReport rep;
-    rep.status = "error";
+    rep.status = ExecStatus::kError;
     rep.exit_code = 3;
     rep.duration_ms = 12;
     rep.cpu_ms = 5;
@@ -296,7 +296,7 @@ TEST(BoxSession, RunsSeveralProgramsInOneBox) {
 TEST(BoxSession, InitErrorAtSetupIsAnErrorWithItsMessage) {
   FakeBackend backend([](int fd) {
     (void)protocol::ReadFrame(fd);
-    Send(fd, FrameType::kError, nlohmann::json(protocol::InitError{"setup", "landlock: not supported", 95}).dump());
+    Send(fd, FrameType::kError, nlohmann::json(protocol::InitError{protocol::ErrorStage::kSetup, "landlock: not supported", 95}).dump());
   });
   auto s = BoxSession::Open(backend, TestPolicy());
   ASSERT_FALSE(s.ok());
@@ -311,10 +311,10 @@ TEST(BoxSession, WithoutAwaitingReadyTheProgramFollowsSetupAtOnce) {
     auto run = protocol::ReadFrame(fd);
     auto code = protocol::ReadFrame(fd);
     if (!setup.ok() || !run.ok() || !code.ok() || run->type != FrameType::kRun) return;
-    Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{1, 5, "build_root"}).dump());
+    Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{1, 5, protocol::BoxMode::kBuildRoot}).dump());
     Send(fd, FrameType::kStdout, "ran " + code->payload);
     protocol::ExitReport rep;
-    rep.status = "ok";
+    rep.status = ExecStatus::kOk;
     Send(fd, FrameType::kExit, nlohmann::json(rep).dump());
   });
   SessionOptions o;
@@ -330,10 +330,40 @@ TEST(BoxSession, WithoutAwaitingReadyTheProgramFollowsSetupAtOnce) {
   EXPECT_EQ((*s)->ready().landlock_abi, 5);  // kReady was read on the way
 }
 
+// A word init sends that is not in its table (protocol/wire_values.h) is a protocol error naming
+// it, not a default: an unknown status used to become "error" with a warning, an unknown rule an
+// alert labelled "other".
+TEST(BoxSession, AnUnknownWordFromInitIsAProtocolErrorNamingIt) {
+  const std::pair<FrameType, std::string> bad[] = {
+      {FrameType::kEvent, R"({"kind":"connect","rule":"exfiltrate","severity":"warning"})"},
+      {FrameType::kEvent, R"({"kind":"connect","rule":"network_attempt","severity":"loud"})"},
+      {FrameType::kExit, R"({"status":"exploded","exit_code":0})"},
+  };
+  const char* named[] = {"rule \"exfiltrate\"", "severity \"loud\"", "status \"exploded\""};
+  for (size_t i = 0; i < std::size(bad); ++i) {
+    FakeBackend backend([&, i](int fd) {
+      (void)protocol::ReadFrame(fd);
+      Send(fd, FrameType::kReady, nlohmann::json(protocol::InitReady{}).dump());
+      (void)protocol::ReadFrame(fd);  // kRun
+      (void)protocol::ReadFrame(fd);  // kCode
+      Send(fd, bad[i].first, bad[i].second);
+      Send(fd, FrameType::kExit, R"({"status":"ok","exit_code":0})");
+    });
+    auto s = BoxSession::Open(backend, TestPolicy());
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ExecRequest req;
+    req.code = "print(1)";
+    auto r = (*s)->Run(req);
+    ASSERT_FALSE(r.ok()) << bad[i].second << " was accepted as " << ExecStatusName(r->status);
+    EXPECT_NE(r.error().message.find("protocol: bad"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(named[i]), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(BoxSession, WithoutAwaitingReadyARefusedSetupFailsTheRun) {
   FakeBackend backend([](int fd) {
     (void)protocol::ReadFrame(fd);
-    Send(fd, FrameType::kError, nlohmann::json(protocol::InitError{"setup", "landlock: not supported", 95}).dump());
+    Send(fd, FrameType::kError, nlohmann::json(protocol::InitError{protocol::ErrorStage::kSetup, "landlock: not supported", 95}).dump());
   });
   SessionOptions o;
   o.await_ready = false;
@@ -375,7 +405,7 @@ TEST(BoxSession, SilentInitIsKilledAtTimeoutPlusGrace) {
   EXPECT_EQ(CliExitCode(*r), 124);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
   ASSERT_FALSE(r->alerts.empty());
-  EXPECT_EQ(r->alerts[0].rule, "timeout");
+  EXPECT_EQ(r->alerts[0].rule, protocol::AlertRule::kTimeout);
 }
 
 TEST(BoxSession, OomVerdictRefinesTheExit) {
@@ -397,7 +427,7 @@ TEST(BoxSession, OomVerdictRefinesTheExit) {
   EXPECT_EQ(r->status, ExecStatus::kOom);
   EXPECT_EQ(*r->memory_peak_bytes, 1234u);
   ASSERT_EQ(r->alerts.size(), 1u);
-  EXPECT_EQ(r->alerts[0].rule, "oom_kill");
+  EXPECT_EQ(r->alerts[0].rule, protocol::AlertRule::kOomKill);
 }
 
 // A run whose init dies after reading the program (no exit report), having written `out` to
@@ -428,7 +458,7 @@ TEST(BoxSession, BoxKilledByTheOomKillerIsAnOomResult) {
   EXPECT_EQ(r->stdout_data, "partial");
   EXPECT_EQ(CliExitCode(*r), 137);
   ASSERT_EQ(r->alerts.size(), 1u);
-  EXPECT_EQ(r->alerts[0].rule, "oom_kill");
+  EXPECT_EQ(r->alerts[0].rule, protocol::AlertRule::kOomKill);
 }
 
 // A box killed from outside (docker kill) ends with init SIGKILLed: status killed (137), not a

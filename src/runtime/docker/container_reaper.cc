@@ -43,7 +43,7 @@ void ContainerReaper::RemoveOne(std::string id, const Retry* previous) {
   // The box closed its attach connection, so init has read EOF and is exiting (StdinOnce): let the
   // container stop by itself before removing it. A forced removal of a running container costs
   // the engine a kill through the runtime (one more runc process per box), which on 2 cores
-  // competed with the executions (issue 3). A container that does not stop in time (an engine
+  // competed with the executions. A container that does not stop in time (an engine
   // that keeps stdin open, a wedged init) is killed by the forced removal as before, and after
   // kMaxSlowStops such in a row the wait is skipped for good.
   if (!previous && slow_stops_ < kMaxSlowStops) {

@@ -59,7 +59,7 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
   if (!in.podman) host["Ulimits"] = json::array({json{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}}});
   if (policy.runtime != "runsc") {
     // The engine's default masked paths (moby 20.10 oci/defaults.go; a list given here replaces
-    // them) plus the host's boot parameters and boot id (issue 15: /proc/cmdline can carry tokens;
+    // them) plus the host's boot parameters and boot id (/proc/cmdline can carry tokens;
     // the native backend masks the same). gVisor's /proc is its own and shows none of these.
     host["MaskedPaths"] = json::array({"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
                                        "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",

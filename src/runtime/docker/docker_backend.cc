@@ -122,7 +122,7 @@ Result<std::string> DockerBackend::BoxShape(const Policy& policy, const protocol
   return ShapeOf(spec, setup);
 }
 
-WarmPool* DockerBackend::PoolFor(const Policy& policy) {
+ContainerPool* DockerBackend::PoolFor(const Policy& policy) {
   if (opts_.pool_size == 0) return nullptr;
   auto spec = SpecFor(policy, true);
   if (!spec.ok()) return nullptr;
@@ -133,7 +133,9 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
   std::lock_guard<std::mutex> lock(pools_mu_);
   auto it = pools_.find(key);
   if (it == pools_.end() && pools_.size() >= opts_.max_pools) return nullptr;  // bounded: start on demand
-  auto& pool = pools_[key];
+  auto& pooled = pools_[key];
+  pooled.policies.insert(policy.name);
+  auto& pool = pooled.pool;
   if (!pool) {
     auto engine = engine_;
     auto reaper = reaper_;
@@ -142,12 +144,35 @@ WarmPool* DockerBackend::PoolFor(const Policy& policy) {
       LSB_TRY(HandshakeAhead(*box, b, std::chrono::milliseconds(15000)));
       return box;
     };
-    // pool_refillers (2) at a time: on 2 cores, one refiller per pooled box (4) did not raise the
-    // throughput of 4 parallel clients (measured 7.9-8.7/s against 9.8-10/s with two, loaded
-    // host): the extra creates compete with the executions for the same CPUs.
-    pool = std::make_unique<WarmPool>(std::move(factory), opts_.pool_size, opts_.pool_refillers);
+    // pool_refillers (2) at a time: on 2 cores, one refiller per pooled box (4) lowered the
+    // throughput of 4 parallel clients (BENCHMARKS.md, "Figures behind decisions in the code"):
+    // the extra creates compete with the executions for the same CPUs.
+    pool = std::make_unique<ContainerPool>(std::move(factory), opts_.pool_size, opts_.pool_refillers);
   }
   return pool.get();
+}
+
+std::optional<PoolStats> DockerBackend::OwnPoolStats() const {
+  if (opts_.pool_size == 0) return std::nullopt;
+  PoolStats st;
+  st.per_policy = opts_.pool_size;
+  st.reaping = reaper_ ? reaper_->pending() : 0;
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  for (const auto& [shape, pooled] : pools_) {
+    auto n = pooled.pool->counts();
+    st.ready += n.ready;
+    st.hits += n.hits;
+    st.misses += n.misses;
+    for (const auto& name : pooled.policies) st.ready_by_policy[name] += n.ready;
+  }
+  return st;
+}
+
+std::string DockerBackend::RefusalFix(const Policy& policy) const {
+  if (policy.runtime == "runsc")
+    return "register gVisor's runsc with the engine (scripts/ensure-docker.sh adds it to /etc/docker/daemon.json), "
+           "then restart dockerd and this daemon";
+  return Backend::RefusalFix(policy);
 }
 
 Status DockerBackend::EnsureIsolatedNetwork() {
@@ -191,7 +216,7 @@ Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const pr
     images_seen_.insert(mapped);
   }
   if (policy.network_enabled) LSB_TRY(EnsureIsolatedNetwork());
-  if (WarmPool* pool = PoolFor(policy)) {
+  if (ContainerPool* pool = PoolFor(policy)) {
     LSB_ASSIGN_OR_RETURN(auto box, pool->Take());
     return std::unique_ptr<Box>(std::move(box));
   }
@@ -215,7 +240,7 @@ Status DockerBackend::ImagePresent(const Policy& policy) const {
 Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
   // uid/gid are the container's User too: init needs no setuid (it has no capabilities).
   protocol::BoxSetup s = PolicyBoxSetup(policy);
-  s.mode = "in_place";  // the container already is the view; init checks it and adds Landlock+seccomp
+  s.mode = protocol::BoxMode::kInPlace;  // the container already is the view; init checks it and adds Landlock+seccomp
   s.rootfs = "image";
   // Only under runsc, and only when the policy said so: init then runs without Landlock and the
   // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.

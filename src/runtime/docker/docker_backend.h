@@ -8,15 +8,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "runtime/backend.h"
+#include "runtime/docker/container_pool.h"
 #include "runtime/docker/container_reaper.h"
 #include "runtime/docker/engine_client.h"
 #include "runtime/docker/image_resolver.h"
 #include "runtime/docker/init_source.h"
-#include "runtime/docker/warm_pool.h"
 
 namespace lsb::docker {
 
@@ -45,10 +46,13 @@ class DockerBackend : public Backend {
   // The container spec of a pooled box and init's setup (two policies may share a spec but not
   // their allow lists): all a Docker box is built with, the key of its warm pool.
   Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const override;
+  // Its container pools' figures when it keeps them (pool_size > 0), per policy that used them.
+  std::optional<PoolStats> OwnPoolStats() const override;
+  std::string RefusalFix(const Policy& policy) const override;
 
   const EngineClient& engine() const { return *engine_; }
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.
-  WarmPool* PoolFor(const Policy& policy);
+  ContainerPool* PoolFor(const Policy& policy);
   // OK when the policy's (mapped) image is in the engine; else an error naming it and how to provide it.
   Status ImagePresent(const Policy& policy) const;
 
@@ -69,8 +73,12 @@ class DockerBackend : public Backend {
   bool engine_seccomp_ = false;
   // "seccomp=<inline JSON or path>" for runc boxes (seccomp_profile.h); empty: the engine's default.
   std::string seccomp_opt_;
-  std::mutex pools_mu_;
-  std::map<std::string, std::unique_ptr<WarmPool>> pools_;  // keyed by BoxShape
+  struct Pooled {
+    std::unique_ptr<ContainerPool> pool;
+    std::set<std::string> policies;  // the policies whose boxes it gave (figures per policy)
+  };
+  mutable std::mutex pools_mu_;
+  std::map<std::string, Pooled> pools_;  // keyed by BoxShape
   std::mutex network_mu_;
   bool network_ready_ = false;
   mutable std::mutex images_mu_;

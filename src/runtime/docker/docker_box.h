@@ -39,7 +39,7 @@ class DockerBox : public Box {
   // The stream still flows (init has not exited, the engine has not dropped us).
   bool alive() const { return pump_ && pump_->alive(); }
 
-  // A warm pool's box: kSetup was sent and init answered kReady (warm_pool.h, HandshakeAhead).
+  // A warm pool's box: kSetup was sent and init answered kReady (container_pool.h, HandshakeAhead).
   std::optional<protocol::InitReady> ReadyAhead() const override { return ready_ahead_; }
   void set_ready_ahead(protocol::InitReady ready) { ready_ahead_ = std::move(ready); }
 

@@ -186,8 +186,9 @@ Status EngineClient::RemoveContainer(const std::string& id, bool force) const {
   LSB_ASSIGN_OR_RETURN(auto resp,
                        Call("DELETE", "/containers/" + id + "?v=1" + (force ? "&force=1" : ""), ""));
   if (resp.status == 204 || resp.status == 404) return OkStatus();
-  // 409 "removal already in progress" is someone else finishing the same job.
-  if (resp.status == 409 && EngineMessage(resp).find("already in progress") != std::string::npos) return OkStatus();
+  // A forced removal has one conflict: a removal already in progress, someone else finishing the
+  // same job (a running container is killed, not a conflict).
+  if (resp.status == 409 && force) return OkStatus();
   return Error{"Docker engine: remove container " + id.substr(0, 12) + ": " + std::to_string(resp.status) + ": " +
                EngineMessage(resp)};
 }

@@ -39,7 +39,7 @@ Result<std::string> Build() {
   // kills foreign-architecture calls (int 0x80, x32) outright, so listing i386/x32 here (as the
   // engine's default profile does) let through nothing a program could use; without them the
   // engine kills such a call itself (SIGSYS), and runc compiles one table instead of three at
-  // every container start (runc's CPU per start: ~58 -> ~50 ms measured, issue 3).
+  // every container start (BENCHMARKS.md, "Figures behind decisions in the code").
   nlohmann::json arches = nlohmann::json::array();
   switch (seccomp_arch_native()) {
     case SCMP_ARCH_X86_64: arches = {"SCMP_ARCH_X86_64"}; break;

@@ -78,8 +78,8 @@ class BoxCgroups {
   // single-threaded child that writes "0" to each joins the groups itself, and the kernel checks
   // the permission against the opener's credentials. Why not cgroup.procs from the host: moving
   // another process takes the global threadgroup lock for writing, whose first writer waits for
-  // an RCU grace period (measured 10-30 ms on this project's machines, the largest single cost of
-  // a box start); a thread moving itself skips that lock (measured 0.03 ms).
+  // an RCU grace period (the largest single cost of a box start); a thread moving itself skips
+  // that lock (both measured: BENCHMARKS.md, "Figures behind decisions in the code").
   Result<std::vector<UniqueFd>> SelfAttachFiles() const;
   CgroupStats Read() const;
   // Restarts the memory peak where the kernel allows it (v1 memory.max_usage_in_bytes; v2's

@@ -1,4 +1,4 @@
-// A box's own share of the kernel's per-user limits (issue 15, class 4).
+// A box's own share of the kernel's per-user limits (docs/security.md, class 4).
 //
 // The kernel charges inotify instances and watches, fanotify groups and marks, namespaces
 // (`ucounts`, /proc/sys/user/max_*) and queued signals, POSIX message queue bytes, locked shm and

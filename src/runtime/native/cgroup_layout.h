@@ -59,8 +59,8 @@ inline constexpr uint64_t kHierarchyRootInode = 1;
 // The standard layout (systemd, Docker, Debian: each v1 hierarchy at /sys/fs/cgroup/<its
 // controllers>, v2 at /sys/fs/cgroup/unified or /sys/fs/cgroup), confirmed hierarchy by
 // hierarchy without /proc/self/mountinfo: reading mountinfo takes the kernel's mount lock that
-// every box start and teardown also takes (0.09-0.77 ms measured while another box's mounts were
-// going away). A hierarchy is accepted only on a cgroup file system of its kind, at its root
+// every box start and teardown also takes (its cost: BENCHMARKS.md, "Figures behind decisions in
+// the code"). A hierarchy is accepted only on a cgroup file system of its kind, at its root
 // (kHierarchyRootInode), each v1 one on its own device and holding its controller's root file;
 // nullopt at the first doubt, and ParseCgroupLayout with mountinfo decides. The same resolution
 // follows, so both give the same layout wherever the standard one holds (tested).

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/enum_words.h"
 #include "base/fd_passing.h"
 
 namespace lsb::native {
@@ -40,6 +41,38 @@ Result<UniqueFd> AboveStdio(UniqueFd fd) {
   if (n < 0) return Error::FromErrno("fcntl(F_DUPFD_CLOEXEC)");
   return UniqueFd(n);
 }
+
+// Where the child between clone3 and execveat failed: it writes {stage, errno} to the status pipe
+// (two ints, raw: async-signal-safe) and the parent names the stage (kLaunchStages).
+enum class LaunchStage : int {
+  kCgroupNamespace = 1,  // from 1: a zeroed message names no stage
+  kSetsid,
+  kStdio,
+  kCloseRange,
+  kExecInit,
+  kSetresgid,
+  kSetgroups,
+  kSetresuid,
+  kJoinCgroup,
+  kNamespaces,
+  kUserLimits,
+  kLoopback,
+};
+
+constexpr EnumWord<LaunchStage> kLaunchStages[] = {
+    {LaunchStage::kCgroupNamespace, "unshare(CLONE_NEWCGROUP)"},
+    {LaunchStage::kSetsid, "setsid"},
+    {LaunchStage::kStdio, "dup2 of the stream onto fds 0-2"},
+    {LaunchStage::kCloseRange, "close_range"},
+    {LaunchStage::kExecInit, "execveat(llm-sandbox-init)"},
+    {LaunchStage::kSetresgid, "setresgid(0) in the user namespace"},
+    {LaunchStage::kSetgroups, "setgroups() in the user namespace"},
+    {LaunchStage::kSetresuid, "setresuid(0) in the user namespace"},
+    {LaunchStage::kJoinCgroup, "join the box's cgroup (write to its tasks file)"},
+    {LaunchStage::kNamespaces, "unshare(mount, ipc, uts, net namespaces)"},
+    {LaunchStage::kUserLimits, "set the box's per-user limits (/proc/sys/user/max_*, rlimits) in its user namespace"},
+    {LaunchStage::kLoopback, "bring the loopback device up in the box's network namespace"},
+};
 
 // What the child needs, all of it prepared before clone3 (the child only reads its copy).
 struct ChildPlan {
@@ -88,51 +121,51 @@ bool ApplyUserLimits(const BoxUserLimits& l) {
 [[noreturn]] void ChildMain(const ChildPlan& p) {
   const int sync = p.sync, status_w = p.status_w, stream = p.stream, diag_w = p.diag_w, init_fd = p.init_fd;
   ::close(p.sync_parent_end);  // so a dead parent means EOF below, not a hang
-  auto fail = [status_w](int stage) {
-    int msg[2] = {stage, errno};
+  auto fail = [status_w](LaunchStage stage) {
+    int msg[2] = {static_cast<int>(stage), errno};
     (void)!::write(status_w, msg, sizeof msg);
     ::_exit(127);
   };
   // Our new user namespace's full capabilities cover these; the parent works meanwhile.
-  if (::unshare(p.unshare_flags) != 0) fail(10);
-  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(12);
+  if (::unshare(p.unshare_flags) != 0) fail(LaunchStage::kNamespaces);
+  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(LaunchStage::kLoopback);
   char go = 0;
   int attach[kMaxPassedFds];
   size_t n_attach = 0;
   ssize_t n = RecvWithFds(sync, &go, 1, attach, &n_attach);
-  if (n < 0) fail(9);
+  if (n < 0) fail(LaunchStage::kJoinCgroup);
   if (n != 1) ::_exit(111);  // the parent gave up on us
   // Join the box's v1 cgroups: "0" moves the calling thread, our only one (see launcher.h).
   for (size_t i = 0; i < n_attach; ++i)
-    if (::write(attach[i], "0", 1) != 1) fail(9);
+    if (::write(attach[i], "0", 1) != 1) fail(LaunchStage::kJoinCgroup);
   // Become uid/gid 0 of the new user namespace: our credentials still carry the parent's host
   // ids, which the map does not cover, and execve would drop every capability. Raw syscalls:
   // glibc's wrappers would try to sync threads this copy of the process does not have.
-  if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(6);
-  if (p.may_setgroups && ::syscall(SYS_setgroups, 0, nullptr) != 0) fail(7);
-  if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(8);
+  if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(LaunchStage::kSetresgid);
+  if (p.may_setgroups && ::syscall(SYS_setgroups, 0, nullptr) != 0) fail(LaunchStage::kSetgroups);
+  if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(LaunchStage::kSetresuid);
   // Our cgroup namespace is rooted at the box's group: cgroups are set up by now.
-  if (::unshare(CLONE_NEWCGROUP) != 0) fail(1);
+  if (::unshare(CLONE_NEWCGROUP) != 0) fail(LaunchStage::kCgroupNamespace);
   // Last of the namespaces this box makes: from here on it has max_*_namespaces 0.
-  if (p.limits && !ApplyUserLimits(*p.limits)) fail(11);
-  if (::setsid() < 0) fail(2);  // no controlling terminal of the host's session
+  if (p.limits && !ApplyUserLimits(*p.limits)) fail(LaunchStage::kUserLimits);
+  if (::setsid() < 0) fail(LaunchStage::kSetsid);  // no controlling terminal of the host's session
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);
-  if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(diag_w, 2) < 0) fail(3);
+  if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(diag_w, 2) < 0) fail(LaunchStage::kStdio);
   // Everything else (the host's fds included) is gone at exec; status_w and init_fd stay usable
   // until then.
-  if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) != 0) fail(4);
+  if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) != 0) fail(LaunchStage::kCloseRange);
   char arg0[] = "llm-sandbox-init";
   char* argv[] = {arg0, nullptr};
   char env0[] = "PATH=/usr/local/bin:/usr/bin:/bin";
   char env1[] = "LLM_SANDBOX_BACKEND=native";
   char* envp[] = {env0, env1, nullptr};
   ::syscall(SYS_execveat, init_fd, "", argv, envp, AT_EMPTY_PATH);
-  fail(5);
+  fail(LaunchStage::kExecInit);
   ::_exit(127);
 }
 
@@ -146,22 +179,9 @@ Status ReleaseChild(int sync, const std::vector<UniqueFd>& attach) {
   return OkStatus();
 }
 
+// The stage a child reported, in words; a number no stage has (a broken child) is "setup".
 const char* StageName(int stage) {
-  switch (stage) {
-    case 1: return "unshare(CLONE_NEWCGROUP)";
-    case 2: return "setsid";
-    case 3: return "dup2 of the stream onto fds 0-2";
-    case 4: return "close_range";
-    case 5: return "execveat(llm-sandbox-init)";
-    case 6: return "setresgid(0) in the user namespace";
-    case 7: return "setgroups() in the user namespace";
-    case 8: return "setresuid(0) in the user namespace";
-    case 9: return "join the box's cgroup (write to its tasks file)";
-    case 10: return "unshare(mount, ipc, uts, net namespaces)";
-    case 11: return "set the box's per-user limits (/proc/sys/user/max_*, rlimits) in its user namespace";
-    case 12: return "bring the loopback device up in the box's network namespace";
-  }
-  return "setup";
+  return WordOf<LaunchStage>(kLaunchStages, static_cast<LaunchStage>(stage), "setup");
 }
 
 }  // namespace
@@ -207,9 +227,10 @@ std::optional<Error> ChildFailure(int status_r) {
   do n = ::read(status_r, msg, sizeof msg); while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(sizeof msg)) return std::nullopt;
   std::string what = std::string("start llm-sandbox-init: ") + StageName(msg[0]) + ": " + std::strerror(msg[1]);
-  if (msg[0] == 5 && msg[1] == EACCES)
+  const auto stage = static_cast<LaunchStage>(msg[0]);
+  if (stage == LaunchStage::kExecInit && msg[1] == EACCES)
     what += "; the binary must be executable by the box's unprivileged host id (chmod 755)";
-  if (msg[0] == 10 && (msg[1] == ENOSPC || msg[1] == EPERM))
+  if (stage == LaunchStage::kNamespaces && (msg[1] == ENOSPC || msg[1] == EPERM))
     what += "; namespaces may be limited (sysctl user.max_*_namespaces) or this process is in a "
             "restricted container";
   return Error{what, msg[1]};

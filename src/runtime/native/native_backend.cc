@@ -155,7 +155,7 @@ Result<BoxRoot> NativeBackend::ResolveRoot(const Policy& policy, bool may_pull) 
 Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
   LSB_ASSIGN_OR_RETURN(BoxRoot root, ResolveRoot(policy, /*may_pull=*/true));
   protocol::BoxSetup s = PolicyBoxSetup(policy);
-  s.mode = "build_root";  // init assembles the root itself
+  s.mode = protocol::BoxMode::kBuildRoot;  // init assembles the root itself
   s.rootfs = root.rootfs;
   if (root.image) {
     // The image's config fills the policy's gaps (init: image_config.h, command_path.h).
@@ -172,6 +172,14 @@ Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
 
 size_t NativeBackend::RemoveStaleGroups() const {
   return RemoveStaleBoxGroups(Layout(), opts_.cgroup_parent, std::chrono::seconds(60));
+}
+
+std::string NativeBackend::RefusalFix(const Policy& policy) const {
+  if (policy.runtime == "runsc")
+    return "run the daemon with --backend docker on an engine where gVisor's runtime runsc is registered "
+           "(scripts/ensure-docker.sh adds it)";
+  if (policy.network_enabled) return "run the daemon with --backend docker, which gives a box a network";
+  return Backend::RefusalFix(policy);
 }
 
 LaunchPlan NativeBackend::PlanLaunch(const Policy& policy) const {

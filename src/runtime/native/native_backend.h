@@ -70,6 +70,8 @@ class NativeBackend : public Backend {
   // Box groups a killed CLI or daemon left behind (box_cgroup.h: RemoveStaleBoxGroups); the daemon
   // calls it at start, a CLI's teardown helper after its own box. Returns how many were removed.
   size_t RemoveStaleGroups() const;
+  size_t RemoveLeftovers() override { return RemoveStaleGroups(); }
+  std::string RefusalFix(const Policy& policy) const override;
 
  private:
   // The controls no step of Launch would trip over: runtime, user mapping, network.

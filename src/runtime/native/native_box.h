@@ -41,9 +41,10 @@ class NativeBox : public Box {
   // helper removes the rest. Returns false, changing nothing, when the helper cannot be started.
   // The caller must be single-threaded (the helper is a fork of it).
   bool ArmTeardownHelper();
+  bool PrepareDetachedTeardown() override { return ArmTeardownHelper(); }
   // Kills init and leaves the rest to the armed helper (arming it now if need be); afterwards this
   // object owns nothing. False (nothing changed) when there is no helper.
-  bool DetachTeardown();
+  bool DetachTeardown() override;
 
   // Run by the teardown helper once this box is gone (the backend's sweep of stale groups).
   void set_after_teardown(std::function<void()> fn) { after_teardown_ = std::move(fn); }

@@ -15,6 +15,7 @@
 namespace lsb::init {
 namespace {
 
+using protocol::ExecStatus;
 using protocol::ExitReport;
 
 ExitReport Fill(const RunOutcome& o) {
@@ -25,15 +26,15 @@ ExitReport Fill(const RunOutcome& o) {
 
 TEST(FillStatus, ExitCodesSignalsAndReasons) {
   RunOutcome ok{.exited = true, .wait_status = 0};
-  EXPECT_EQ(Fill(ok).status, "ok");
+  EXPECT_EQ(Fill(ok).status, ExecStatus::kOk);
   RunOutcome err{.exited = true, .wait_status = 3 << 8};
-  EXPECT_EQ(Fill(err).status, "error");
+  EXPECT_EQ(Fill(err).status, ExecStatus::kError);
   EXPECT_EQ(Fill(err).exit_code, 3);
   RunOutcome sig{.exited = true, .wait_status = SIGSEGV};
-  EXPECT_EQ(Fill(sig).status, "killed");
+  EXPECT_EQ(Fill(sig).status, ExecStatus::kKilled);
   EXPECT_EQ(Fill(sig).exit_code, 128 + SIGSEGV);
   RunOutcome tmo{.timed_out = true, .exited = true, .wait_status = SIGKILL};
-  EXPECT_EQ(Fill(tmo).status, "timeout");
+  EXPECT_EQ(Fill(tmo).status, ExecStatus::kTimeout);
   EXPECT_EQ(Fill(tmo).signal, SIGKILL);
   // One convention (issue 16): a timeout is exit code 124, whichever signal ended the program, and
   // also when it caught SIGTERM and exited on its own within the grace.
@@ -42,16 +43,16 @@ TEST(FillStatus, ExitCodesSignalsAndReasons) {
   EXPECT_EQ(Fill(tmo_term).exit_code, 124);
   EXPECT_EQ(Fill(tmo_term).signal, SIGTERM);
   RunOutcome tmo_exit{.timed_out = true, .exited = true, .wait_status = 1 << 8};
-  EXPECT_EQ(Fill(tmo_exit).status, "timeout");
+  EXPECT_EQ(Fill(tmo_exit).status, ExecStatus::kTimeout);
   EXPECT_EQ(Fill(tmo_exit).exit_code, 124);
   EXPECT_EQ(Fill(tmo_exit).signal, 0);
   RunOutcome flood{.output_limited = true, .exited = true, .wait_status = SIGKILL};
-  EXPECT_EQ(Fill(flood).status, "output_limit");
+  EXPECT_EQ(Fill(flood).status, ExecStatus::kOutputLimit);
   RunOutcome denied{.exec_failed = true, .exec_errno = EACCES, .exited = true, .wait_status = 127 << 8};
-  EXPECT_EQ(Fill(denied).status, "denied");
+  EXPECT_EQ(Fill(denied).status, ExecStatus::kDenied);
   EXPECT_EQ(Fill(denied).exit_code, 126);
   RunOutcome missing{.exec_failed = true, .exec_errno = ENOENT, .exited = true, .wait_status = 127 << 8};
-  EXPECT_EQ(Fill(missing).status, "error");
+  EXPECT_EQ(Fill(missing).status, ExecStatus::kError);
   EXPECT_EQ(Fill(missing).exit_code, 127);
 }
 

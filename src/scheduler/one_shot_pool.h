@@ -1,4 +1,6 @@
-// The daemon's warm pool for one-shot executions (DESIGN §5, §8): per policy, up to N boxes already
+// The scheduler's warm pool for one-shot executions (DESIGN §5, §8), for any backend that keeps no
+// pool of its own (Backend::OwnPoolStats; the Docker backend keeps its containers itself,
+// runtime/docker/container_pool.h): per policy, up to N boxes already
 // started and set up (BoxSession opened, kReady received), each handed out once and never reused;
 // a background thread refills the pools and another destroys used boxes, so neither the box start
 // nor its teardown (namespace teardown after init's SIGKILL) is on the request's path.
@@ -25,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,14 +42,14 @@ namespace lsb::sched {
 
 class PolicyStore;
 class BoxRegistry;
-class NativePool;
+class OneShotPool;
 
 // A box for one one-shot execution; when it goes, the box goes to the pool's reaper (or is
 // destroyed in place when there is no pool).
 class OneShotBox {
  public:
   OneShotBox() = default;
-  OneShotBox(std::unique_ptr<BoxSession> s, NativePool* pool) : s_(std::move(s)), pool_(pool) {}
+  OneShotBox(std::unique_ptr<BoxSession> s, OneShotPool* pool) : s_(std::move(s)), pool_(pool) {}
   OneShotBox(OneShotBox&& o) noexcept = default;
   OneShotBox& operator=(OneShotBox&& o) noexcept;
   ~OneShotBox();
@@ -57,25 +60,17 @@ class OneShotBox {
  private:
   void Release();
   std::unique_ptr<BoxSession> s_;
-  NativePool* pool_ = nullptr;
+  OneShotPool* pool_ = nullptr;
 };
 
-struct NativePoolStats {
-  uint64_t hits = 0;     // one-shots served from the pool
-  uint64_t misses = 0;   // one-shots that had to start a box
-  size_t ready = 0;      // boxes waiting now
-  size_t reaping = 0;    // used boxes waiting for the reaper
-  std::map<std::string, size_t> ready_by_policy;  // `ready`, per pooled policy (the dashboard)
-  size_t per_policy = 0;  // the pool's target per policy
-};
 
-class NativePool {
+class OneShotPool {
  public:
   // `per_policy` boxes kept ready for each pooled policy of `store`, started on `backend`.
-  NativePool(Backend& backend, const PolicyStore& store, size_t per_policy);
-  ~NativePool();  // Shutdown()
-  NativePool(const NativePool&) = delete;
-  NativePool& operator=(const NativePool&) = delete;
+  OneShotPool(Backend& backend, const PolicyStore& store, size_t per_policy);
+  ~OneShotPool();  // Shutdown()
+  OneShotPool(const OneShotPool&) = delete;
+  OneShotPool& operator=(const OneShotPool&) = delete;
 
   // Starts the refill and reaper threads; `policies` are pooled from now on.
   void Start(const std::vector<std::string>& policies);
@@ -88,7 +83,7 @@ class NativePool {
   void Drain();
   // Stops both threads and destroys every pooled and retired box. Idempotent.
   void Shutdown();
-  NativePoolStats stats() const;
+  PoolStats stats() const;
   // Blocks until every wanted policy has its boxes or `timeout` passes (tests, benchmarks).
   bool WaitFull(std::chrono::milliseconds timeout) const;
 
@@ -126,7 +121,13 @@ class NativePool {
   std::thread refiller_, reaper_;
 };
 
-// The hook of RunOneShot: the registry's pool when the daemon set one, else a fresh box.
-Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy);
+// The hook of RunOneShot: the registry's pool when the daemon set one, else a fresh box opened
+// with `fresh` (its await_ready is cleared: a one-shot's program follows kSetup at once).
+Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy,
+                                     SessionOptions fresh = {});
+
+// The warm pool's figures, whoever keeps it: the backend (Backend::OwnPoolStats), else the
+// registry's one-shot pool; nullopt when neither pools.
+std::optional<PoolStats> WarmPoolStats(const Backend& backend, const BoxRegistry& registry);
 
 }  // namespace lsb::sched

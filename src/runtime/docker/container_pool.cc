@@ -1,4 +1,4 @@
-#include "runtime/docker/warm_pool.h"
+#include "runtime/docker/container_pool.h"
 
 #include "runtime/frame_channel.h"
 #include "runtime/runner.h"
@@ -13,12 +13,12 @@ Status HandshakeAhead(DockerBox& box, const protocol::BoxSetup& setup, std::chro
   return OkStatus();
 }
 
-WarmPool::WarmPool(Factory factory, size_t size, size_t refillers) : factory_(std::move(factory)), size_(size) {
+ContainerPool::ContainerPool(Factory factory, size_t size, size_t refillers) : factory_(std::move(factory)), size_(size) {
   if (size_ == 0) return;
   for (size_t i = 0; i < std::max<size_t>(1, refillers); ++i) threads_.emplace_back([this] { Refill(); });
 }
 
-WarmPool::~WarmPool() {
+ContainerPool::~ContainerPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -33,7 +33,7 @@ WarmPool::~WarmPool() {
   left.clear();  // each box removes its container
 }
 
-void WarmPool::Refill() {
+void ContainerPool::Refill() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     if (ready_.size() + in_flight_ >= size_) {
@@ -57,33 +57,42 @@ void WarmPool::Refill() {
   }
 }
 
-Result<std::unique_ptr<DockerBox>> WarmPool::Take() {
+Result<std::unique_ptr<DockerBox>> ContainerPool::Take() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     while (!ready_.empty()) {
       auto box = std::move(ready_.front());
       ready_.pop_front();
       cv_.notify_all();  // a refiller may start the replacement now
-      if (box->alive()) return box;
+      if (box->alive()) {
+        ++hits_;
+        return box;
+      }
       lock.unlock();
       box.reset();  // died while waiting (engine restart, external kill): never hand it out
       lock.lock();
     }
+    ++misses_;
   }
   return factory_();
 }
 
-size_t WarmPool::ready() const {
+ContainerPool::Counts ContainerPool::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Counts{ready_.size(), hits_, misses_};
+}
+
+size_t ContainerPool::ready() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ready_.size();
 }
 
-bool WarmPool::WaitReady(size_t n, std::chrono::milliseconds timeout) const {
+bool ContainerPool::WaitReady(size_t n, std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, timeout, [&] { return ready_.size() >= n; });
 }
 
-std::string WarmPool::last_error() const {
+std::string ContainerPool::last_error() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_error_;
 }

@@ -1,4 +1,4 @@
-// Pool fitness (scheduler/native_pool.h, Backend::BoxShape): a pooled box serves a request only
+// Pool fitness (scheduler/one_shot_pool.h, Backend::BoxShape): a pooled box serves a request only
 // when the request's policy has the box's shape, derived from what the backend builds the box
 // from, and the run takes its limits from the request's policy. The pool tests run the real
 // native backend, the real llm-sandbox-init and the real pool threads; root only.
@@ -11,7 +11,7 @@
 
 #include "runtime/native/init_binary.h"
 #include "runtime/native/native_backend.h"
-#include "scheduler/native_pool.h"
+#include "scheduler/one_shot_pool.h"
 #include "scheduler/policy_store.h"
 
 namespace lsb::sched {
@@ -47,7 +47,7 @@ TEST(NativeBoxShape, WhatTheBoxIsBuiltWithChangesItWhatTheRunTakesDoesNot) {
       {"env", [](Policy& p) { p.env["A"] = "b"; }},
       {"workdir", [](Policy& p) { p.workdir = "/"; }},
       {"languages", [](Policy& p) { p.default_language = "bash"; }},
-      {"alerts", [](Policy& p) { p.alert_severity["timeout"] = "off"; }},
+      {"alerts", [](Policy& p) { p.alert_severity[protocol::AlertRule::kTimeout] = std::nullopt; }},
       {"description", [](Policy& p) { p.description = "other words"; }},
   };
   for (const auto& [what, change] : per_run) {
@@ -90,7 +90,7 @@ class HostnameFromDescription : public native::NativeBackend {
   }
 };
 
-class NativePoolFitness : public ::testing::Test {
+class OneShotPoolFitness : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root";
@@ -114,7 +114,7 @@ class NativePoolFitness : public ::testing::Test {
     store_ = std::make_unique<PolicyStore>(dir_);
     auto n = store_->Reload();
     ASSERT_TRUE(n.ok()) << n.error().message;
-    pool_ = std::make_unique<NativePool>(backend_, *store_, 1);
+    pool_ = std::make_unique<OneShotPool>(backend_, *store_, 1);
     pool_->Start({"pooled"});
     ASSERT_TRUE(pool_->WaitFull(std::chrono::seconds(30)));
     ASSERT_EQ(pool_->stats().ready, 1u);
@@ -138,10 +138,10 @@ class NativePoolFitness : public ::testing::Test {
   HostnameFromDescription backend_;
   std::string dir_;
   std::unique_ptr<PolicyStore> store_;
-  std::unique_ptr<NativePool> pool_;
+  std::unique_ptr<OneShotPool> pool_;
 };
 
-TEST_F(NativePoolFitness, APooledBoxBuiltWithoutANewFieldDoesNotServeARequestThatNeedsIt) {
+TEST_F(OneShotPoolFitness, APooledBoxBuiltWithoutANewFieldDoesNotServeARequestThatNeedsIt) {
   Policy req = Pooled();
   req.description = "needs-it";  // the copy of the policy with the new field set
   auto res = Run(req, "import socket; print(socket.gethostname())");
@@ -155,7 +155,7 @@ TEST_F(NativePoolFitness, APooledBoxBuiltWithoutANewFieldDoesNotServeARequestTha
   EXPECT_EQ(pool_->stats().hits, 1u);
 }
 
-TEST_F(NativePoolFitness, ARequestThatTightensOnlyRunLimitsIsServedFromThePoolUnderItsOwnLimits) {
+TEST_F(OneShotPoolFitness, ARequestThatTightensOnlyRunLimitsIsServedFromThePoolUnderItsOwnLimits) {
   Policy req = Pooled();
   req.output_bytes = 8;
   auto res = Run(req, "print('x' * 100)");
@@ -174,7 +174,7 @@ TEST_F(NativePoolFitness, ARequestThatTightensOnlyRunLimitsIsServedFromThePoolUn
   EXPECT_EQ(st.misses, 0u);
 }
 
-TEST_F(NativePoolFitness, ARequestForAnotherBoxGetsAFreshOne) {
+TEST_F(OneShotPoolFitness, ARequestForAnotherBoxGetsAFreshOne) {
   Policy req = Pooled();
   req.memory_bytes = 64 << 20;  // a tightening the box's cgroup was not made with
   auto res = Run(req, "x = bytearray(100 << 20); print(len(x))");

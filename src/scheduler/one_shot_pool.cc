@@ -1,4 +1,4 @@
-#include "scheduler/native_pool.h"
+#include "scheduler/one_shot_pool.h"
 
 #include <chrono>
 
@@ -12,8 +12,7 @@ constexpr size_t kMaxReapQueue = 64;  // past this, a used box is destroyed on t
 constexpr std::chrono::seconds kRetryAfter{10};  // a policy whose refill failed
 
 // A box opened on the request path runs once: its program follows kSetup without waiting for kReady.
-SessionOptions OneShotOptions() {
-  SessionOptions o;
+SessionOptions FreshOneShot(SessionOptions o = {}) {
   o.await_ready = false;
   return o;
 }
@@ -40,12 +39,12 @@ void OneShotBox::Release() {
   }
 }
 
-NativePool::NativePool(Backend& backend, const PolicyStore& store, size_t per_policy)
+OneShotPool::OneShotPool(Backend& backend, const PolicyStore& store, size_t per_policy)
     : backend_(backend), store_(store), per_policy_(per_policy) {}
 
-NativePool::~NativePool() { Shutdown(); }
+OneShotPool::~OneShotPool() { Shutdown(); }
 
-void NativePool::Start(const std::vector<std::string>& policies) {
+void OneShotPool::Start(const std::vector<std::string>& policies) {
   std::lock_guard<std::mutex> l(mu_);
   if (started_ || stop_) return;
   started_ = true;
@@ -54,7 +53,7 @@ void NativePool::Start(const std::vector<std::string>& policies) {
   reaper_ = std::thread([this] { ReapLoop(); });
 }
 
-Result<OneShotBox> NativePool::Acquire(Backend& backend, const Policy& policy) {
+Result<OneShotBox> OneShotPool::Acquire(Backend& backend, const Policy& policy) {
   bool ours = &backend == &backend_ && per_policy_ > 0;
   // Outside the lock: the request's box shape (a policy the backend cannot describe never fits).
   Result<std::string> shape = ours ? backend.ShapeFor(policy) : Result<std::string>(Error{"not pooled"});
@@ -97,11 +96,11 @@ Result<OneShotBox> NativePool::Acquire(Backend& backend, const Policy& policy) {
   if (counted)
     if (auto cur = store_.Find(policy.name))
       if (auto cur_shape = backend_.ShapeFor(*cur); cur_shape.ok()) DropStale(policy.name, *cur_shape);
-  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, OneShotOptions()));
+  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, FreshOneShot()));
   return OneShotBox(std::move(s), &backend == &backend_ ? this : nullptr);
 }
 
-void NativePool::DropStale(const std::string& name, const std::string& shape) {
+void OneShotPool::DropStale(const std::string& name, const std::string& shape) {
   std::vector<std::unique_ptr<BoxSession>> stale;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -121,7 +120,7 @@ void NativePool::DropStale(const std::string& name, const std::string& shape) {
   for (auto& s : stale) Retire(std::move(s));
 }
 
-Result<NativePool::Warm> NativePool::MakeWarm(const Policy& policy) {
+Result<OneShotPool::Warm> OneShotPool::MakeWarm(const Policy& policy) {
   // One setup for both: the box is built from exactly what its shape says.
   LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend_.SetupFor(policy));
   LSB_ASSIGN_OR_RETURN(std::string shape, backend_.BoxShape(policy, setup));
@@ -129,7 +128,7 @@ Result<NativePool::Warm> NativePool::MakeWarm(const Policy& policy) {
   return Warm{std::move(session), std::move(shape)};
 }
 
-void NativePool::Retire(std::unique_ptr<BoxSession> s) {
+void OneShotPool::Retire(std::unique_ptr<BoxSession> s) {
   if (!s) return;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -142,7 +141,7 @@ void NativePool::Retire(std::unique_ptr<BoxSession> s) {
   s.reset();  // no reaper (stopped, or behind): destroyed here
 }
 
-void NativePool::Drain() {
+void OneShotPool::Drain() {
   std::vector<std::unique_ptr<BoxSession>> old;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -157,7 +156,7 @@ void NativePool::Drain() {
   old.clear();  // destroyed now: a reload must not leave boxes of the old policies
 }
 
-void NativePool::Shutdown() {
+void OneShotPool::Shutdown() {
   std::vector<std::unique_ptr<BoxSession>> old;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -179,9 +178,9 @@ void NativePool::Shutdown() {
   old.clear();
 }
 
-NativePoolStats NativePool::stats() const {
+PoolStats OneShotPool::stats() const {
   std::lock_guard<std::mutex> l(mu_);
-  NativePoolStats s;
+  PoolStats s;
   s.hits = hits_;
   s.per_policy = per_policy_;
   s.misses = misses_;
@@ -193,18 +192,18 @@ NativePoolStats NativePool::stats() const {
   return s;
 }
 
-bool NativePool::FullLocked() const {
+bool OneShotPool::FullLocked() const {
   for (const auto& [name, p] : pools_)
     if (p.ready.size() < per_policy_ && !p.failed) return false;
   return true;
 }
 
-bool NativePool::WaitFull(std::chrono::milliseconds timeout) const {
+bool OneShotPool::WaitFull(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> l(mu_);
   return full_cv_.wait_for(l, timeout, [&] { return stop_ || FullLocked(); });
 }
 
-void NativePool::RefillLoop() {
+void OneShotPool::RefillLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
     // The first wanted policy short of boxes (and whose refill has not failed in this generation).
@@ -252,7 +251,7 @@ void NativePool::RefillLoop() {
   }
 }
 
-void NativePool::ReapLoop() {
+void OneShotPool::ReapLoop() {
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     reap_cv_.wait(l, [&] { return stop_ || !reap_.empty(); });
@@ -265,10 +264,17 @@ void NativePool::ReapLoop() {
   }
 }
 
-Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy) {
-  if (NativePool* pool = registry.pool()) return pool->Acquire(backend, policy);
-  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, OneShotOptions()));
+Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy,
+                                     SessionOptions fresh) {
+  if (OneShotPool* pool = registry.pool()) return pool->Acquire(backend, policy);
+  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, FreshOneShot(fresh)));
   return OneShotBox(std::move(s), nullptr);
+}
+
+std::optional<PoolStats> WarmPoolStats(const Backend& backend, const BoxRegistry& registry) {
+  if (auto own = backend.OwnPoolStats()) return own;
+  if (const OneShotPool* pool = registry.pool()) return pool->stats();
+  return std::nullopt;
 }
 
 }  // namespace lsb::sched

@@ -1,4 +1,5 @@
-// Pre-started boxes for one container spec and init setup (DESIGN §5): the container runs and init
+// The Docker backend's pool of pre-started containers for one container spec and init setup
+// (DESIGN §5; the daemon's one-shot pool, scheduler/one_shot_pool.h, is not used with it): the container runs and init
 // has already answered kSetup (HandshakeAhead), so an execution skips create/attach/start and the
 // setup round trip. Boxes are handed out once and never come back (one-shot); background threads
 // refill the pool. A box that died while waiting is discarded, not handed out.
@@ -21,18 +22,24 @@ namespace lsb::docker {
 // kReady on the box so the runner skips its own handshake (Box::ReadyAhead).
 Status HandshakeAhead(DockerBox& box, const protocol::BoxSetup& setup, std::chrono::milliseconds timeout);
 
-class WarmPool {
+class ContainerPool {
  public:
   using Factory = std::function<Result<std::unique_ptr<DockerBox>>()>;
   // `size` boxes kept ready by `refillers` threads (each starts one box at a time).
-  WarmPool(Factory factory, size_t size, size_t refillers = 2);
-  ~WarmPool();  // stops refilling; removes the boxes still waiting
-  WarmPool(const WarmPool&) = delete;
-  WarmPool& operator=(const WarmPool&) = delete;
+  ContainerPool(Factory factory, size_t size, size_t refillers = 2);
+  ~ContainerPool();  // stops refilling; removes the boxes still waiting
+  ContainerPool(const ContainerPool&) = delete;
+  ContainerPool& operator=(const ContainerPool&) = delete;
 
   // A ready box, or (pool empty) one started now. Never a box that served before.
   Result<std::unique_ptr<DockerBox>> Take();
   size_t ready() const;
+  struct Counts {
+    size_t ready = 0;
+    uint64_t hits = 0;    // Take() calls served by a ready box
+    uint64_t misses = 0;  // Take() calls that started one on the caller's path
+  };
+  Counts counts() const;
   // Blocks until `n` boxes are ready or `timeout` passes (benchmarks, tests).
   bool WaitReady(size_t n, std::chrono::milliseconds timeout) const;
   // The last refill error, if refilling is failing (engine down): Take() then reports it fast.
@@ -47,6 +54,7 @@ class WarmPool {
   mutable std::condition_variable cv_;
   std::deque<std::unique_ptr<DockerBox>> ready_;
   size_t in_flight_ = 0;
+  uint64_t hits_ = 0, misses_ = 0;
   bool stop_ = false;
   std::string last_error_;
   std::vector<std::thread> threads_;

@@ -1,0 +1,121 @@
+// The Backend interface is complete for the daemon: a backend of our own that implements only the
+// pure functions (no leftovers, no pool, no fix wording of its own) is accepted by the daemon's
+// construction as it is and reported like any other; one that keeps a pool of its own (as the Docker
+// backend does) has its figures reported and no second pool beside it. Real parts: the policy store
+// on the repository's policies, the executor, the routes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/daemon.h"
+
+namespace lsb::server {
+namespace {
+
+// Only what Backend requires. Start is never reached: nothing here executes.
+class DefaultsOnlyBackend : public Backend {
+ public:
+  std::string name() const override { return "defaults-only"; }
+  Status Check(const Policy& /*policy*/) const override { return Error{"this test backend runs nothing"}; }
+  Result<std::unique_ptr<Box>> Start(const Policy& /*policy*/, const protocol::BoxSetup& /*setup*/) override {
+    return Error{"this test backend starts no box"};
+  }
+  Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override { return PolicyBoxSetup(policy); }
+};
+
+// A backend keeping warm boxes itself: the daemon must report its figures and pool nothing itself.
+class SelfPoolingBackend : public DefaultsOnlyBackend {
+ public:
+  std::string name() const override { return "self-pooling"; }
+  std::optional<PoolStats> OwnPoolStats() const override {
+    PoolStats s;
+    s.per_policy = 3;
+    s.ready = 2;
+    s.hits = 5;
+    s.misses = 1;
+    s.ready_by_policy["code-sandbox"] = 2;
+    return s;
+  }
+};
+
+class NullStream : public ResponseStream {
+ public:
+  bool Begin(int /*status*/, const std::string& /*content_type*/) override { return true; }
+  bool Write(std::string_view /*chunk*/) override { return true; }
+};
+
+class DaemonCoreTest : public ::testing::Test {
+ protected:
+  void Build(std::unique_ptr<Backend> backend, size_t pool_size) {
+    DaemonConfig config;
+    config.pool_size = pool_size;
+    config.max_concurrency = 1;
+    config.monitor.audit_path.clear();  // no audit log
+    auto policies = std::make_unique<sched::PolicyStore>(std::string(LSB_SOURCE_DIR) + "/policies");
+    auto loaded = policies->Reload();
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    auto core = DaemonCore::Create(config, std::move(backend), std::move(policies));
+    ASSERT_TRUE(core.ok()) << core.error().message;
+    core_ = std::move(*core);
+  }
+  void TearDown() override {
+    if (!core_) return;
+    core_->BeginShutdown();
+    core_->FinishWork(0);
+    core_->StopMonitor();
+  }
+  nlohmann::json Get(const std::string& path) {
+    HttpRequest req;
+    req.method = "GET";
+    req.path = req.target = path;
+    NullStream out;
+    Reply r = core_->router().Dispatch(req, out);
+    EXPECT_EQ(r.response.status, 200) << path << ": " << r.response.body;
+    return nlohmann::json::parse(r.response.body);
+  }
+  std::unique_ptr<DaemonCore> core_;
+};
+
+TEST_F(DaemonCoreTest, ABackendWithOnlyTheDefaultsIsServedAndReportsAnEmptyPool) {
+  Build(std::make_unique<DefaultsOnlyBackend>(), 2);
+  auto ready = Get("/readyz");
+  EXPECT_EQ(ready["backend"], "defaults-only");
+  EXPECT_EQ(ready["warm_boxes"], 0);
+  EXPECT_EQ(ready["pool_hits"], 0);
+  // It keeps no pool, so the daemon's one-shot pool keeps one for it (empty: it has no box shape).
+  EXPECT_NE(core_->context().boxes.pool(), nullptr);
+  auto pool = Get("/v1/overview")["pool"];
+  ASSERT_TRUE(pool.is_object()) << pool;
+  EXPECT_EQ(pool["per_policy"], 2);
+  EXPECT_EQ(pool["warm_boxes"], 0);
+  // What it cannot run is said with the interface's own fix.
+  auto policy = Get("/v1/policies/code-sandbox");
+  EXPECT_EQ(policy["runnable"], false);
+  EXPECT_NE(policy["reason"].get<std::string>().find("the defaults-only backend of this daemon cannot run it: "
+                                                      "this test backend runs nothing\n  fix: fix what the backend"),
+            std::string::npos)
+      << policy["reason"];
+}
+
+TEST_F(DaemonCoreTest, ABackendThatPoolsItselfHasItsPoolReportedAndNoSecondOne) {
+  Build(std::make_unique<SelfPoolingBackend>(), 2);
+  EXPECT_EQ(core_->context().boxes.pool(), nullptr);
+  auto ready = Get("/readyz");
+  EXPECT_EQ(ready["warm_boxes"], 2);
+  EXPECT_EQ(ready["pool_hits"], 5);
+  EXPECT_EQ(ready["pool_misses"], 1);
+  auto pool = Get("/v1/overview")["pool"];
+  ASSERT_TRUE(pool.is_object()) << pool;
+  EXPECT_EQ(pool["per_policy"], 3);
+  EXPECT_EQ(pool["by_policy"]["code-sandbox"], 2);
+}
+
+TEST_F(DaemonCoreTest, PoolSizeZeroKeepsNoPool) {
+  Build(std::make_unique<DefaultsOnlyBackend>(), 0);
+  EXPECT_EQ(core_->context().boxes.pool(), nullptr);
+  EXPECT_TRUE(Get("/v1/overview")["pool"].is_null());
+  EXPECT_EQ(Get("/readyz")["warm_boxes"], 0);
+}
+
+}  // namespace
+}  // namespace lsb::server
