@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/unique_fd.h"
+#include "init/command_path.h"
 #include "init/elf_interp.h"
 
 namespace lsb::init {
@@ -131,12 +132,16 @@ std::string JoinPath(std::string_view base, std::string_view path) {
 
 Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
                                        const std::vector<std::string>& deny,
-                                       const std::function<void(const std::string&)>& warn) {
+                                       const std::function<void(const std::string&)>& warn,
+                                       std::string_view image_path) {
   std::set<std::string> denied, denied_raw;
   for (const auto& d : deny) {
     if (d.empty() || d[0] != '/') return Error{"commands.deny: not an absolute path: " + d};
     denied_raw.insert(JoinPath("/", d));
     if (auto real = RealPath(d)) denied.insert(*real);
+    if (!image_path.empty())
+      if (auto found = FindOnPath(BaseName(d), image_path))
+        if (auto real = RealPath(*found)) denied.insert(*real);
   }
   std::set<std::string> allowed;
   Support support;
@@ -144,6 +149,8 @@ Result<ExecPolicy> ExecPolicy::Resolve(const std::vector<std::string>& allow,
   for (const auto& a : allow) {
     if (a.empty() || a[0] != '/') return Error{"commands.allow: not an absolute path: " + a};
     auto real = paths.Resolve(a);
+    if (!real && !image_path.empty())
+      if (auto found = LocateCommand(a, image_path)) real = paths.Resolve(*found);
     if (!real) {
       warn("commands.allow: " + a + " does not exist in the box; skipped");
       continue;

@@ -52,10 +52,15 @@ class ExecPolicy {
              std::set<std::string> elf_interpreters, std::set<std::string> script_interpreters);
 
   // Resolves allow/deny in the current root. An allowed entry that does not exist is skipped
-  // (reported through `warn`); a deny entry wins over an allow entry naming the same file.
+  // (reported through `warn`); a deny entry wins over an allow entry naming the same file. On an
+  // image root (`image_path`, its config's PATH, not empty) an entry the image lacks stands for
+  // the command of its base name on that PATH (command_path.h: /usr/bin/python3 is
+  // /usr/local/bin/python3 in the official Python images), and a deny entry also denies that
+  // command where the image has it elsewhere: deny only grows.
   static Result<ExecPolicy> Resolve(const std::vector<std::string>& allow,
                                     const std::vector<std::string>& deny,
-                                    const std::function<void(const std::string&)>& warn);
+                                    const std::function<void(const std::string&)>& warn,
+                                    std::string_view image_path = {});
 
   // `raw` is the path the program passed (lexically joined to its cwd, for deny-by-name); `file`
   // the identity of the regular file it resolves to in the caller's context.

@@ -17,6 +17,7 @@
 
 #include "base/capabilities.h"
 #include "base/unique_fd.h"
+#include "init/command_path.h"
 #include "init/diag.h"
 #include "init/exec_policy.h"
 #include "init/landlock.h"
@@ -116,7 +117,8 @@ Status Prepare(Setup& s) {
     if (!st.ok()) return st.error().Wrap("filesystem (in_place)");
   }
   // 4. Which files may be executed, resolved in the finished view; the Landlock ruleset.
-  auto exec = ExecPolicy::Resolve(box.allow, box.deny, [](const std::string& w) { Diag(w); });
+  auto exec = ExecPolicy::Resolve(box.allow, box.deny, [](const std::string& w) { Diag(w); },
+                                  box.rootfs == "image" ? ImagePath(box.image_env) : std::string());
   if (!exec.ok()) return exec.error();
   s.exec = std::move(*exec);
   if (s.landlock_abi >= 1) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "base/unique_fd.h"
 #include "init/exec_policy.h"
 #include "init/host_etc.h"
+#include "init/layers.h"
 
 namespace lsb::init {
 namespace {
@@ -108,10 +110,115 @@ Status PlaceReadOnly(const std::string& src, const std::string& dst) {
 
 namespace {
 
-// One entry of the source root, recreated in the new root: symlinks copied, dirs and files bound
-// read-only.
-Status PlaceEntry(const std::string& src_root, const std::string& name) {
-  return PlaceReadOnly(src_root + "/" + name, std::string(kNewRoot) + "/" + name);
+// The root the box's view is made from ("host", a rootfs directory or an image's layers) and the
+// directories of it bound read-only into the new root, so a mount point the source lacks can be
+// made (SplitFor) instead of failing on a read-only bind.
+struct SourceRoot {
+  UniqueFd fd;                 // keeps a directory or an overlay reachable under a covered /tmp
+  std::string path;            // "" for the host, else /proc/self/fd/N
+  std::vector<std::string> entries;
+  std::map<std::string, std::string> bound_dirs;  // new-root path -> source path
+
+  // One entry of the source root, recreated in the new root: symlinks copied, dirs and files
+  // bound read-only.
+  Status Place(const std::string& src, const std::string& dst) {
+    LSB_TRY(PlaceReadOnly(src, dst));
+    struct stat st;
+    if (::lstat(src.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) bound_dirs[dst] = src;
+    return OkStatus();
+  }
+
+  // `dst` (in the new root) cannot be created because its parent is a read-only bind of a source
+  // directory (an image's /run for the job dir /run/job): that bind is replaced by a directory of
+  // the new root's tmpfs holding a read-only bind of each of its entries, one level down, so the
+  // mount point can be made beside them. False when no bind covers `dst`.
+  Result<bool> SplitFor(const std::string& dst) {
+    std::string cover;
+    for (const auto& [dir, src] : bound_dirs)
+      if (dst.compare(0, dir.size() + 1, dir + "/") == 0 && dir.size() > cover.size()) cover = dir;
+    if (cover.empty()) return false;
+    const std::string src = bound_dirs[cover];
+    bound_dirs.erase(cover);
+    if (::umount2(cover.c_str(), MNT_DETACH) != 0) return Error::FromErrno("unbind " + cover);
+    DIR* dir = ::opendir(src.c_str());
+    if (!dir) return Error::FromErrno("list " + cover);
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(dir)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(dir);
+    for (const auto& n : names) LSB_TRY(Place(src + "/" + n, cover + "/" + n));
+    return true;
+  }
+};
+
+// mkdir -p of a mount point in the new root, splitting read-only binds that are in the way (a
+// path is at most a few levels deep, each split moves one level down).
+Status MakeMountPoint(SourceRoot& source, const std::string& dst, mode_t mode = 0755) {
+  // A symlink on the way (an image's /run -> /somewhere) would resolve against init's current
+  // root, the host's, while the new root is assembled: refused, never followed.
+  for (size_t at = std::string(kNewRoot).size() + 1; at <= dst.size(); ++at) {
+    if (at != dst.size() && dst[at] != '/') continue;
+    struct stat st;
+    if (::lstat(dst.substr(0, at).c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      return Error{"mount point " + dst.substr(std::string(kNewRoot).size()) + ": " +
+                   dst.substr(std::string(kNewRoot).size(), at - std::string(kNewRoot).size()) +
+                   " is a symbolic link in the root filesystem; mount on its target instead"};
+  }
+  for (int depth = 0;; ++depth) {
+    auto st = MakeDirs(dst, mode);
+    if (st.ok() || st.error().sys_errno != EROFS || depth > 32) return st;
+    LSB_ASSIGN_OR_RETURN(bool split, source.SplitFor(dst));
+    if (!split) return st;
+  }
+}
+
+Result<std::vector<std::string>> ListRoot(const std::string& dir_path, const std::string& what) {
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (!dir) return Error::FromErrno("list " + what);
+  std::vector<std::string> entries;
+  while (dirent* e = ::readdir(dir)) {
+    std::string n = e->d_name;
+    if (n == "." || n == ".." || n == "proc" || n == "dev" || n == "sys") continue;
+    entries.push_back(n);
+  }
+  ::closedir(dir);
+  return entries;
+}
+
+// Where the box's files come from: the host's system dirs, a rootfs directory, or an image's
+// layers (one: its directory; more: their read-only overlay, mounted on kNewRoot, which the new
+// root's tmpfs then covers: the fd keeps it reachable).
+Result<SourceRoot> OpenSourceRoot(const BoxSetup& setup) {
+  SourceRoot source;
+  if (setup.rootfs == "host") {
+    if (!setup.layers.empty()) return Error{"rootfs \"host\" takes no layers"};
+    source.entries = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "opt"};  // etc: host_etc.h
+    return source;
+  }
+  std::string dir = setup.rootfs;
+  std::string what = "rootfs " + setup.rootfs;
+  std::vector<UniqueFd> layers;
+  if (setup.rootfs == "image") {
+    LSB_ASSIGN_OR_RETURN(layers, OpenLayers(setup.layers));
+    what = "the image's layers";
+    if (layers.size() == 1) {
+      dir = setup.layers[0];
+    } else {
+      std::vector<int> fds;
+      for (const auto& fd : layers) fds.push_back(fd.get());
+      LSB_TRY(MountOverlay(fds, kNewRoot));
+      dir = kNewRoot;
+    }
+  } else if (setup.rootfs.empty() || setup.rootfs[0] != '/' || !setup.layers.empty()) {
+    return Error{"rootfs must be \"host\", \"image\" (with layers) or an absolute directory: \"" + setup.rootfs + "\""};
+  }
+  source.fd.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!source.fd) return Error::FromErrno("open " + what);
+  source.path = "/proc/self/fd/" + std::to_string(source.fd.get());
+  LSB_ASSIGN_OR_RETURN(source.entries, ListRoot(source.path, what));
+  return source;
 }
 
 Status MountProc(const std::string& root) {
@@ -170,10 +277,11 @@ Status MountDev(const std::string& root) {
   return Restrict(dev, MOUNT_ATTR_RDONLY, false);
 }
 
-Status MountTmpfs(const std::string& root, const protocol::TmpfsSpec& t, uint32_t uid, uint32_t gid) {
+Status MountTmpfs(SourceRoot& source, const std::string& root, const protocol::TmpfsSpec& t, uint32_t uid,
+                  uint32_t gid) {
   LSB_TRY(ValidateMountPath("tmpfs", t.path));
   std::string dst = root + t.path;
-  LSB_TRY(MakeDirs(dst));
+  LSB_TRY(MakeMountPoint(source, dst));
   unsigned long flags = 0;
   if (t.nosuid) flags |= MS_NOSUID;
   if (t.nodev) flags |= MS_NODEV;
@@ -185,10 +293,10 @@ Status MountTmpfs(const std::string& root, const protocol::TmpfsSpec& t, uint32_
   return Mount("tmpfs", dst, "tmpfs", flags, opts);
 }
 
-Status MountJobDir(const std::string& root, const std::string& job_dir) {
+Status MountJobDir(SourceRoot& source, const std::string& root, const std::string& job_dir) {
   LSB_TRY(ValidateMountPath("job_dir", job_dir));
   std::string dst = root + job_dir;
-  LSB_TRY(MakeDirs(dst));
+  LSB_TRY(MakeMountPoint(source, dst));
   // Owned by init (uid 0 of the box), 0755: the program can read its file, never change it.
   return Mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4m,mode=0755");
 }
@@ -223,34 +331,14 @@ Status BuildRoot(const BoxSetup& setup) {
     return Error::FromErrno("make / rprivate (is init in its own mount namespace?)");
 
   // The source root stays reachable through an fd even when it is under /tmp, which we cover.
-  UniqueFd src_fd;
-  std::string src_root = "";
-  std::vector<std::string> entries;
-  if (setup.rootfs == "host") {
-    entries = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "opt"};  // etc: host_etc.h
-  } else {
-    if (setup.rootfs.empty() || setup.rootfs[0] != '/')
-      return Error{"rootfs must be \"host\" or an absolute directory: \"" + setup.rootfs + "\""};
-    src_fd.reset(::open(setup.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!src_fd) return Error::FromErrno("open rootfs " + setup.rootfs);
-    src_root = "/proc/self/fd/" + std::to_string(src_fd.get());
-    DIR* dir = ::opendir(setup.rootfs.c_str());
-    if (!dir) return Error::FromErrno("list rootfs " + setup.rootfs);
-    while (dirent* e = ::readdir(dir)) {
-      std::string n = e->d_name;
-      if (n == "." || n == ".." || n == "proc" || n == "dev" || n == "sys") continue;
-      entries.push_back(n);
-    }
-    ::closedir(dir);
-  }
+  LSB_ASSIGN_OR_RETURN(SourceRoot source, OpenSourceRoot(setup));
 
   LSB_TRY(Mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"));
   const std::string root = kNewRoot;
-  for (const auto& e : entries) {
-    auto st = PlaceEntry(src_root, e);
+  for (const auto& e : source.entries) {
+    auto st = source.Place(source.path + "/" + e, root + "/" + e);
     if (!st.ok()) return st.error().Wrap("rootfs /" + e);
   }
-  src_fd.reset();
   if (setup.rootfs == "host") {
     auto st = BuildHostEtc(root, setup);
     if (!st.ok()) return st.error().Wrap("rootfs /etc (synthetic, host_etc.h)");
@@ -261,10 +349,11 @@ Status BuildRoot(const BoxSetup& setup) {
   std::sort(tmpfs.begin(), tmpfs.end(),
             [](const auto& a, const auto& b) { return a.path.size() < b.path.size(); });
   for (const auto& t : tmpfs) {
-    auto st = MountTmpfs(root, t, setup.uid, setup.gid);
+    auto st = MountTmpfs(source, root, t, setup.uid, setup.gid);
     if (!st.ok()) return st.error().Wrap("filesystem.tmpfs " + t.path);
   }
-  LSB_TRY(MountJobDir(root, setup.job_dir));
+  LSB_TRY(MountJobDir(source, root, setup.job_dir));
+  source.fd.reset();
   if (::sethostname(setup.hostname.data(), setup.hostname.size()) != 0)
     return Error::FromErrno("set hostname (is init in its own UTS namespace?)");
 

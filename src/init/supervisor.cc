@@ -8,7 +8,10 @@
 
 #include "base/io.h"
 #include "base/unique_fd.h"
+#include "init/command_path.h"
+#include "init/diag.h"
 #include "init/idle_memory.h"
+#include "init/image_config.h"
 #include "init/spawn.h"
 #include "policy/env_rules.h"
 
@@ -25,21 +28,6 @@ std::string Substitute(std::string s, const std::string& file) {
   for (size_t at = s.find("{file}"); at != std::string::npos; at = s.find("{file}", at + file.size()))
     s.replace(at, 6, file);
   return s;
-}
-
-// argv[0] without a slash is looked up in the run's PATH, inside the box.
-std::string ResolveCommand(const std::string& name, const std::string& path_var) {
-  if (name.find('/') != std::string::npos) return name;
-  size_t i = 0;
-  while (i <= path_var.size()) {
-    size_t j = path_var.find(':', i);
-    if (j == std::string::npos) j = path_var.size();
-    std::string cand = path_var.substr(i, j - i) + "/" + name;
-    struct stat st;
-    if (j > i && ::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return cand;
-    i = j + 1;
-  }
-  return name;
 }
 
 }  // namespace
@@ -115,16 +103,25 @@ Result<const SeccompPrograms*> Supervisor::ProgramsFor(uint64_t nofile) {
   return slot.get();
 }
 
-SpawnParams Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nofile, const SeccompPrograms* programs) const {
+Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nofile,
+                                               const SeccompPrograms* programs) const {
   const std::string file = setup_.job_dir + "/" + spec.file_name;
   SpawnParams p;
   for (const auto& a : spec.argv) p.argv.push_back(Substitute(a, file));
-  std::map<std::string, std::string> env = spec.env;
-  env.emplace("PATH", "/usr/local/bin:/usr/bin:/bin");
-  env.emplace("HOME", spec.workdir);
+  const std::string workdir = RunWorkdir(spec.workdir, setup_.image_workdir);
+  std::map<std::string, std::string> env =
+      RunEnvironment(spec.env, setup_.image_env, workdir, [](const std::string& w) { Diag(w); });
+  LSB_TRY(env::CheckRunEnv(env));
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
-  p.path = ResolveCommand(p.argv[0], env["PATH"]);
-  p.workdir = spec.workdir;
+  // A bare name on the run's PATH; a path the image lacks by its name on the image's PATH, as
+  // the allowlist was resolved (command_path.h), and argv[0] says where it runs from.
+  if (p.argv[0].find('/') == std::string::npos) {
+    p.path = FindOnPath(p.argv[0], env["PATH"]).value_or(p.argv[0]);
+  } else {
+    p.path = LocateCommand(p.argv[0], ImagePath(setup_.image_env)).value_or(p.argv[0]);
+    p.argv[0] = p.path;
+  }
+  p.workdir = workdir;
   p.nofile = nofile;
   p.file_size = spec.file_size_bytes;
   p.uid = setup_.uid;
@@ -144,7 +141,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   LSB_TRY(WriteProgram(spec, code));
   LSB_ASSIGN_OR_RETURN(uint64_t nofile, CheckNofile(spec.nofile));
   LSB_ASSIGN_OR_RETURN(const SeccompPrograms* progs, ProgramsFor(nofile));
-  SpawnParams p = SpawnParamsFor(spec, nofile, progs);
+  LSB_ASSIGN_OR_RETURN(SpawnParams p, SpawnParamsFor(spec, nofile, progs));
 
   rusage before{};
   ::getrusage(RUSAGE_CHILDREN, &before);

@@ -45,7 +45,8 @@ class Supervisor {
   Status WriteProgram(const protocol::RunSpec& spec, const std::string& code);
   // How to spawn `spec`'s program: argv with {file}, env with PATH and HOME, this box's ids and
   // confinement.
-  SpawnParams SpawnParamsFor(const protocol::RunSpec& spec, uint64_t nofile, const SeccompPrograms* programs) const;
+  // The environment (the image's config under the policy's, checked again) and where argv[0] runs from.
+  Result<SpawnParams> SpawnParamsFor(const protocol::RunSpec& spec, uint64_t nofile, const SeccompPrograms* programs) const;
   Result<const SeccompPrograms*> ProgramsFor(uint64_t nofile);
 
   Stream& stream_;

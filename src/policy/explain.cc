@@ -74,13 +74,22 @@ class Explainer {
     Enforcement native = p_.image == "host"
         ? Yes("root = the host's system directories (/usr, /bin, /lib*, /etc...) bind-mounted read-only into "
               "the box's new mount namespace; nothing else of the host is visible")
-        : Yes("root = the directory images.yaml maps '" + p_.image + "' to ('NAME: host' or 'NAME: /path/to/rootfs'), "
-              "mounted read-only; an image without a mapping is an error at run time, never silently replaced");
+        : Yes("root = what images.yaml maps '" + p_.image + "' to ('NAME: host', 'NAME: /path/to/rootfs' or an alias "
+              "'NAME: OTHER-IMAGE'), else the image's layers from the image store as a read-only overlayfs, "
+              "mounted read-only; an image found nowhere is an error at run time, never silently replaced");
     Enforcement docker = p_.image == "host"
         ? No("'host' is not a Docker image; name an image or use the native backend")
         : Yes("the container is created from the engine's image '" + p_.image +
               "'; llm-sandbox-init is bind-mounted read-only and runs as PID 1");
     Add("container.image", p_.image, "container.image", native, docker);
+    Add("container.pull", p_.pull, "container.pull",
+        Yes(p_.pull == "never"   ? "an image neither the image map nor the image store has is an error naming "
+                                   "`llm-sandbox image pull|import`; nothing is fetched"
+            : p_.pull == "always" ? "the image is pulled from its registry before every box (a newer manifest for "
+                                    "the tag replaces the stored one); the image map's host/directory entries need no pull"
+                                  : "an image the image map and the image store lack is pulled from its registry when a "
+                                    "box first needs it"),
+        Yes("the engine pulls a missing image (the Docker backend's own store); requests cannot change it"));
   }
 
   void ReadOnly() {

@@ -60,6 +60,9 @@ struct Policy {
 
   // container:
   std::string image;             // e.g. "python:3.12-slim"; "host" = the host's system dirs
+  // container.pull: when the native backend fetches an image its store lacks (box_root.h):
+  // "missing" (default), "always" (before every box), "never". Not changed by a request.
+  std::string pull = "missing";
   bool read_only = true;
   std::vector<TmpfsMount> tmpfs;
   bool user_namespace = true;

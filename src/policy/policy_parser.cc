@@ -30,7 +30,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"version",  "name",      "description", "backend",   "container",
                                            "network",  "commands",  "languages",   "resources", "monitoring"};
 const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs",
-                                                 "user_namespace", "seccomp", "user", "workdir", "env"};
+                                                 "user_namespace", "seccomp", "user", "workdir", "env", "pull"};
 const std::vector<std::string> kNetworkKeys = {"enabled"};
 const std::vector<std::string> kCommandsKeys = {"allow", "deny"};
 const std::vector<std::string> kResourcesKeys = {"cpu",    "memory",     "timeout",   "pids",
@@ -188,6 +188,9 @@ class Parser {
       if (auto s = r_.String(f)) Set(f, p_.image, *s);
     } else if (key == "runtime") {
       Choice(f, {"runc", "runsc"}, p_.runtime, "runsc is gVisor, Docker backend only");
+    } else if (key == "pull") {
+      Choice(f, {"missing", "always", "never"}, p_.pull,
+             "when the native backend fetches an image its store lacks; missing is the default");
     } else if (key == "gvisor_accept_weaker") {
       if (auto b = r_.Bool(f)) Set(f, p_.gvisor_accept_weaker, *b);
     } else if (key == "read_only") {

@@ -2,6 +2,7 @@
 // this file, so the two ends cannot disagree about a field.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -45,7 +46,7 @@ inline constexpr const char* kJobDir = "/run/job";
 struct BoxSetup {
   int protocol = kProtocolVersion;
   BoxMode mode = BoxMode::kBuildRoot;  // "build_root" | "in_place" (protocol/wire_values.h)
-  std::string rootfs = "host";  // "host" (the host's system dirs, read-only) or a directory path
+  std::string rootfs = "host";  // "host" (the host's system dirs, read-only), a directory path, or "image" (`layers`)
   bool read_only = true;
   std::vector<TmpfsSpec> tmpfs;
   std::string job_dir = kJobDir;  // where init writes the program file (noexec, read-only to it)
@@ -60,10 +61,26 @@ struct BoxSetup {
   // (gVisor's Sentry) has no Landlock or no seccomp user notification, init runs without them and
   // names them in InitReady.controls_off instead of refusing. Never set by the native backend.
   bool gvisor_accept_weaker = false;
+  // rootfs "image" (native backend, an image from the store): the image's unpacked layers,
+  // absolute directories, lowest first, at most kMaxImageLayers (init mounts them read-only as
+  // one overlayfs, src/init/layers.h). Empty for "host" and a directory.
+  std::vector<std::string> layers;
+  // Where the image's config fills gaps the policy leaves (never loosens it): config.Env as
+  // "KEY=VALUE" (its PATH finds commands the policy names by a path the image lacks, and each
+  // variable the run does not set is passed if a request could pass it, env_rules.h), and
+  // config.WorkingDir, set only when the policy has no container.workdir (the run's cwd when it
+  // exists in the image).
+  std::vector<std::string> image_env;
+  std::string image_workdir;
 };
+// The largest number of layers an image root may have: overlayfs itself stacks at most 500 lower
+// layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
+// option string (one short /proc/self/fd name per layer) well within the kernel's page for it.
+inline constexpr size_t kMaxImageLayers = 128;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs,
                                                 job_dir, hostname, network_enabled, allow, deny,
-                                                uid, gid, trace, gvisor_accept_weaker)
+                                                uid, gid, trace, gvisor_accept_weaker,
+                                                layers, image_env, image_workdir)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {

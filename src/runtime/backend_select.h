@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "image/image_puller.h"
+#include "image/image_source.h"
 #include "policy/policy.h"
 #include "runtime/backend.h"
 
@@ -26,6 +28,10 @@ struct BackendOptions {
   std::string init_volume;
   bool auto_docker = false;       // "auto" prefers Docker when an engine answers (the daemon)
   std::vector<Policy> policies;   // "auto" with auto_docker: the policies Docker must be able to serve
+  // native: the image store and registry client container.image falls back to after the image
+  // map (runtime/native/box_root.h); absent = only the map resolves images.
+  std::shared_ptr<const image::ImageSource> image_source;
+  std::shared_ptr<image::ImagePuller> image_puller;
 };
 
 // Names accepted by MakeBackend, "auto" first.

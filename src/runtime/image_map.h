@@ -5,16 +5,25 @@
 //   images:
 //     "python:3.12-slim": host          # the host's system directories, read-only
 //     "alpine:3": /srv/rootfs/alpine    # an unpacked root filesystem directory
+//     "python:3.11-slim": "127.0.0.1:5000/python:3.11-slim"   # an alias: that image, from the store
+//     "app:1":                          # unpacked layers in overlayfs format, lowest first
+//       layers: [/srv/layers/base, /srv/layers/app]
+//       env: ["PATH=/usr/local/bin:/usr/bin:/bin"]   # optional, as an image config's Env
+//       workdir: /app                                # optional, as its WorkingDir
 //
-// The image "host" needs no entry.
+// The image "host" needs no entry. An alias is resolved once: its target is looked up in the image
+// store, never in this map again (a target that this file maps too is refused), so there are no
+// chains and no loops.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "image/image_root.h"
 
 namespace lsb {
 
@@ -37,14 +46,26 @@ class ImageMap {
   static Result<ImageMap> LoadChoice(const Choice& choice);
   static Result<ImageMap> Parse(std::string_view yaml_text, const std::string& file_name);
 
-  // "host" or an absolute directory path.
+  // "host" or an absolute directory path (an alias is an error: the image store resolves it).
   Result<std::string> Resolve(const std::string& image) const;
+
+  // One entry of the map, as the native backend resolves it (runtime/native/box_root.h).
+  struct Entry {
+    enum class Kind { kHost, kDirectory, kAlias, kLayers } kind = Kind::kHost;
+    std::string value;        // kDirectory: the path; kAlias: the target reference as written
+    image::ImageRoot layers;  // kLayers: the operator's unpacked layers and config
+  };
+  // The entry for `image` ("host" always has one); nullopt when the map has none.
+  std::optional<Entry> Find(const std::string& image) const;
+  // What was looked at, for messages ("--images (not given), ..., /etc/... (absent)").
+  const std::string& searched() const { return searched_.empty() ? source_ : searched_; }
 
   const std::map<std::string, std::string>& entries() const { return images_; }
   const std::string& source() const { return source_; }  // the file loaded, "" if none
 
  private:
   std::map<std::string, std::string> images_;
+  std::map<std::string, image::ImageRoot> layered_;
   std::string source_;
   std::string searched_;  // for error messages: what was looked at and what was found
 };

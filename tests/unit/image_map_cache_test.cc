@@ -56,7 +56,7 @@ TEST_F(ImageMapCacheTest, AnEditReachesTheNextGet) {
 }
 
 TEST_F(ImageMapCacheTest, ABrokenFileIsAnErrorEachTimeAndItsFixIsSeen) {
-  Write("images:\n  a: relative\n");
+  Write("images:\n  a: \"relative dir!\"\n");  // no path, no image reference ("relative" would be an alias)
   ImageMapCache cache(file_);
   EXPECT_FALSE(cache.Get().ok());
   EXPECT_FALSE(cache.Get().ok());

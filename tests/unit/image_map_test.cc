@@ -27,7 +27,9 @@ TEST(ImageMap, UnmappedImageNamesImageFilesAndFix) {
 }
 
 TEST(ImageMap, RejectsBadValuesWithPosition) {
-  auto m = ImageMap::Parse("images:\n  a: relative/dir\n", "m.yaml");
+  // Neither host, an absolute directory nor an image reference (a relative path such as
+  // "relative/dir" now reads as an alias to that image: the alias feature).
+  auto m = ImageMap::Parse("images:\n  a: \"relative dir!\"\n", "m.yaml");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().message.find("m.yaml:2:"), std::string::npos) << m.error().message;
   auto k = ImageMap::Parse("imagez: {}\n", "m.yaml");

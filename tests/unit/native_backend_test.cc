@@ -70,7 +70,7 @@ TEST(NativeBackend, CheckNamesUnmappedImageAndRuntime) {
   p.runtime = "runsc";
   auto st = b.Check(p);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("container.image: image 'ruby:3'"), std::string::npos)
+  EXPECT_NE(st.error().message.find("container.image: container.image 'ruby:3' is not in the image map"), std::string::npos)
       << st.error().message;
   EXPECT_NE(st.error().message.find("container.runtime"), std::string::npos);
 }

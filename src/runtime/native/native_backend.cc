@@ -9,6 +9,7 @@
 #include "protocol/frame.h"
 #include "runtime/image_map.h"
 #include "runtime/native/box_cgroup.h"
+#include "runtime/native/box_root.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
@@ -109,17 +110,10 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
   else
     add("llm-sandbox-init", false, init.error().message);
 
-  auto images = images_.Get();
-  if (!images.ok()) {
-    add("container.image", false, images.error().message);
-  } else if (auto rootfs = images->Resolve(policy.image); !rootfs.ok()) {
-    add("container.image", false, rootfs.error().message);
-  } else {
-    add("container.image", true,
-        *rootfs == "host" ? "'" + policy.image + "' -> the host's system directories, read-only" +
-                                (images->source().empty() ? "" : " (" + images->source() + ")")
-                          : "'" + policy.image + "' -> rootfs " + *rootfs + " (" + images->source() + ")");
-  }
+  if (auto root = ResolveRoot(policy, /*may_pull=*/false); !root.ok())
+    add("container.image", false, root.error().message);
+  else
+    add("container.image", true, root->how);
 
   for (auto& c : PlanControls(policy)) out.push_back(std::move(c));
 
@@ -152,12 +146,27 @@ Status NativeBackend::Refusal(const Policy& policy, const std::vector<ControlSup
   return Error{"the native backend cannot enforce policy '" + policy.name + "' here:" + problems};
 }
 
-Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
+Result<BoxRoot> NativeBackend::ResolveRoot(const Policy& policy, bool may_pull) const {
   LSB_ASSIGN_OR_RETURN(ImageMap images, images_.Get());
-  LSB_ASSIGN_OR_RETURN(std::string rootfs, images.Resolve(policy.image));
+  return ResolveBoxRoot(policy.image, policy.pull, RootSources{images, opts_.image_source.get(), opts_.image_puller.get()},
+                        may_pull);
+}
+
+Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
+  LSB_ASSIGN_OR_RETURN(BoxRoot root, ResolveRoot(policy, /*may_pull=*/true));
   protocol::BoxSetup s = PolicyBoxSetup(policy);
   s.mode = protocol::BoxMode::kBuildRoot;  // init assembles the root itself
-  s.rootfs = rootfs;
+  s.rootfs = root.rootfs;
+  if (root.image) {
+    // The image's config fills the policy's gaps (init: image_config.h, command_path.h).
+    const image::ImageRoot& img = *root.image;
+    if (img.layers.empty() || img.layers.size() > protocol::kMaxImageLayers)
+      return Error{"container.image '" + policy.image + "' (" + img.reference + ") has " + std::to_string(img.layers.size()) +
+                   " layers; a native box takes 1 to " + std::to_string(protocol::kMaxImageLayers)};
+    s.layers = img.layers;
+    s.image_env = img.config.env;
+    if (!policy.positions.count("container.workdir")) s.image_workdir = img.config.working_dir;
+  }
   return s;
 }
 

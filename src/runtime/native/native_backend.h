@@ -12,9 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "image/image_puller.h"
+#include "image/image_source.h"
 #include "runtime/backend.h"
 #include "runtime/image_map_cache.h"
 #include "runtime/native/box_cgroup.h"
+#include "runtime/native/box_root.h"
 #include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/idmap.h"
@@ -36,6 +39,11 @@ struct NativeOptions {
   // milliseconds (docs/security.md, "Network isolation with loopback up"). The egress proxy needs
   // it up. $LLM_SANDBOX_NATIVE_LOOPBACK=up sets it (backend_select.cc).
   bool loopback_up = false;
+  // Where container.image is looked up after the image map (box_root.h): the image store, and the
+  // registry client that fills it when container.pull says so. Either may be absent (then an image
+  // only the store could give is an error naming `llm-sandbox image pull|import`). Thread-safe.
+  std::shared_ptr<const image::ImageSource> image_source;
+  std::shared_ptr<image::ImagePuller> image_puller;
 };
 
 // What Launch builds a box from besides init's setup, derived from the policy by PlanLaunch: the
@@ -72,6 +80,8 @@ class NativeBackend : public Backend {
   static Status Refusal(const Policy& policy, const std::vector<ControlSupport>& controls);
   // Start's work: namespaces, cgroups, init; from the plan and the setup only (never the policy).
   Result<std::unique_ptr<Box>> Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup);
+  // container.image per box_root.h; `may_pull` false for Explain (nothing is fetched).
+  Result<BoxRoot> ResolveRoot(const Policy& policy, bool may_pull) const;
   // Mounts and our own cgroup do not change under a running process: detect once.
   const CgroupLayout& Layout() const;
 
