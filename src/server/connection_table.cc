@@ -61,7 +61,8 @@ ConnectionTable::Admission ConnectionTable::Admit(int fd, const std::string& pee
     Evict(victim);
   }
   a.id = next_id_++;
-  conns_.emplace(a.id, Conn{fd, peer, ConnPhase::kReadingHead, now, false});
+  const Conn& added = conns_.emplace(a.id, Conn{fd, peer, ConnPhase::kReadingHead, now, false}).first->second;
+  Index(a.id, added);
   ++live_per_peer_[peer];
   ++live_;
   return a;
@@ -70,8 +71,10 @@ ConnectionTable::Admission ConnectionTable::Admit(int fd, const std::string& pee
 void ConnectionTable::Progress(uint64_t id, ConnPhase phase, Clock::time_point now) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
+  Unindex(id, it->second);
   it->second.phase = phase;
   it->second.progress = now;
+  Index(id, it->second);
 }
 
 bool ConnectionTable::Evicted(uint64_t id) const {
@@ -82,6 +85,7 @@ bool ConnectionTable::Evicted(uint64_t id) const {
 void ConnectionTable::Evict(uint64_t id) {
   Conn& c = conns_.at(id);
   if (c.evicted) return;
+  Unindex(id, c);
   c.evicted = true;
   ++evictions_;
   --live_;
@@ -92,6 +96,7 @@ void ConnectionTable::Evict(uint64_t id) {
 void ConnectionTable::Remove(uint64_t id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
+  Unindex(id, it->second);
   if (!it->second.evicted) {
     --live_;
     auto p = live_per_peer_.find(it->second.peer);
@@ -101,17 +106,24 @@ void ConnectionTable::Remove(uint64_t id) {
 }
 
 uint64_t ConnectionTable::OldestEvictable(const std::string& peer) const {
-  uint64_t best = 0;
-  Clock::time_point best_at{};
-  for (const auto& [id, c] : conns_) {
-    if (c.evicted || c.phase == ConnPhase::kBusy) continue;
-    if (!peer.empty() && c.peer != peer) continue;
-    if (best == 0 || c.progress < best_at) {
-      best = id;
-      best_at = c.progress;
-    }
-  }
-  return best;
+  if (peer.empty()) return evictable_.empty() ? 0 : evictable_.begin()->second;
+  auto it = evictable_per_peer_.find(peer);
+  return it == evictable_per_peer_.end() ? 0 : it->second.begin()->second;
+}
+
+void ConnectionTable::Index(uint64_t id, const Conn& c) {
+  if (!Evictable(c)) return;
+  evictable_.emplace(c.progress, id);
+  evictable_per_peer_[c.peer].emplace(c.progress, id);
+}
+
+void ConnectionTable::Unindex(uint64_t id, const Conn& c) {
+  if (!Evictable(c)) return;
+  evictable_.erase({c.progress, id});
+  auto it = evictable_per_peer_.find(c.peer);
+  if (it == evictable_per_peer_.end()) return;
+  it->second.erase({c.progress, id});
+  if (it->second.empty()) evictable_per_peer_.erase(it);  // a peer's set exists only while non-empty
 }
 
 std::vector<int> ConnectionTable::IdleFds() const {

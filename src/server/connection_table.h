@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,13 +73,22 @@ class ConnectionTable {
     Clock::time_point progress;
     bool evicted;
   };
+  using ByProgress = std::set<std::pair<Clock::time_point, uint64_t>>;
+  static bool Evictable(const Conn& c) { return !c.evicted && c.phase != ConnPhase::kBusy; }
   // The evictable connection with the oldest progress, among `peer`'s (or all when empty); 0 if none.
   uint64_t OldestEvictable(const std::string& peer) const;
   void Evict(uint64_t id);
+  // Keep the eviction order in step with a connection (call Unindex before changing it).
+  void Index(uint64_t id, const Conn& c);
+  void Unindex(uint64_t id, const Conn& c);
 
   ConnLimits limits_;
   std::map<uint64_t, Conn> conns_;
   std::map<std::string, size_t> live_per_peer_;
+  // The evictable connections ordered by progress, in all and per peer: a flood's every arrival
+  // picks its victim in O(log n), not by a scan of the table.
+  ByProgress evictable_;
+  std::map<std::string, ByProgress> evictable_per_peer_;
   size_t live_ = 0;
   size_t evictions_ = 0;
   uint64_t next_id_ = 1;

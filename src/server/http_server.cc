@@ -4,11 +4,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cstring>
 #include <chrono>
 #include <functional>
 #include <sstream>
@@ -262,6 +265,23 @@ void RefuseConnection(int fd, const std::string& why) {
 
 }  // namespace
 
+namespace {
+
+constexpr uint64_t kListenKey = 0;  // epoll key of the listening socket; connection ids start at 1
+constexpr int kAcceptBatch = 64;    // accepts per wakeup, so waiting connections are seen in between
+// The kernel caps it at net.core.somaxconn (4096 on current kernels). A SYN dropped by a full queue
+// costs its client a 1 s retransmit, and accepting is cheap here, so the queue is as long as allowed.
+constexpr int kListenBacklog = 4096;
+
+bool Watch(int epoll_fd, int fd, uint64_t key, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = key;
+  return ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Listen(const HttpServerOptions& opts, HttpHandler handler) {
   std::unique_ptr<HttpServer> s(new HttpServer(opts, std::move(handler)));
   addrinfo hints{};
@@ -281,7 +301,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Listen(const HttpServerOptions& 
     }
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.get(), 1024) != 0) {
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.get(), kListenBacklog) != 0) {
       last = std::strerror(errno);
       continue;
     }
@@ -297,6 +317,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Listen(const HttpServerOptions& 
   if (!s->listen_fd_)
     return Error{"cannot listen on " + opts.host + ":" + port + ": " + last +
                  " (is another daemon running there? choose another --listen HOST:PORT)"};
+  // The acceptor drains the queue without blocking and watches waiting connections beside it.
+  s->epoll_fd_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+  int flags = ::fcntl(s->listen_fd_.get(), F_GETFL);
+  if (!s->epoll_fd_ || flags < 0 || ::fcntl(s->listen_fd_.get(), F_SETFL, flags | O_NONBLOCK) != 0 ||
+      !Watch(s->epoll_fd_.get(), s->listen_fd_.get(), kListenKey, EPOLLIN))
+    return Error{std::string("cannot watch the listening socket: ") + std::strerror(errno)};
   return s;
 }
 
@@ -305,19 +331,47 @@ HttpServer::~HttpServer() {
   Stop(0);
 }
 
+// One thread accepts and holds every connection that has not sent a byte yet (waiting_room.h):
+// only a connection with something to read gets its own thread, so connections that say nothing
+// or leave at once cannot make the daemon spawn threads, nor keep a real client waiting behind
+// them in the kernel's accept queue.
 void HttpServer::Serve() {
+  WaitingRoom room;
+  epoll_event events[64];
   for (;;) {
+    int n = ::epoll_wait(epoll_fd_.get(), events, 64, room.MsUntilNextDeadline(Clock::now()));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == kListenKey) {
+        if (!AcceptBatch(room)) {
+          for (const auto& g : room.TakeAll()) CloseGuest(g);
+          return;
+        }
+      } else if (auto g = room.Take(events[i].data.u64)) {
+        ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, g->fd, nullptr);
+        Greet(*g);
+      }
+    }
+    // Nothing arrived within the head's deadline: closed without an answer, as a connection
+    // thread does for a head that never began.
+    for (const auto& g : room.TakeExpired(Clock::now())) CloseGuest(g);
+  }
+  for (const auto& g : room.TakeAll()) CloseGuest(g);
+}
+
+bool HttpServer::AcceptBatch(WaitingRoom& room) {
+  for (int i = 0; i < kAcceptBatch; ++i) {
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof peer;
     int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
     if (fd < 0) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (!accepting_) return;
+        if (!accepting_) return false;
       }
       if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let connections end
-      continue;
+      return true;  // EAGAIN: the queue is empty
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -329,7 +383,8 @@ void HttpServer::Serve() {
         admitted.why = "the daemon is shutting down";
       } else {
         admitted = table_.Admit(fd, PeerKey(peer), now);
-        // Under the lock: the victim's thread closes its fd only under it, so this is its fd.
+        // Under the lock: the victim's owner closes its fd only under it, so this is its fd. A
+        // victim still in the waiting room becomes readable and is closed when its event comes.
         if (admitted.evicted_fd >= 0) ::shutdown(admitted.evicted_fd, SHUT_RDWR);
       }
     }
@@ -337,13 +392,48 @@ void HttpServer::Serve() {
       RefuseConnection(fd, admitted.why);
       continue;
     }
-    try {
-      std::thread([this, fd, id = admitted.id, now] { ServeConnection(fd, id, now); }).detach();
-    } catch (const std::system_error&) {  // no thread to be had (a flood): drop this one
-      ::close(fd);
-      Forget(admitted.id);
+    WaitingRoom::Guest guest{admitted.id, fd, now, now + std::chrono::milliseconds(opts_.header_timeout_ms)};
+    // A client that sent its request with the handshake (most do) goes to its thread at once.
+    char byte;
+    if (::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+      Greet(guest);
+    } else if (!Watch(epoll_fd_.get(), fd, admitted.id, EPOLLIN | EPOLLRDHUP)) {
+      CloseGuest(guest);
+    } else {
+      room.Add(guest);
     }
   }
+  return true;
+}
+
+void HttpServer::Greet(const WaitingRoom::Guest& g) {
+  char byte;
+  ssize_t r = ::recv(g.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  bool evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    evicted = table_.Evicted(g.id);
+    // Bytes arrived: that is progress, so a full table's churn does not pick this connection
+    // before its thread has read them.
+    if (!evicted && r > 0) table_.Progress(g.id, ConnPhase::kReadingHead, Clock::now());
+  }
+  if (evicted || r <= 0) {  // evicted, hung up, or reset before saying anything
+    CloseGuest(g);
+    return;
+  }
+  try {
+    std::thread([this, g] { ServeConnection(g.fd, g.id, g.accepted); }).detach();
+  } catch (const std::system_error&) {  // no thread to be had (a flood): drop this one
+    CloseGuest(g);
+  }
+}
+
+void HttpServer::CloseGuest(const WaitingRoom::Guest& g) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Closed and forgotten under the lock: neither Stop() nor an eviction shuts down a reused fd number.
+  ::close(g.fd);
+  table_.Remove(g.id);
+  gone_cv_.notify_all();
 }
 
 void HttpServer::StopAccepting() {

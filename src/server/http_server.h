@@ -1,7 +1,9 @@
 // The HTTP/1.1 transport of the daemon: Boost.Beast's parser and serializer over blocking sockets,
-// one thread per connection (bounded), keep-alive, Expect: 100-continue, chunked request bodies
+// a thread per connection that has sent something (bounded), keep-alive, Expect: 100-continue, chunked request bodies
 // decoded, limits on headers and body (413). Only http_server.cc includes Boost; routes see plain
-// HttpRequest / HttpResponse values (http_types.h).
+// HttpRequest / HttpResponse values (http_types.h). A connection gets its thread when its first
+// bytes arrive; until then it waits in the acceptor's epoll set (waiting_room.h), so connections
+// that say nothing or leave at once cost an fd and a table slot each, never a thread.
 //
 // A slow client cannot hold a slot for long (docs/api.md "Connection limits"): the request head has
 // a deadline, the body and every response write a deadline that grows with its size (a floor plus
@@ -25,6 +27,7 @@
 #include "base/unique_fd.h"
 #include "server/connection_table.h"
 #include "server/http_types.h"
+#include "server/waiting_room.h"
 
 namespace lsb::server {
 
@@ -62,6 +65,12 @@ class HttpServer {
  private:
   HttpServer(HttpServerOptions opts, HttpHandler handler)
       : opts_(std::move(opts)), handler_(std::move(handler)), table_(opts_.connections) {}
+  // Accepts what the kernel's queue holds (up to a batch) into the waiting room; false once
+  // StopAccepting() was called.
+  bool AcceptBatch(WaitingRoom& room);
+  // A waiting connection became readable: its own thread when it sent bytes, else closed.
+  void Greet(const WaitingRoom::Guest& g);
+  void CloseGuest(const WaitingRoom::Guest& g);
   void ServeConnection(int fd, uint64_t id, ConnectionTable::Clock::time_point accepted);
   // Records the connection's phase and progress; false when it was evicted (it should end).
   bool SetPhase(uint64_t id, ConnPhase phase);
@@ -70,6 +79,7 @@ class HttpServer {
   HttpServerOptions opts_;
   HttpHandler handler_;
   UniqueFd listen_fd_;
+  UniqueFd epoll_fd_;  // the listening socket and the waiting room's connections
   uint16_t port_ = 0;
 
   mutable std::mutex mu_;

@@ -32,6 +32,7 @@ def _sanitized_build():
 # costs several times more; there the suite checks that nobody is locked out (and that no sanitizer
 # reports), with a budget of a second.
 HEALTHZ_BUDGET_S = 1.0 if _sanitized_build() else 0.100
+FLOOD_RATE_PER_ADDRESS = 1500  # new connections a second, from each of 4 addresses
 
 
 def raise_fd_limit(need):
@@ -376,8 +377,17 @@ class SlowClientsTest(unittest.TestCase):
         stop = threading.Event()
         counts = [0]
 
+        # Each address connects as fast as it can, up to FLOOD_RATE_PER_ADDRESS a second. A local
+        # process with as much CPU as the daemon's acceptor could always out-connect it and fill
+        # the kernel's accept queue (that is the firewall's to limit, docs/security.md class 6);
+        # the rate says what the daemon is shown to withstand, the same on any machine.
         def flood(source):
+            started, n = time.monotonic(), 0
             while not stop.is_set():
+                n += 1
+                ahead = started + n / FLOOD_RATE_PER_ADDRESS - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
                 try:
                     s = socket.socket()
                     s.bind((source, 0))
@@ -407,14 +417,19 @@ class SlowClientsTest(unittest.TestCase):
                 self.assertEqual(status, 200)
                 latencies.append(elapsed)
             r = request(d.base, "POST", "/v1/execute", {"code": "print('through')"}, timeout=60)
+            threads = threads_of(d.proc.pid)
         finally:
             stop.set()
             for t in floods:
                 t.join(timeout=10)
         print(f"\nflood: {counts[0]} connections opened; /healthz median {statistics.median(latencies) * 1000:.1f} ms,"
-              f" max {max(latencies) * 1000:.1f} ms", flush=True)
+              f" max {max(latencies) * 1000:.1f} ms; daemon threads {threads}", flush=True)
         self.assertEqual(r.status, 200, r.body[:300])
+        # Up to 800 silent connections are held open: they wait in the acceptor without a thread
+        # each (a thread per connection measured 547 here).
+        self.assertLess(threads, 200)
         self.assertEqual(r.json()["stdout"], "through\n")
+        self.assertGreater(counts[0], 500)  # the flood did happen
         # Starvation shows as seconds; on a loaded 2-core machine a few probes of 20 can pass the
         # budget by scheduling noise alone (measured: 101 and 113 ms beside four compiling builds).
         self.assertLessEqual(sum(1 for x in latencies if x > HEALTHZ_BUDGET_S), 3, latencies)
