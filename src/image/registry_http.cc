@@ -24,6 +24,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/beast_sync_stream.h"
 #include "base/unique_fd.h"
 
 namespace lsb::image::registry {
@@ -106,7 +107,7 @@ struct SinkBody {
 }  // namespace
 
 // One TCP (+TLS) connection as a Beast sync stream; every wait is bounded by the I/O timeout.
-struct HttpClient::Conn {
+struct HttpClient::Conn : BeastSyncStream<HttpClient::Conn> {
   UniqueFd fd;
   std::unique_ptr<SSL_CTX, SslCtxFree> ctx;
   std::unique_ptr<SSL, SslFree> ssl;
@@ -207,39 +208,6 @@ struct HttpClient::Conn {
     }
   }
 
-  // Beast's SyncReadStream / SyncWriteStream.
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers, beast::error_code& ec) {
-    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it) {
-      net::mutable_buffer b = *it;
-      if (b.size() > 0) return Read(b.data(), b.size(), ec);
-    }
-    ec = {};
-    return 0;
-  }
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers) {
-    beast::error_code ec;
-    size_t n = read_some(buffers, ec);
-    if (ec) throw beast::system_error{ec};
-    return n;
-  }
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers, beast::error_code& ec) {
-    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it) {
-      net::const_buffer b = *it;
-      if (b.size() > 0) return Write(b.data(), b.size(), ec);
-    }
-    ec = {};
-    return 0;
-  }
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers) {
-    beast::error_code ec;
-    size_t n = write_some(buffers, ec);
-    if (ec) throw beast::system_error{ec};
-    return n;
-  }
 
   Error Failure(const std::string& what, const beast::error_code& ec) {
     dead = true;

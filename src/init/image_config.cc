@@ -10,6 +10,9 @@ std::map<std::string, std::string> RunEnvironment(const std::map<std::string, st
                                                   const std::vector<std::string>& image_env, const std::string& home,
                                                   const std::function<void(const std::string&)>& warn) {
   std::map<std::string, std::string> env = run_env;
+  // The image's variables have a budget of their own, as large as the run's (the run's was
+  // checked on the host and at Run): a hostile image cannot make the environment unbounded.
+  size_t image_vars = 0, image_bytes = 0;
   for (const auto& kv : image_env) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) continue;  // config.Env entries are KEY=VALUE
@@ -19,6 +22,15 @@ std::map<std::string, std::string> RunEnvironment(const std::map<std::string, st
       warn("image config Env " + name + " left out: " + refused->why);
       continue;
     }
+    if (image_vars + 1 > env::kEnvLimits.max_vars ||
+        image_bytes + kv.size() + 1 > env::kEnvLimits.max_total_bytes) {
+      warn("image config Env: the variables from " + name + " on left out: past " +
+           std::to_string(env::kEnvLimits.max_vars) + " variables or " +
+           std::to_string(env::kEnvLimits.max_total_bytes) + " bytes");
+      break;
+    }
+    ++image_vars;
+    image_bytes += kv.size() + 1;
     env.emplace(std::move(name), std::move(value));
   }
   env.emplace("PATH", "/usr/local/bin:/usr/bin:/bin");

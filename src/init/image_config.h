@@ -12,7 +12,8 @@
 namespace lsb::init {
 
 // The run's environment: `run_env` (policy + request, already checked), then each image variable
-// it does not set (a refused one is left out and reported through `warn`), then the defaults init
+// it does not set (a refused one, or one past the image's own budget of kEnvLimits, is left out
+// and reported through `warn`), then the defaults init
 // always sets: PATH /usr/local/bin:/usr/bin:/bin and HOME = `home`.
 std::map<std::string, std::string> RunEnvironment(const std::map<std::string, std::string>& run_env,
                                                   const std::vector<std::string>& image_env, const std::string& home,

@@ -111,7 +111,6 @@ Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nof
   const std::string workdir = RunWorkdir(spec.workdir, setup_.image_workdir);
   std::map<std::string, std::string> env =
       RunEnvironment(spec.env, setup_.image_env, workdir, [](const std::string& w) { Diag(w); });
-  LSB_TRY(env::CheckRunEnv(env));
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
   // A bare name on the run's PATH; a path the image lacks by its name on the image's PATH, as
   // the allowlist was resolved (command_path.h), and argv[0] says where it runs from.

@@ -24,6 +24,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/beast_sync_stream.h"
 #include "server/api_error.h"
 #include "server/http_target.h"
 
@@ -41,7 +42,7 @@ using Clock = std::chrono::steady_clock;
 // not pin a thread forever.) The deadline is fixed, or for a body it moves with the bytes that
 // arrived: start + floor + bytes / rate, so a body trickled slower than the rate is cut however
 // long it claims to be.
-class FdStream {
+class FdStream : public BeastSyncStream<FdStream> {
  public:
   explicit FdStream(int fd) : fd_(fd) {}
   void set_deadline(Clock::time_point t) {
@@ -70,38 +71,6 @@ class FdStream {
     return ok;
   }
 
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers, beast::error_code& ec) {
-    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it) {
-      net::mutable_buffer b = *it;
-      if (b.size() > 0) return Read(b.data(), b.size(), ec);
-    }
-    ec = {};
-    return 0;
-  }
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers) {
-    beast::error_code ec;
-    size_t n = read_some(buffers, ec);
-    if (ec) throw beast::system_error{ec};
-    return n;
-  }
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers, beast::error_code& ec) {
-    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it) {
-      net::const_buffer b = *it;
-      if (b.size() > 0) return Write(b.data(), b.size(), ec);
-    }
-    ec = {};
-    return 0;
-  }
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers) {
-    beast::error_code ec;
-    size_t n = write_some(buffers, ec);
-    if (ec) throw beast::system_error{ec};
-    return n;
-  }
 
   static std::chrono::milliseconds PerRate(uint64_t bytes, uint64_t rate) {
     if (rate == 0) return std::chrono::milliseconds(0);
@@ -109,6 +78,7 @@ class FdStream {
   }
 
  private:
+  friend class BeastSyncStream<FdStream>;
   bool Wait(short events, beast::error_code& ec) {
     pollfd p{fd_, events, 0};
     for (;;) {

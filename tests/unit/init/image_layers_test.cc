@@ -234,6 +234,20 @@ TEST(ImageConfig, ImageEnvFillsGapsNeverReplacesAndPassesOnlyWhatARequestCould) 
   EXPECT_EQ(RunEnvironment({}, {}, "/tmp", [](const std::string&) {})["PATH"], "/usr/local/bin:/usr/bin:/bin");
 }
 
+TEST(ImageConfig, ARunAtTheEnvBoundStillGetsPathHomeAndTheImagesVariablesWithinTheirOwnBudget) {
+  std::map<std::string, std::string> run_env;
+  for (int i = 0; i < 128; ++i) run_env["X_" + std::to_string(i)] = "1";  // a request at its bound
+  std::vector<std::string> image_env;
+  for (int i = 0; i < 300; ++i) image_env.push_back("IMG_" + std::to_string(i) + "=v");  // a hostile image
+  std::vector<std::string> warnings;
+  auto env = RunEnvironment(run_env, image_env, "/work", [&](const std::string& w) { warnings.push_back(w); });
+  EXPECT_EQ(env.size(), 128u + 128u + 2u);  // the run's, the image's budget, PATH and HOME
+  EXPECT_EQ(env["IMG_127"], "v");
+  EXPECT_EQ(env.count("IMG_128"), 0u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("IMG_128"), std::string::npos);
+}
+
 TEST(ImageConfig, WorkingDirIsTheCwdOnlyWhenItExists) {
   EXPECT_EQ(RunWorkdir("/tmp", "/usr"), "/usr");
   EXPECT_EQ(RunWorkdir("/tmp", "/no/such/dir"), "/tmp");
