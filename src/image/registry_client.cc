@@ -266,6 +266,11 @@ Result<PulledImage> PullToLayout(const ImageReference& ref, const std::string& l
     for (const auto& j : jobs) dup = dup || j.d.digest == l.digest;
     if (!dup) jobs.push_back({l, progress.Add("layer " + ShortDigest(l.digest), l.size)});
   }
+  if (opts.reuse_blob)
+    for (const auto& j : jobs) {
+      std::string path = blobs_dir + "/" + j.d.digest.substr(7);
+      if (::access(path.c_str(), F_OK) != 0) (void)opts.reuse_blob(j.d.digest, path);
+    }
   Status st = DownloadAll(*session, endpoint, jobs, blobs_dir, opts, progress, out);
   progress.Close();
   if (!st.ok()) return st.error().Wrap("pull " + ref.Familiar());

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct PullOptions {
   std::chrono::milliseconds io_timeout{30000};     // a silent connection for this long is broken
   registry::ProgressMode progress = registry::ProgressMode::kQuiet;
   FILE* progress_out = stderr;
+  // Asked, before a blob is downloaded, to place a copy of `digest` already held elsewhere at
+  // `path` (the image store hard-links its own, store_pull.h); the copy is verified like a blob
+  // a killed pull left. Unset: every blob missing from the layout is downloaded.
+  std::function<bool(const std::string& digest, const std::string& path)> reuse_blob;
 };
 
 struct PulledImage {
