@@ -13,7 +13,7 @@
 namespace lsb::image {
 namespace {
 
-constexpr size_t kMaxChainFileBytes = 256 * 65;  // protocol::kMaxImageLayers lines of 64 hex + '\n'
+constexpr size_t kMaxChainFileBytes = 256 * 65;  // 256 lines of 64 hex + newline: twice protocol::kMaxImageLayers
 
 bool IsHex64(const std::string& s) {
   if (s.size() != 64) return false;
