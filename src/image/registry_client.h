@@ -39,10 +39,13 @@ struct PullOptions {
   std::chrono::milliseconds io_timeout{30000};     // a silent connection for this long is broken
   registry::ProgressMode progress = registry::ProgressMode::kQuiet;
   FILE* progress_out = stderr;
-  // Asked, before a blob is downloaded, to place a copy of `digest` already held elsewhere at
-  // `path` (the image store hard-links its own, store_pull.h); the copy is verified like a blob
-  // a killed pull left. Unset: every blob missing from the layout is downloaded.
-  std::function<bool(const std::string& digest, const std::string& path)> reuse_blob;
+  // A directory of blobs by hex digest on the layout's file system (the image store's
+  // blobs/sha256): a blob found there is hard-linked into the layout, verified again, and not
+  // downloaded. "" = none.
+  std::string reuse_blobs_dir;
+  // Called from the download threads as each blob's bytes arrive (often: keep it cheap and
+  // thread-safe); empty = nobody listens.
+  std::function<void(const registry::BlobProgress&)> on_blob;
 };
 
 struct PulledImage {

@@ -106,10 +106,6 @@ Result<TempDir> Store::PullDirFor(const ImageReference& ref) const {
   return TempDir::Named(Path("tmp"), std::string(kResumablePullPrefix) + key);
 }
 
-bool Store::LinkBlobTo(const std::string& digest, const std::string& path) const {
-  if (!IsSha256Digest(digest) || !blobs_.Has(digest)) return false;
-  return ::linkat(blobs_.dir_fd(), BlobStore::Hex(digest).c_str(), AT_FDCWD, path.c_str(), 0) == 0;
-}
 
 Result<std::vector<StoredImage>> Store::ReadIndex() const {
   LSB_ASSIGN_OR_RETURN(std::string text, ReadFileAt(root_fd_.get(), "index.json", opts_.limits.max_json_bytes));

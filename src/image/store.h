@@ -102,9 +102,6 @@ class Store : public ImageSource {
   // while this process holds it. A second pull of the same image waits here; a killed pull's
   // verified blobs and partial downloads stay there for the next one. Other images do not wait.
   Result<TempDir> PullDirFor(const ImageReference& ref) const;
-  // Hard-links the stored blob `digest` to `path` (a pull's layout) so it is not downloaded again;
-  // false when the store lacks it or the link cannot be made (the pull then downloads it).
-  bool LinkBlobTo(const std::string& digest, const std::string& path) const;
   bool HasBlob(const std::string& digest) const { return blobs_.Has(digest); }
   Result<FileLock> LockForWrite() const;
 

@@ -5,7 +5,8 @@ namespace lsb::image {
 Result<StorePull> PullIntoStore(Store& store, const ImageReference& ref, PullOptions opts) {
   // Waits while another process pulls this image into this store (its own per-image lock).
   LSB_ASSIGN_OR_RETURN(TempDir dir, store.PullDirFor(ref));
-  opts.reuse_blob = [&store](const std::string& digest, const std::string& path) { return store.LinkBlobTo(digest, path); };
+  // Blobs the store has are hard-linked into the layout, verified, and not downloaded again.
+  if (opts.reuse_blobs_dir.empty()) opts.reuse_blobs_dir = store.root() + "/blobs/sha256";
   auto pulled = PullToLayout(ref, dir.path(), opts);
   if (!pulled.ok()) {
     dir.Keep();  // what was verified, and the partial blobs, for the next pull to resume

@@ -5,8 +5,8 @@
 //     download: a second pull of the same image into the same store waits, then finds every blob
 //     present and downloads none. The store lock is taken only for the import (seconds), so pulls
 //     of other images, imports, ls and inspect never wait for a download;
-//   - blobs the store already has are hard-linked into the layout, not downloaded (a shared base
-//     layer; the blobs a pull killed during its import had already moved into the store);
+//   - blobs the store already has are hard-linked into the layout (PullOptions::reuse_blobs_dir),
+//     not downloaded (a shared base layer; the blobs a pull killed in its import had moved in);
 //   - a killed or failed download leaves its verified blobs and `.partial` files in that dir, kept
 //     by every clean-up but `image prune`; the next pull verifies and resumes them.
 #pragma once
