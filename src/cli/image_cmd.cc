@@ -35,8 +35,9 @@ constexpr const char* kUsage =
     "\n"
     "The store is --store DIR, else $LLM_SANDBOX_IMAGE_STORE, else <state dir>/images\n"
     "($LLM_SANDBOX_STATE_DIR, /var/lib/llm-sandbox for root, ~/.local/state/llm-sandbox);\n"
-    "$LLM_SANDBOX_IMAGE_STORE_MAX bounds its size (default 20G). Exit 0 on success, 1 on failure,\n"
-    "2 on bad usage.\n";
+    "--max-store-bytes SIZE (or $LLM_SANDBOX_IMAGE_STORE_MAX) bounds its size (default 20G; 0: none):\n"
+    "past it, import and prune evict the least recently used images no running box uses.\n"
+    "rm refuses an image a running box uses. Exit 0 on success, 1 on failure, 2 on bad usage.\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "llm-sandbox image: %s\n\n%s", problem.c_str(), kUsage);
@@ -49,7 +50,7 @@ int Fail(const Error& e) {
 }
 
 struct Options {
-  std::string store, name;
+  std::string store, name, max_bytes;
   bool json = false;
   std::vector<std::string> positional;
 };
@@ -64,6 +65,10 @@ std::optional<int> ParseOptions(const Args& args, bool allow_name, bool allow_js
     }
     if ((a == "--store" || (allow_name && a == "--name")) && i + 1 < args.size()) {
       (a == "--store" ? o->store : o->name) = args[++i];
+    } else if (a == "--max-store-bytes" && i + 1 < args.size()) {
+      o->max_bytes = args[++i];
+    } else if (a.rfind("--max-store-bytes=", 0) == 0) {
+      o->max_bytes = a.substr(18);
     } else if (a.rfind("--store=", 0) == 0) {
       o->store = a.substr(8);
     } else if (allow_name && a.rfind("--name=", 0) == 0) {
@@ -82,7 +87,7 @@ std::optional<int> ParseOptions(const Args& args, bool allow_name, bool allow_js
 Result<std::unique_ptr<image::Store>> OpenStore(const Options& o) {
   image::StoreOptions so;
   so.root = o.store.empty() ? image::DefaultStoreDir() : o.store;
-  LSB_ASSIGN_OR_RETURN(so.max_bytes, image::DefaultStoreMaxBytes());
+  LSB_ASSIGN_OR_RETURN(so.max_bytes, image::StoreMaxBytes(o.max_bytes));
   return image::Store::Open(std::move(so));
 }
 

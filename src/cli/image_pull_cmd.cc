@@ -1,6 +1,6 @@
 // llm-sandbox image pull: an image from a registry into the image store (docs/images.md), or with
-// --layout into an OCI image layout directory (docs/image-pull.md). Into the store, the pull
-// writes a layout in the store's own tmp/ and the store imports it (blobs are moved, not copied).
+// --layout into an OCI image layout directory (docs/image-pull.md). Into the store: PullIntoStore
+// (image/store_pull.h: resumable, one download of an image at a time, blobs the store has reused).
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include "image/reference.h"
 #include "image/registry_client.h"
 #include "image/store.h"
+#include "image/store_pull.h"
 
 namespace lsb::cli {
 namespace {
@@ -24,6 +25,8 @@ constexpr const char* kImagePullUsage =
     "                           <state dir>/images; docs/images.md)\n"
     "  --layout DIR             instead of the store: write an OCI image layout into DIR (created; a\n"
     "                           killed pull into the same DIR resumes)\n"
+    "  --max-store-bytes SIZE   the store's size bound (default $LLM_SANDBOX_IMAGE_STORE_MAX, else\n"
+    "                           20G; 0: none); least recently used images no box uses are evicted\n"
     "  --quiet                  no progress display\n"
     "  --insecure-registry HOST allow plain HTTP to HOST[:PORT] (loopback registries always may)\n"
     "  --ca-file FILE           trust this CA bundle for the registry (also read:\n"
@@ -43,7 +46,7 @@ int Usage(const char* msg) {
 }  // namespace
 
 int ImagePullCommand(const Args& args) {
-  std::string ref_text, layout, store_dir;
+  std::string ref_text, layout, store_dir, max_store_bytes;
   bool quiet = false;
   image::PullOptions opts;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -67,6 +70,9 @@ int ImagePullCommand(const Args& args) {
     } else if (a == "--store") {
       if (!(v = value("--store"))) return 2;
       store_dir = *v;
+    } else if (a == "--max-store-bytes") {
+      if (!(v = value("--max-store-bytes"))) return 2;
+      max_store_bytes = *v;
     } else if (a == "--insecure-registry") {
       if (!(v = value("--insecure-registry"))) return 2;
       opts.insecure_registries.push_back(*v);
@@ -104,47 +110,38 @@ int ImagePullCommand(const Args& args) {
   opts.progress = quiet                 ? image::registry::ProgressMode::kQuiet
                   : isatty(STDERR_FILENO) ? image::registry::ProgressMode::kTerminal
                                           : image::registry::ProgressMode::kPlain;
-  std::unique_ptr<image::Store> store;
-  image::TempDir scratch;
+  std::string into = layout;
+  image::PulledImage pulled;
   if (layout.empty()) {
     image::StoreOptions so;
     so.root = store_dir.empty() ? image::DefaultStoreDir() : store_dir;
-    auto max = image::DefaultStoreMaxBytes();
+    auto max = image::StoreMaxBytes(max_store_bytes);
     auto opened = max.ok() ? image::Store::Open([&] { so.max_bytes = *max; return so; }()) : Result<std::unique_ptr<image::Store>>(max.error());
     if (!opened.ok()) {
       std::fprintf(stderr, "llm-sandbox image pull: image store %s: %s\n", so.root.c_str(), opened.error().message.c_str());
       return 1;
     }
-    store = std::move(*opened);
-    auto tmp = store->NewTempDir("pull");
-    if (!tmp.ok()) {
-      std::fprintf(stderr, "llm-sandbox image pull: %s\n", tmp.error().message.c_str());
+    auto stored = image::PullIntoStore(**opened, *ref, opts);
+    if (!stored.ok()) {
+      std::fprintf(stderr, "llm-sandbox image pull: %s\n", stored.error().message.c_str());
       return 1;
     }
-    scratch = std::move(*tmp);
-    layout = scratch.path();
-  }
-  auto pulled = image::PullToLayout(*ref, layout, opts);
-  if (!pulled.ok()) {
-    std::fprintf(stderr, "llm-sandbox image pull: %s\n", pulled.error().message.c_str());
-    return 1;
-  }
-  std::string into = layout;
-  if (store) {
-    auto imported = store->ImportOciLayout(layout, *ref);
-    if (!imported.ok()) {
-      std::fprintf(stderr, "llm-sandbox image pull: into the store %s: %s\n", store->root().c_str(),
-                   imported.error().message.c_str());
+    pulled = std::move(stored->pulled);
+    into = "the store " + (*opened)->root();
+  } else {
+    auto got = image::PullToLayout(*ref, layout, opts);
+    if (!got.ok()) {
+      std::fprintf(stderr, "llm-sandbox image pull: %s\n", got.error().message.c_str());
       return 1;
     }
-    into = "the store " + store->root();
+    pulled = std::move(got).value();
   }
   if (!quiet) {
-    uint64_t total = pulled->config.size;
-    for (const auto& l : pulled->layers) total += l.size;
+    uint64_t total = pulled.config.size;
+    for (const auto& l : pulled.layers) total += l.size;
     std::printf("%s: %s (%zu layers, %s, %s downloaded) from %s into %s\n", ref->Familiar().c_str(),
-                pulled->manifest_digest.c_str(), pulled->layers.size(), image::registry::HumanBytes(total).c_str(),
-                image::registry::HumanBytes(pulled->bytes_downloaded).c_str(), pulled->registry_used.c_str(),
+                pulled.manifest_digest.c_str(), pulled.layers.size(), image::registry::HumanBytes(total).c_str(),
+                image::registry::HumanBytes(pulled.bytes_downloaded).c_str(), pulled.registry_used.c_str(),
                 into.c_str());
   }
   return 0;

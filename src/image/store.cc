@@ -8,8 +8,10 @@
 #include <cstdlib>
 
 #include "base/bounded_json.h"
+#include "base/sha256.h"
 #include "base/state_dir.h"
 #include "image/safe_fs.h"
+#include "image/store_lease.h"
 #include "policy/units.h"
 
 namespace lsb::image {
@@ -44,6 +46,15 @@ Result<uint64_t> DefaultStoreMaxBytes() {
   return *bytes;
 }
 
+Result<uint64_t> StoreMaxBytes(const std::string& flag_value) {
+  if (flag_value.empty()) return DefaultStoreMaxBytes();
+  auto bytes = units::ParseBytes(flag_value);
+  if (!bytes.ok())
+    return Error::InvalidArgument("--max-store-bytes", "--max-store-bytes '" + flag_value + "': " + bytes.error().message +
+                                                           " (a size such as 20G or 500M; 0 for no bound)");
+  return *bytes;
+}
+
 Result<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   if (options.root.empty())
     return Error::InvalidArgument("store", "no image store directory: set LLM_SANDBOX_IMAGE_STORE or pass --store DIR");
@@ -55,7 +66,7 @@ Result<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
 
 Status Store::Init() {
   auto wrap = [this](const Error& e) { return e.Wrap("image store " + opts_.root); };
-  for (const char* d : {"", "/blobs/sha256", "/layers/sha256", "/meta/layers", "/meta/blobs", "/meta/used", "/tmp"}) {
+  for (const char* d : {"", "/blobs/sha256", "/layers/sha256", "/meta/layers", "/meta/blobs", "/meta/used", "/meta/inuse", "/tmp"}) {
     Status st = MakeDirs(opts_.root + d);
     if (!st.ok()) return wrap(st.error());
   }
@@ -73,6 +84,7 @@ Status Store::Init() {
   LSB_TRY(open("meta/layers", &meta_layers_fd_));
   LSB_TRY(open("meta/blobs", &meta_blobs_fd_));
   LSB_TRY(open("meta/used", &meta_used_fd_));
+  LSB_TRY(open(kInUseDir, &meta_inuse_fd_));
   struct stat st {};
   if (::fstatat(root_fd_.get(), "oci-layout", &st, 0) != 0) {
     LSB_ASSIGN_OR_RETURN(FileLock lock, LockForWrite());
@@ -87,6 +99,13 @@ Status Store::Init() {
 Result<FileLock> Store::LockForWrite() const { return FileLock::Exclusive(Path("lock")); }
 
 Result<TempDir> Store::NewTempDir(std::string_view purpose) const { return TempDir::Create(Path("tmp"), purpose); }
+
+Result<TempDir> Store::PullDirFor(const ImageReference& ref) const {
+  // Keyed by the reference pulled (a tag may move, but its blobs are verified by digest anyway).
+  std::string key = Hex(Sha256(ref.Canonical())).substr(0, 24);
+  return TempDir::Named(Path("tmp"), std::string(kResumablePullPrefix) + key);
+}
+
 
 Result<std::vector<StoredImage>> Store::ReadIndex() const {
   LSB_ASSIGN_OR_RETURN(std::string text, ReadFileAt(root_fd_.get(), "index.json", opts_.limits.max_json_bytes));

@@ -5,6 +5,7 @@
 //   layers/sha256/<diff_id hex>/   unpacked layers, keyed by the diff_id computed while unpacking
 //   meta/                          what the store knows about them (layer sizes, blob -> diff_id,
 //                                  last use), rebuilt or ignored when missing
+//   meta/inuse/<chain id>          flock'd (shared) by every running box on an image (store_lease.h)
 //   tmp/                           in-progress work; whatever a killed job left is removed later
 //   lock                           flock'd by every writer (store_lock.h)
 // Order of every write: blobs, then layers, then index.json, each by rename: a killed import
@@ -32,6 +33,8 @@ std::string DefaultStoreDir();
 inline constexpr uint64_t kDefaultStoreMaxBytes = 20ull << 30;
 // $LLM_SANDBOX_IMAGE_STORE_MAX ("20G", "500M", bytes; 0 = unbounded), else kDefaultStoreMaxBytes.
 Result<uint64_t> DefaultStoreMaxBytes();
+// `--max-store-bytes` when given (the same forms), else DefaultStoreMaxBytes().
+Result<uint64_t> StoreMaxBytes(const std::string& flag_value);
 
 struct StoreOptions {
   std::string root;                         // the store directory (created if missing)
@@ -95,6 +98,10 @@ class Store : public ImageSource {
   // ImportOciLayout to have blobs moved in), a blob check to skip downloads, and the store lock
   // to hold while downloading so concurrent pulls of one image fetch once.
   Result<TempDir> NewTempDir(std::string_view purpose) const;
+  // A pull's working directory for `ref` (store_pull.h): tmp/resume-<hash of its reference>, locked
+  // while this process holds it. A second pull of the same image waits here; a killed pull's
+  // verified blobs and partial downloads stay there for the next one. Other images do not wait.
+  Result<TempDir> PullDirFor(const ImageReference& ref) const;
   bool HasBlob(const std::string& digest) const { return blobs_.Has(digest); }
   Result<FileLock> LockForWrite() const;
 
@@ -118,14 +125,18 @@ class Store : public ImageSource {
   Result<Descriptor> ResolveToManifest(BlobSource& src, Descriptor d, std::string* manifest_json);
   Status EnsureLayer(const Descriptor& layer, const std::string& claimed_diff_id, size_t index);
   Status Commit(const StoredImage& entry);
-  // GC (store_gc.cc), with the store lock held.
-  Result<PruneReport> CollectGarbage();
+  // GC (store_gc.cc), with the store lock held. Resumable pulls' temp dirs go only with
+  // `resumable_too` (image prune); rm and the cache bound leave them for the next pull.
+  Result<PruneReport> CollectGarbage(bool resumable_too = false);
   Result<PruneReport> EnforceBound(const std::string& keep_reference);
 
   std::string Path(std::string_view rel) const { return opts_.root + "/" + std::string(rel); }
 
   StoreOptions opts_;
-  UniqueFd root_fd_, layers_fd_, meta_layers_fd_, meta_blobs_fd_, meta_used_fd_;
+  // Whether a running box holds the image (store_lease.h); with the store lock held.
+  Result<bool> InUse(const ImageInfo& info) const;
+
+  UniqueFd root_fd_, layers_fd_, meta_layers_fd_, meta_blobs_fd_, meta_used_fd_, meta_inuse_fd_;
   BlobStore blobs_;
 };
 

@@ -12,6 +12,7 @@
 #include "base/bounded_json.h"
 #include "image/safe_fs.h"
 #include "image/store.h"
+#include "image/store_lease.h"
 
 namespace lsb::image {
 namespace {
@@ -70,7 +71,7 @@ Result<uint64_t> Store::UsedBytes() const {
   return total;
 }
 
-Result<PruneReport> Store::CollectGarbage() {
+Result<PruneReport> Store::CollectGarbage(bool resumable_too) {
   PruneReport report;
   LSB_ASSIGN_OR_RETURN(auto entries, ReadIndex());
   std::set<std::string> live_blobs, live_layers, live_manifests;  // hex digests
@@ -93,6 +94,9 @@ Result<PruneReport> Store::CollectGarbage() {
         }
     }
   }
+  // Layers a running box is built from stay, even when no index entry names them any more.
+  LSB_ASSIGN_OR_RETURN(auto held, HeldChains(meta_inuse_fd_.get()));
+  for (const auto& [chain, hexes] : held) live_layers.insert(hexes.begin(), hexes.end());
   LSB_ASSIGN_OR_RETURN(auto blobs, ListDir(blobs_.dir_fd()));
   for (const auto& b : blobs) {
     if (live_blobs.count(b)) continue;
@@ -126,7 +130,7 @@ Result<PruneReport> Store::CollectGarbage() {
     if (!live_manifests.count(u)) (void)::unlinkat(meta_used_fd_.get(), u.c_str(), 0);
   // Temp files of an atomic write cut short (".index.json.tmp-..."): every writer holds the lock.
   for (int dir : {root_fd_.get(), meta_layers_fd_.get(), meta_blobs_fd_.get()}) RemoveAtomicWriteLeftovers(dir);
-  LSB_ASSIGN_OR_RETURN(report.temp_removed, CleanStaleTemp(Path("tmp")));
+  LSB_ASSIGN_OR_RETURN(report.temp_removed, CleanStaleTemp(Path("tmp"), /*keep_resumable=*/!resumable_too));
   return report;
 }
 
@@ -146,13 +150,18 @@ Result<PruneReport> Store::EnforceBound(const std::string& keep_reference) {
     int64_t victim_use = 0;
     for (const auto& e : entries) {
       if (e.reference == keep_reference) continue;
+      ImageInfo info;
+      if (RootOf(e, &info).ok()) {
+        LSB_ASSIGN_OR_RETURN(bool busy, InUse(info));
+        if (busy) continue;  // a running box's image is never evicted
+      }
       int64_t u = last_use(e);
       if (!victim || u < victim_use || (u == victim_use && e.imported < victim->imported)) {
         victim = &e;
         victim_use = u;
       }
     }
-    if (!victim) break;  // only the image just imported is left: it stays, over the bound
+    if (!victim) break;  // only the image just imported and images in use are left: they stay, over the bound
     std::string gone = victim->reference;
     std::vector<StoredImage> next;
     for (auto& e : entries)
@@ -171,6 +180,13 @@ Result<PruneReport> Store::Remove(const ImageReference& ref) {
   LSB_ASSIGN_OR_RETURN(FileLock lock, LockForWrite());
   LSB_ASSIGN_OR_RETURN(auto entries, ReadIndex());
   LSB_ASSIGN_OR_RETURN(const StoredImage* e, Find(entries, ref));
+  ImageInfo info;
+  if (RootOf(*e, &info).ok()) {
+    LSB_ASSIGN_OR_RETURN(bool busy, InUse(info));
+    if (busy)
+      return Error{ErrorCode::kPermissionDenied, "image " + e->reference + " is in use by a running box; stop the box "
+                                                 "(or let its run end) and run `llm-sandbox image rm` again"};
+  }
   std::string gone = e->reference;
   std::vector<StoredImage> next;
   for (auto& x : entries)
@@ -179,9 +195,16 @@ Result<PruneReport> Store::Remove(const ImageReference& ref) {
   return CollectGarbage();
 }
 
+Result<bool> Store::InUse(const ImageInfo& info) const {
+  std::vector<std::string> hexes;
+  for (const auto& l : info.layers) hexes.push_back(BlobStore::Hex(l.diff_id));
+  LSB_ASSIGN_OR_RETURN(auto held, HeldChains(meta_inuse_fd_.get()));
+  return held.count(LayerChainId(hexes)) > 0;
+}
+
 Result<PruneReport> Store::Prune() {
   LSB_ASSIGN_OR_RETURN(FileLock lock, LockForWrite());
-  LSB_ASSIGN_OR_RETURN(PruneReport r, CollectGarbage());
+  LSB_ASSIGN_OR_RETURN(PruneReport r, CollectGarbage(/*resumable_too=*/true));
   if (opts_.max_bytes > 0) {
     LSB_ASSIGN_OR_RETURN(PruneReport b, EnforceBound(""));
     r.images_evicted += b.images_evicted;

@@ -55,6 +55,18 @@ Result<std::string> ReadAll(int fd, size_t max_bytes, const std::string& what) {
   return out;
 }
 
+// A native box runs the image's binaries on this kernel and CPU: an image for another os or
+// architecture could only fail later, inside a box, with an obscure exec error.
+Status CheckHostPlatform(const ImageConfig& config) {
+  const std::string host = "linux/" + HostArchitecture();
+  const std::string image = (config.os.empty() ? "?" : config.os) + "/" + (config.architecture.empty() ? "?" : config.architecture);
+  if (config.os == "linux" && config.architecture == HostArchitecture()) return OkStatus();
+  return Error{ErrorCode::kInvalidArgument,
+               "the image is for " + image + " but this host is " + host +
+                   ": a native box runs the image's binaries on the host's own kernel and CPU; pull or import "
+                   "the image's " + host + " variant (a multi-platform reference picks it by itself)"};
+}
+
 }  // namespace
 
 Result<UniqueFd> OpenRegularInRoot(int root, const std::string& rel) { return OpenInRoot(root, rel); }
@@ -166,7 +178,7 @@ Status Store::Commit(const StoredImage& entry) {
 
 Result<ImageRoot> Store::ImportFrom(BlobSource& src, const Descriptor& top, const ImageReference& name) {
   const size_t max_json = opts_.limits.max_json_bytes;
-  (void)CleanStaleTemp(Path("tmp"));
+  (void)CleanStaleTemp(Path("tmp"), /*keep_resumable=*/true);
   LSB_ASSIGN_OR_RETURN(TempDir work, NewTempDir("import"));
   std::string manifest_json;
   LSB_ASSIGN_OR_RETURN(Descriptor md, ResolveToManifest(src, top, &manifest_json));
@@ -179,7 +191,7 @@ Result<ImageRoot> Store::ImportFrom(BlobSource& src, const Descriptor& top, cons
   LSB_TRY(src.AddTo(blobs_, m.config, work.fd()));
   LSB_ASSIGN_OR_RETURN(std::string config_json, blobs_.ReadVerified(m.config.digest, max_json));
   LSB_ASSIGN_OR_RETURN(Config c, ParseConfig(config_json, max_json));
-  if (c.image.os != "linux") return Error{ErrorCode::kInvalidArgument, "the image is for " + c.image.os + ", not linux"};
+  LSB_TRY(CheckHostPlatform(c.image));
   if (c.diff_ids.size() != m.layers.size())
     return Error{ErrorCode::kInvalidArgument, "the image config lists " + std::to_string(c.diff_ids.size()) +
                                                   " layers (rootfs.diff_ids) but the manifest " + std::to_string(m.layers.size())};

@@ -59,6 +59,12 @@ TempDir& TempDir::operator=(TempDir&& other) noexcept {
 
 TempDir::~TempDir() { Release(); }
 
+void TempDir::Keep() {
+  dir_.reset();
+  lock_.reset();  // the lock file stays: CleanStaleTemp pairs it with the directory
+  path_.clear();
+}
+
 void TempDir::Release() {
   if (path_.empty()) return;
   dir_.reset();
@@ -86,7 +92,26 @@ Result<TempDir> TempDir::Create(const std::string& tmp_root, std::string_view pu
   return t;
 }
 
-Result<int> CleanStaleTemp(const std::string& tmp_root) {
+Result<TempDir> TempDir::Named(const std::string& tmp_root, const std::string& name) {
+  TempDir t;
+  t.lock_path_ = tmp_root + "/" + name + std::string(kLockSuffix);
+  LSB_ASSIGN_OR_RETURN(t.lock_, LockFile(t.lock_path_, true, true));
+  t.path_ = tmp_root + "/" + name;
+  if (::mkdir(t.path_.c_str(), 0755) != 0 && errno != EEXIST) {
+    Error e = Error::FromErrno("mkdir " + t.path_);
+    t.path_.clear();
+    return e;
+  }
+  auto dir = OpenDir(t.path_);
+  if (!dir.ok()) {
+    t.path_.clear();
+    return dir.error();
+  }
+  t.dir_ = std::move(dir).value();
+  return t;
+}
+
+Result<int> CleanStaleTemp(const std::string& tmp_root, bool keep_resumable) {
   LSB_ASSIGN_OR_RETURN(UniqueFd dir, OpenDir(tmp_root));
   std::vector<std::string> names;
   {
@@ -105,6 +130,7 @@ Result<int> CleanStaleTemp(const std::string& tmp_root) {
   int removed = 0;
   for (const auto& n : names) {
     if (is_lock(n)) continue;
+    if (keep_resumable && n.rfind(kResumablePullPrefix, 0) == 0) continue;
     std::string lock_path = tmp_root + "/" + n + std::string(kLockSuffix);
     UniqueFd lock;
     if (::access(lock_path.c_str(), F_OK) == 0) {
@@ -120,6 +146,7 @@ Result<int> CleanStaleTemp(const std::string& tmp_root) {
   for (const auto& n : names) {
     if (!is_lock(n)) continue;
     std::string base = n.substr(0, n.size() - kLockSuffix.size());
+    if (keep_resumable && base.rfind(kResumablePullPrefix, 0) == 0) continue;
     struct stat st {};
     if (::fstatat(dir.get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
     LSB_ASSIGN_OR_RETURN(UniqueFd lock, LockFile(tmp_root + "/" + n, false, false));

@@ -38,6 +38,11 @@ class TempDir {
 
   // A new directory <tmp_root>/<purpose>-<random>, locked by this process until destroyed.
   static Result<TempDir> Create(const std::string& tmp_root, std::string_view purpose);
+  // The directory <tmp_root>/<name>, made if missing and kept as it is if not: the lock is waited
+  // for, so one process at a time works in it (a resumable pull: kResumablePullPrefix).
+  static Result<TempDir> Named(const std::string& tmp_root, const std::string& name);
+  // Unlocks and leaves the directory in place (for the next job of that name to resume).
+  void Keep();
   const std::string& path() const { return path_; }
   int fd() const { return dir_.get(); }
 
@@ -47,8 +52,13 @@ class TempDir {
   UniqueFd dir_, lock_;
 };
 
-// Removes what killed jobs left in `tmp_root`: every entry whose lock no live process holds.
+// Temp dirs of pulls into the store (Store::PullDirFor): a killed or failed pull leaves its
+// verified blobs and partial downloads there, and the next pull of that image resumes them.
+inline constexpr std::string_view kResumablePullPrefix = "resume-";
+
+// Removes what killed jobs left in `tmp_root`: every entry whose lock no live process holds,
+// except, with `keep_resumable`, a resumable pull's directory (`image prune` removes those too).
 // Returns how many were removed.
-Result<int> CleanStaleTemp(const std::string& tmp_root);
+Result<int> CleanStaleTemp(const std::string& tmp_root, bool keep_resumable = false);
 
 }  // namespace lsb::image

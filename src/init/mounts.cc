@@ -21,6 +21,7 @@
 #include "base/unique_fd.h"
 #include "init/exec_policy.h"
 #include "init/host_etc.h"
+#include "init/image_etc.h"
 #include "init/layers.h"
 
 namespace lsb::init {
@@ -86,6 +87,8 @@ Status MakeFile(const std::string& path) {
 }
 
 }  // namespace
+
+Status BindReadOnlyOver(const std::string& src, const std::string& dst) { return BindReadOnly(src, dst); }
 
 Status PlaceReadOnly(const std::string& src, const std::string& dst) {
   struct stat st;
@@ -342,6 +345,8 @@ Status BuildRoot(const BoxSetup& setup) {
   if (setup.rootfs == "host") {
     auto st = BuildHostEtc(root, setup);
     if (!st.ok()) return st.error().Wrap("rootfs /etc (synthetic, host_etc.h)");
+  } else if (setup.rootfs == "image") {
+    LSB_TRY(OverlayImageEtc(root, setup));  // the image's own /etc, the runtime's files over it
   }
   LSB_TRY(MountProc(root));
   LSB_TRY(MountDev(root));

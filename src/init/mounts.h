@@ -23,6 +23,10 @@ Status MakeDirs(const std::string& path, mode_t mode = 0755);
 // (nosuid, nodev), anything else (sockets, fifos, devices) skipped; a missing `src` is no error.
 Status PlaceReadOnly(const std::string& src, const std::string& dst);
 
+// For image_etc.cc: binds the file or directory `src` over the existing `dst`, read-only, nosuid,
+// nodev.
+Status BindReadOnlyOver(const std::string& src, const std::string& dst);
+
 // Validates a mount-point path from the setup: absolute, normalized, not "/".
 Status ValidateMountPath(const std::string& what, const std::string& path);
 

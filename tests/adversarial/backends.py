@@ -30,6 +30,7 @@ class Backend:
         self.controls = set(controls)
         self.policy_lines = list(policy_lines)
         self._policy = None
+        self.images = IMAGES  # the image map file given to `run --images`
 
     def has(self, control):
         return control in self.controls
@@ -57,7 +58,7 @@ class Backend:
         """Runs `code` (python) in a fresh box; returns (result dict or None, CompletedProcess).
         `env`: extra environment for the CLI (e.g. LLM_SANDBOX_NATIVE_LOOPBACK)."""
         args = [BINARY, "run", "--backend", self.backend_arg, "--json", "--policy", self.policy(),
-                "--images", IMAGES]
+                "--images", self.images]
         if timeout_s is not None:
             args += ["--timeout", str(timeout_s)]
         args.append("-")
@@ -71,7 +72,7 @@ class Backend:
     def popen(self, code, env=None):
         """Starts `code` in a box without waiting (for the cases with two boxes at once)."""
         p = subprocess.Popen([BINARY, "run", "--backend", self.backend_arg, "--json", "--policy",
-                              self.policy(), "--images", IMAGES, "-"], stdin=subprocess.PIPE,
+                              self.policy(), "--images", self.images, "-"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=SOURCE_DIR,
                              env=dict(os.environ, **(env or {})))
         p.stdin.write(code)
@@ -93,6 +94,47 @@ class Native(Backend):
         if os.geteuid() != 0:
             return "the native backend's full confinement needs root (unprivileged runs fail closed)"
         return None
+
+
+class NativeImage(Native):
+    """The native backend with the policy's image resolved to a stored OCI image (issue 18): a test
+    image made from the host's files, laid out as the official Python images (python at
+    /usr/local/bin/python3), imported into a temp image store (image_fixture.py). The box's root is
+    the store's unpacked layers as a read-only overlayfs, not the host's directories."""
+
+    def __init__(self):
+        super().__init__()
+        self.name = "native-image"
+        self.fixture = None
+
+    def unavailable(self):
+        import image_fixture
+        reason = super().unavailable() or image_fixture.unavailable()
+        if reason:
+            return reason
+        try:
+            self.fixture = image_fixture.prepare(BINARY)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            return f"the test image could not be made: {e}"
+        self.images = self.fixture["images"]
+        print(f"backend native-image: test image {image_fixture.IMAGE} in {self.fixture['store']} "
+              f"({len(self.fixture['layers'])} layers, made in {self.fixture['seconds']:.1f} s)", flush=True)
+        return None
+
+    def policy(self):
+        import image_fixture
+        if self._policy is None:
+            with open(SEED_POLICY) as f:
+                text = image_fixture.policy_text(f.read())
+            fd, self._policy = tempfile.mkstemp(prefix="lsb-adv-image-", suffix=".yaml")
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        return self._policy
+
+    def cleanup(self):
+        import image_fixture
+        super().cleanup()
+        image_fixture.cleanup()
 
 
 def _engine_answers():
@@ -153,4 +195,4 @@ class DockerRunsc(Backend):
 
 
 def all_backends():
-    return [Native(), DockerRunc(), DockerRunsc()]
+    return [Native(), NativeImage(), DockerRunc(), DockerRunsc()]

@@ -3,6 +3,7 @@
 
   python3 tests/adversarial/run.py                      # every backend, writes docs/security-matrix.md
   python3 tests/adversarial/run.py --backend native     # the native entry point
+  python3 tests/adversarial/run.py --backend native-image   # native, on a stored image's layers
   python3 tests/adversarial/run.py --case fs.shadow --case net.   # ids or id prefixes
 
 Exit status: 0 when no cell FAILED (n/a cells and absent backends are not failures), 1 otherwise.
@@ -71,7 +72,7 @@ def markdown(cases, backends, cells, absent, elapsed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", action="append", help="native | docker/runc | docker/runsc (repeatable)")
+    ap.add_argument("--backend", action="append", help="native | native-image | docker/runc | docker/runsc (repeatable)")
     ap.add_argument("--case", action="append", help="case id, or a prefix ending in '.' (repeatable)")
     ap.add_argument("--out", help=f"matrix file (default for a full run: {DEFAULT_OUT})")
     ap.add_argument("--require", action="append", default=[],

@@ -152,7 +152,7 @@ class PullFromLoopbackRegistry(unittest.TestCase):
         self.assertEqual(ins.returncode, 0, ins.stderr)
         self.assertIn("Debian GNU/Linux 12 (bookworm)", ins.stdout)  # the image's os-release, from its layers
         # Nothing of the pull is left in the store's scratch space.
-        self.assertEqual([n for n in os.listdir(os.path.join(store, "tmp")) if n.startswith("pull")], [])
+        self.assertEqual([n for n in os.listdir(os.path.join(store, "tmp")) if n.startswith(("pull", "resume"))], [])
 
     def test_an_unknown_image_names_the_reference_and_the_registry(self):
         p = pull(f"{OPEN.host}/test/nothing:here", self.layout(), "--quiet")
@@ -417,6 +417,159 @@ class PullSurvivesBrokenTransfers(unittest.TestCase):
             self.assertTrue(any(int(r[6:].rstrip("-")) >= kept for r in ranges), (ranges, kept))
         finally:
             watcher.stop()
+
+
+def start_store_pull(ref, store):
+    e = dict(os.environ, DOCKER_CONFIG=os.path.join(WORK, "no-docker-config"))
+    return subprocess.Popen([BINARY, "image", "pull", ref, "--store", store, "--quiet"], env=e,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def store_pull(ref, store, timeout=120):
+    p = start_store_pull(ref, store)
+    out, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def store_images(store):
+    with open(os.path.join(store, "index.json")) as f:
+        return [m["annotations"]["org.opencontainers.image.ref.name"] for m in json.load(f)["manifests"]]
+
+
+def pull_dir_files(store):
+    """{name: size} of the files in the blobs of the store's resumable pull dirs."""
+    out = {}
+    tmp = os.path.join(store, "tmp")
+    for d in os.listdir(tmp) if os.path.isdir(tmp) else []:
+        blobs = os.path.join(tmp, d, "blobs", "sha256")
+        if d.startswith(("resume-", "pull-")) and os.path.isdir(blobs):
+            for n in os.listdir(blobs):
+                try:
+                    out[n] = os.path.getsize(os.path.join(blobs, n))
+                except FileNotFoundError:
+                    pass
+    return out
+
+
+def wait_for(pred, what, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+
+
+def manifest_blobs(layout, desc):
+    with open(os.path.join(layout, "blobs", "sha256", desc["digest"][7:]), "rb") as f:
+        man = json.loads(f.read())
+    return {d["digest"]: d["size"] for d in [man["config"]] + man["layers"]}
+
+
+class StorePullHygiene(unittest.TestCase):
+    """Pulls into the image store (image/store_pull.h): a killed pull leaves the store consistent and
+    the next one downloads only what was not verified yet; an image is downloaded once however many
+    pull it at a time, and the download of one image never blocks the pull of another."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="lsb-store-pull-", dir=WORK)
+        self.store = os.path.join(self.tmp, "store")
+        self.big = manifest_blobs(FIX["src"], FIX["big"])
+
+    def repull(self, proxy):
+        """The same reference again (one proxy: the pull dir is the reference's), now at full speed;
+        returns the blob GETs of this pull."""
+        proxy.delay = 0
+        with proxy.lock:
+            proxy.requests.clear()
+        p = store_pull(f"{proxy.host}/test/big:1", self.store)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [r for r in proxy.blob_requests() if r["method"] == "GET"]
+
+    def assert_one_image_and_no_leftovers(self):
+        self.assertEqual(len(store_images(self.store)), 1)
+        self.assertEqual([n for n in os.listdir(os.path.join(self.store, "tmp"))], [])
+
+    def test_sigkill_mid_download_keeps_the_verified_blobs_and_the_next_pull_resumes_the_rest(self):
+        slow = rh.Proxy(OPEN.host, delay_per_chunk=0.02)
+        done_first = min(self.big, key=self.big.get)[7:]  # the config: done long before the 24 MiB layer
+
+        def verified_and_partial():
+            f = pull_dir_files(self.store)
+            big_partial = any(n.endswith(".partial") and s > (1 << 20) for n, s in f.items())
+            return f if done_first in f and big_partial else None
+
+        try:
+            proc = start_store_pull(f"{slow.host}/test/big:1", self.store)
+            try:
+                seen = wait_for(verified_and_partial, "a verified blob and a partial one in the pull dir")
+            finally:
+                kill(proc)
+            self.assertEqual(store_images(self.store), [], "a killed pull indexes nothing")
+            gets = self.repull(slow)
+        finally:
+            slow.stop()
+        verified = [n for n in seen if not n.endswith(".partial")]
+        partial = {n[:-len(".partial")]: s for n, s in seen.items() if n.endswith(".partial")}
+        fetched = [r["path"].rsplit("sha256:", 1)[1] for r in gets]
+        for hex_ in verified:
+            self.assertNotIn(hex_, fetched, "a blob verified before the kill was downloaded again")
+        for hex_, kept in partial.items():
+            ranges = [r["range"] for r in gets if hex_ in r["path"]]
+            self.assertTrue(ranges and ranges[0] and int(ranges[0][6:].rstrip("-")) >= kept, (ranges, kept))
+        self.assert_one_image_and_no_leftovers()
+
+    def test_sigkill_mid_import_and_the_next_pull_downloads_no_blob_again(self):
+        proxy = rh.Proxy(OPEN.host)
+        tmp = os.path.join(self.store, "tmp")
+        try:
+            proc = start_store_pull(f"{proxy.host}/test/big:1", self.store)
+            try:
+                wait_for(lambda: os.path.isdir(tmp) and any(n.startswith("layer-") for n in os.listdir(tmp)),
+                         "the import unpacking a layer")
+            finally:
+                kill(proc)
+            self.assertEqual(store_images(self.store), [], "a pull killed in its import indexes nothing")
+            self.assertEqual(self.repull(proxy), [], "every blob was verified before the kill: none is downloaded again")
+        finally:
+            proxy.stop()
+        self.assert_one_image_and_no_leftovers()
+
+    def test_two_concurrent_pulls_of_one_image_both_succeed_and_download_each_blob_once(self):
+        proxy = rh.Proxy(OPEN.host, delay_per_chunk=0.002)
+        try:
+            procs = [start_store_pull(f"{proxy.host}/test/big:1", self.store) for _ in range(2)]
+            results = [p.communicate(timeout=180) + (p.returncode,) for p in procs]
+            gets = [r["path"].rsplit("/", 1)[1] for r in proxy.blob_requests() if r["method"] == "GET"]
+        finally:
+            proxy.stop()
+        for out, err, rc in results:
+            self.assertEqual(rc, 0, err)
+        for digest in self.big:
+            self.assertEqual(gets.count(digest), 1, f"{digest} fetched {gets.count(digest)} times: {gets}")
+        self.assert_one_image_and_no_leftovers()
+
+    def test_a_long_download_of_one_image_does_not_block_the_pull_of_another(self):
+        slow = rh.Proxy(OPEN.host, delay_per_chunk=0.02)
+        try:
+            big = start_store_pull(f"{slow.host}/test/big:1", self.store)
+            try:
+                wait_for(lambda: any(n.endswith(".partial") for n in pull_dir_files(self.store)), "the big download")
+                p = store_pull(f"{OPEN.host}/test/small:1", self.store)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIsNone(big.poll(), "the slow pull ended before the other image's pull did")
+                self.assertEqual(len(store_images(self.store)), 1, "small:1 is stored while big:1 downloads")
+            finally:
+                kill(big)
+        finally:
+            slow.stop()
 
 
 class PullRefusesWhatItShould(unittest.TestCase):

@@ -169,6 +169,35 @@ class ImageStoreCliTest(unittest.TestCase):
         self.assertIn("removed 0 blobs", self.image("prune").stdout)
         self.assertEqual(os.listdir(os.path.join(self.store, "blobs", "sha256")), [])
 
+    def test_max_store_bytes_evicts_the_least_recently_used_image_and_a_bad_size_is_named(self):
+        blobs = []
+        for i in range(2):
+            archive = os.path.join(self.tmp, f"n{i}.tar")
+            write_docker_save(archive, [make_tar([(f"noise{i}", os.urandom(2 << 20))])], f"example.com/n{i}:1")
+            blobs.append(archive)
+        self.image("import", blobs[0], "--max-store-bytes", "6M")
+        self.image("import", blobs[1], "--max-store-bytes", "6M")  # ~4 MiB each (blob + layer)
+        self.assertEqual([e["name"] for e in self.ls()], ["example.com/n1:1"])
+        bad = self.image("prune", "--max-store-bytes", "lots", check=False)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("--max-store-bytes 'lots'", bad.stderr)
+
+    def test_an_image_for_another_architecture_is_refused_naming_both(self):
+        other = "arm64" if HOST_ARCH != "arm64" else "amd64"
+        archive = os.path.join(self.tmp, "foreign.tar")
+        global config_json
+        real = config_json
+        config_json = lambda d: real(d).replace(f'"architecture": "{HOST_ARCH}"'.encode(),  # noqa: E731
+                                                f'"architecture": "{other}"'.encode())
+        try:
+            write_docker_save(archive, [BASE], "example.com/foreign:1")
+        finally:
+            config_json = real
+        proc = self.image("import", archive, check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(f"the image is for linux/{other} but this host is linux/{HOST_ARCH}", proc.stderr)
+        self.assertEqual(self.ls(), [])
+
     def test_bad_usage_exits_2_and_a_tampered_layer_exits_1(self):
         self.assertEqual(self.image("import", check=False).returncode, 2)
         self.assertEqual(self.image("frobnicate", check=False).returncode, 2)

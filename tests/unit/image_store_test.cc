@@ -12,6 +12,7 @@
 
 #include "image/image_fs.h"
 #include "image/store.h"
+#include "image/store_lease.h"
 #include "image_test_util.h"
 
 namespace lsb::image {
@@ -128,6 +129,19 @@ TEST_F(StoreTest, DiffIdMismatchIsRefused) {
   EXPECT_NE(r.error().message.find("diff_id mismatch"), std::string::npos) << r.error().message;
   EXPECT_TRUE(store_->List()->empty());
   EXPECT_EQ(CountEntries(store_->root() + "/layers/sha256"), 0);
+}
+
+TEST_F(StoreTest, AForeignArchitectureImageIsRefusedNamingBothPlatforms) {
+  LayoutImage img = Image({base_});
+  img.architecture = HostArchitecture() == "arm64" ? "s390x" : "arm64";
+  auto r = store_->ImportOciLayout(Layout(img), Ref("x:1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("the image is for linux/" + img.architecture + " but this host is linux/" +
+                                   HostArchitecture()),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(store_->List()->empty());
+  EXPECT_EQ(CountEntries(store_->root() + "/layers/sha256"), 0) << "refused before any layer is unpacked";
 }
 
 TEST_F(StoreTest, LayerCountBeyondTheLimitIsRefused) {
@@ -262,6 +276,78 @@ TEST_F(StoreTest, CacheBoundEvictsTheLeastRecentlyUsedImage) {
   EXPECT_LE(*store_->UsedBytes(), 1u << 20);
   ASSERT_TRUE(store_->ImportOciLayout(Layout(Image({big3})), Ref("three:1")).ok());
   EXPECT_FALSE(store_->Resolve(Ref("two:1")).ok());
+}
+
+// A box on a stored image holds its in-use mark (store_lease.h) the whole time it runs.
+TEST_F(StoreTest, RemovingAnImageInUseByABoxIsRefusedUntilTheBoxIsGone) {
+  ASSERT_TRUE(store_->ImportOciLayout(Layout(Image({base_, app_})), Ref("busy:1")).ok());
+  auto root = store_->Resolve(Ref("busy:1"));
+  ASSERT_TRUE(root.ok());
+  {
+    auto lease = ImageLease::Take(root->layers);
+    ASSERT_TRUE(lease.ok()) << lease.error().message;
+    ASSERT_TRUE(lease->held());
+    auto rm = store_->Remove(Ref("busy:1"));
+    ASSERT_FALSE(rm.ok());
+    EXPECT_NE(rm.error().message.find("is in use by a running box"), std::string::npos) << rm.error().message;
+    EXPECT_TRUE(store_->Resolve(Ref("busy:1")).ok());
+    EXPECT_TRUE(store_->Prune().ok());
+    EXPECT_EQ(CountEntries(store_->root() + "/layers/sha256"), 2);
+  }
+  auto rm = store_->Remove(Ref("busy:1"));
+  ASSERT_TRUE(rm.ok()) << rm.error().message;
+  EXPECT_EQ(CountEntries(store_->root() + "/layers/sha256"), 0);
+  EXPECT_EQ(CountEntries(store_->root() + "/meta/inuse"), 0) << "a mark no box holds is removed";
+}
+
+TEST_F(StoreTest, LayersOutsideAStoreNeedNoMark) {
+  auto lease = ImageLease::Take({scratch_.path() + "/some/rootfs", "/srv/layer"});
+  ASSERT_TRUE(lease.ok());
+  EXPECT_FALSE(lease->held());
+}
+
+TEST_F(StoreTest, CacheBoundNeverEvictsAnImageInUseAndGcKeepsTheLayersOfAMovedTag) {
+  std::mt19937 gen(7);
+  std::string noise(400 << 10, '\0');
+  for (auto& c : noise) c = static_cast<char>(gen());
+  std::string big = TarBuilder().File("one", noise).Finish();
+  store_ = Reopen(1 << 20);  // room for one such image, not two
+  ASSERT_TRUE(store_->ImportOciLayout(Layout(Image({big})), Ref("one:1")).ok());
+  auto one = store_->Resolve(Ref("one:1"));
+  ASSERT_TRUE(one.ok());
+  auto lease = ImageLease::Take(one->layers);
+  ASSERT_TRUE(lease.ok() && lease->held());
+  std::string big2 = noise;
+  big2[0] ^= 1;
+  ASSERT_TRUE(store_->ImportOciLayout(Layout(Image({TarBuilder().File("two", big2).Finish()})), Ref("two:1")).ok());
+  EXPECT_EQ(store_->List()->size(), 2u) << "the image in use stays, over the bound";
+  // The tag moves to other content while the box still runs on the old layers: they stay.
+  ASSERT_TRUE(store_->ImportOciLayout(Layout(Image({base_})), Ref("one:1")).ok());
+  struct stat st {};
+  EXPECT_EQ(::stat(one->layers[0].c_str(), &st), 0) << "GC removed a layer a running box is built from";
+  *lease = ImageLease();  // the box is gone
+  ASSERT_TRUE(store_->Prune().ok());
+  EXPECT_NE(::stat(one->layers[0].c_str(), &st), 0) << "once the box is gone, its unreferenced layer goes";
+}
+
+// A pull's resumable dir (Store::PullDirFor) outlives a killed pull and every clean-up but prune.
+TEST_F(StoreTest, AResumablePullDirSurvivesImportsAndRmButNotPrune) {
+  {
+    auto dir = store_->PullDirFor(Ref("r:1"));
+    ASSERT_TRUE(dir.ok()) << dir.error().message;
+    testing::WriteTo(dir->path() + "/kept", "verified blob");
+    dir->Keep();  // as a killed pull leaves it
+  }
+  ASSERT_TRUE(store_->ImportOciLayout(Layout(Image({base_})), Ref("a:1")).ok());
+  ASSERT_TRUE(store_->Remove(Ref("a:1")).ok());
+  auto again = store_->PullDirFor(Ref("r:1"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(testing::ReadFrom(again->path() + "/kept"), "verified blob");
+  again->Keep();
+  auto p = store_->Prune();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->temp_removed, 1);
+  EXPECT_EQ(CountEntries(store_->root() + "/tmp"), 0);
 }
 
 TEST_F(StoreTest, ConcurrentImportsOfOneImageBothSucceedAndUnpackOnce) {

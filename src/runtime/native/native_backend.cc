@@ -214,6 +214,9 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
 
 Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
+  // Before the root is mounted: from here on the store keeps the image's layers (store_lease.h).
+  auto lease = image::ImageLease::Take(setup.layers);
+  if (!lease.ok()) return lease.error();
   std::string id = NewBoxId();
   LaunchOptions lo;
   lo.init_fd = init.fd.get();
@@ -244,6 +247,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   auto launched = LaunchInit(lo);
   if (!launched.ok()) return launched.error().Wrap("start native box (init " + init.path + ")");
   auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(*launched));
+  box->HoldImage(std::move(lease).value());
   // A CLI's teardown helper, off the run's path, also clears what killed runs left behind.
   box->set_after_teardown([this] { (void)RemoveStaleGroups(); });
   return std::unique_ptr<Box>(std::move(box));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "image/store_lease.h"
 #include "runtime/backend.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/launcher.h"
@@ -51,9 +52,13 @@ class NativeBox : public Box {
 
   pid_t init_pid() const { return process_->pid(); }
 
+  // The stored image's in-use mark, held until the box is gone (the store will not remove it).
+  void HoldImage(image::ImageLease lease) { image_lease_ = std::move(lease); }
+
  private:
   void DrainDiagnostics();
 
+  image::ImageLease image_lease_;  // released last, once init and its namespace are gone
   std::string id_;
   std::unique_ptr<BoxCgroups> cgroups_;  // destroyed after the process (declared first)
   std::unique_ptr<ChildProcess> process_;
