@@ -31,8 +31,9 @@ export function encodeFiles(files: FilesArg | undefined): FileEntry[] | undefine
   if (Array.isArray(files)) {
     return files.map((f) => {
       if (typeof f !== "object" || f === null || typeof f.path !== "string") {
-        throw new TypeError("files must be {path: content} or a list of {path, content | content_base64}");
+        throw new TypeError("files must be {path: content} or a list of {path, content | content_base64 | archive_base64}");
       }
+      if ("archive_base64" in f) return { path: f.path, archive_base64: String(f.archive_base64) };
       return "content_base64" in f ? { path: f.path, content_base64: String(f.content_base64) }
         : { path: f.path, content: String((f as { content?: unknown }).content ?? "") };
     });

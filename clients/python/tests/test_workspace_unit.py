@@ -1,5 +1,5 @@
 """upload_dir's packing and download_dir's unpacking (llm_sandbox._workspace), offline, and the
-execute body's code/command/collect fields. The daemon side: tests/integration/test_workspace.py.
+execute body's code/command/collect fields. The daemon side: tests/integration/test_daemon_workspace.py.
 
 Run: python3 -m unittest discover -s clients/python/tests -v
 """

@@ -33,22 +33,22 @@ PROJECT = {
         "root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
         "sys.path.insert(0, root)\n"
         "suite = unittest.defaultTestLoader.discover(os.path.join(root, 'tests'), top_level_dir=root)\n"
-        "result = unittest.TestResult()\n"
-        "suite.run(result)\n"
-        "failed = {t.id(): m for t, m in result.failures + result.errors}\n"
         "cases = []\n"
         "def walk(s):\n"
         "    for t in s:\n"
-        "        walk(t) if isinstance(t, unittest.TestSuite) else cases.append(t)\n"
-        "walk(suite)\n"
+        "        walk(t) if isinstance(t, unittest.TestSuite) else cases.append(t.id())\n"
+        "walk(suite)  # before the run, which lets go of each test it ran\n"
+        "result = unittest.TestResult()\n"
+        "suite.run(result)\n"
+        "failed = {t.id(): m for t, m in result.failures + result.errors}\n"
         "out = sys.argv[1]\n"
         "os.makedirs(os.path.dirname(out), exist_ok=True)\n"
         "with open(out, 'w') as f:\n"
         "    f.write('<testsuite name=\"calc\" tests=\"%d\" failures=\"%d\">\\n' % (len(cases), len(failed)))\n"
         "    for t in cases:\n"
-        "        f.write('<testcase name=%s>' % quoteattr(t.id()))\n"
-        "        if t.id() in failed:\n"
-        "            f.write('<failure message=%s/>' % quoteattr(failed[t.id()].splitlines()[-1]))\n"
+        "        f.write('<testcase name=%s>' % quoteattr(t))\n"
+        "        if t in failed:\n"
+        "            f.write('<failure message=%s/>' % quoteattr(failed[t].splitlines()[-1]))\n"
         "        f.write('</testcase>\\n')\n"
         "    f.write('</testsuite>\\n')\n"
         "print('ran', len(cases), 'failed', len(failed))\n"
@@ -126,7 +126,7 @@ class WorkspaceTest(unittest.TestCase):
         })
         self.assertEqual(res["status"], "error", res)  # one test fails, as it should
         self.assertEqual(res["exit_code"], 1)
-        self.assertIn("ran 3 failed 1", res["stdout"])
+        self.assertIn("ran 3 failed 1", res["stdout"], res["stderr"])
         report, source = res["collected"]
         self.assertEqual(report["path"], "/tmp/work/reports/junit.xml")
         suite = ET.fromstring(report["content"])
@@ -259,7 +259,7 @@ class WorkspaceTest(unittest.TestCase):
         by_path = {c["path"]: c for c in res["collected"]}
         self.assertEqual(base64.b64decode(by_path["/tmp/out/a.png"]["content_base64"]),
                          b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
-        self.assertEqual(by_path["/tmp/out/b.png"]["size"], 6)
+        self.assertEqual(by_path["/tmp/out/b.png"]["size"], 5)
         self.assertIn("not a regular file", by_path["/tmp/out/c.png"]["error"])
         self.assertIn("error", by_path["/tmp/out/d.png"])  # a symlink is never followed
         self.assertNotIn("content", by_path["/tmp/out/d.png"])
