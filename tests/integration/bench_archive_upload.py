@@ -2,7 +2,7 @@
 the in-box helper into its tmpfs) vs `tar -x` of the same archive into /dev/shm on the host.
 Run: LSB_BUILD_DIR=build LSB_SOURCE_DIR=. python3 tests/integration/bench_archive_upload.py"""
 import io, os, subprocess, sys, tarfile, tempfile, time, statistics
-sys.path.insert(0, '.')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ["LSB_DAEMON_SUITE"] = "1"
 from daemon_harness import Daemon, request
 buf = io.BytesIO()
