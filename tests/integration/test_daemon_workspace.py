@@ -1,7 +1,8 @@
 """Workspaces and artifacts (docs/api.md "Archives", "Commands", "Files out") through the real
 `llm-sandbox serve` on the native backend: a Python project uploaded as an archive, its tests run
 as a command, the JUnit XML report back through collect; every hostile archive refused naming its
-entry, with nothing written; collect's error entries; a directory back as a tar."""
+entry, with nothing written; collect's error entries; a directory back as a tar. CTest runs it on
+native (integration_daemon); LLM_SANDBOX_BACKEND=docker runs the same file on the Docker backend."""
 import base64
 import io
 import json
