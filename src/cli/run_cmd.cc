@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -118,6 +120,7 @@ struct RunArgs {
   std::string program = "-";
   double timeout_s = 0;
   bool json = false;
+  std::vector<std::string> command;  // after "--": a command run as it is, instead of a program
 };
 
 // nullopt: go on; else the exit code (--help, a usage error).
@@ -133,14 +136,29 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--timeout", a.timeout_s, "seconds; may only lower the policy's timeout")->check(CLI::PositiveNumber);
   app.add_flag("--json", a.json, "print the whole result as JSON on stdout instead of streaming");
   app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
-  std::vector<std::string> argv(args.rbegin(), args.rend());
+  app.footer("llm-sandbox run [options] -- COMMAND [ARG...] runs a command (allowed by the policy's "
+             "commands.allow) instead of a program: llm-sandbox run -- python3 -m unittest");
+  // Everything after the first "--" is the command, untouched by the option parser.
+  auto dashes = std::find(args.begin(), args.end(), std::string("--"));
+  if (dashes != args.end()) {
+    a.command.assign(dashes + 1, args.end());
+    if (a.command.empty()) {
+      std::fputs("llm-sandbox run: nothing after '--'; give a command such as: llm-sandbox run -- python3 -m unittest\n", stderr);
+      return kExitUsage;
+    }
+  }
+  std::vector<std::string> argv(std::make_reverse_iterator(dashes), args.rend());
   try {
     app.parse(argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
-  if (a.program == "-" && a.stdin_file == "-") {
+  if (!a.command.empty() && (a.program != "-" || !a.lang.empty())) {
+    std::fputs("llm-sandbox run: give a program file (with --lang) or a command after '--', not both\n", stderr);
+    return kExitUsage;
+  }
+  if (a.program == "-" && a.stdin_file == "-" && a.command.empty()) {
     std::fputs("llm-sandbox run: the program and --stdin cannot both come from stdin\n", stderr);
     return kExitUsage;
   }
@@ -149,7 +167,11 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
 
 Result<ExecRequest> ReadRequest(const RunArgs& a) {
   ExecRequest req;
-  LSB_ASSIGN_OR_RETURN(req.code, ReadInput(a.program, "program"));
+  if (a.command.empty()) {
+    LSB_ASSIGN_OR_RETURN(req.code, ReadInput(a.program, "program"));
+  } else {
+    req.command = a.command;
+  }
   req.language = a.lang;
   if (!a.stdin_file.empty()) {
     LSB_ASSIGN_OR_RETURN(std::string in, ReadInput(a.stdin_file, "--stdin input"));
@@ -221,7 +243,13 @@ int RunCommand(const Args& args) {
   if (auto rc = ParseRunArgs(args, a)) return *rc;
   auto policy = LoadPolicy(a.policy);
   if (!policy.ok()) return Fail("policy: " + policy.error().message);
-  if (int rc = ChooseLanguage(*policy, a.program, a.lang); rc != 0) return rc;
+  if (a.command.empty()) {
+    if (int rc = ChooseLanguage(*policy, a.program, a.lang); rc != 0) return rc;
+  } else if (Status ok = CheckCommand(*policy, a.command); !ok.ok()) {
+    // Refused before any box, as a program the policy cannot run is (126: not allowed).
+    std::fprintf(stderr, "llm-sandbox run: %s\n", ok.error().message.c_str());
+    return ok.error().code == ErrorCode::kPermissionDenied ? 126 : kExitUsage;
+  }
   auto req = ReadRequest(a);
   if (!req.ok()) return Fail(req.error().message);
   BackendOptions bo;

@@ -24,6 +24,21 @@ nlohmann::json ExecResult::ToJson() const {
   j["memory_peak_bytes"] = memory_peak_bytes ? nlohmann::json(*memory_peak_bytes) : nlohmann::json(nullptr);
   j["alerts"] = nlohmann::json::array();
   for (const auto& a : alerts) j["alerts"].push_back(a);
+  if (!collected.empty()) {
+    // Text when the bytes are UTF-8, else content_base64: the same shapes as the input `files`.
+    j["collected"] = nlohmann::json::array();
+    for (const auto& c : collected) {
+      nlohmann::json f = {{"path", c.path}};
+      if (!c.error.empty()) {
+        f["error"] = c.error;
+      } else {
+        f["size"] = c.data.size();
+        if (IsValidUtf8(c.data)) f["content"] = c.data;
+        else f["content_base64"] = Base64Encode(c.data);
+      }
+      j["collected"].push_back(std::move(f));
+    }
+  }
   return j;
 }
 

@@ -19,6 +19,15 @@ using protocol::ExecStatus;
 inline const char* ExecStatusName(ExecStatus s) { return protocol::Name(s); }
 inline std::optional<ExecStatus> ParseExecStatus(std::string_view name) { return protocol::ParseExecStatus(name); }
 
+// A file `collect` returned after the program ended (docs/api.md "Files out"): its bytes, or why
+// it could not be returned (error set, data empty). `path` is the path in the box, or the pattern
+// when nothing matched it.
+struct CollectedFile {
+  std::string path;
+  std::string data;
+  std::string error;
+};
+
 struct ExecResult {
   // `stdout`/`stderr` are macros in <cstdio>, hence the suffix; JSON keys are "stdout"/"stderr".
   std::string stdout_data;
@@ -39,6 +48,7 @@ struct ExecResult {
   // code, so they could have forged those; status timeout/oom/killed, alerts and usage come from
   // init and the backend, outside any program's reach, and hold either way.
   std::string trust = "execution";
+  std::vector<CollectedFile> collected;  // the request's `collect`, in pattern order ("collected" in JSON when asked)
 
   nlohmann::json ToJson() const;
   // ToJson() as text; program output that is not valid UTF-8 is replaced (U+FFFD), never a throw.

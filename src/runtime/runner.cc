@@ -73,6 +73,38 @@ BoxVerdict AwaitBoxEnd(Box& box, const BoxVerdict& before) {
 
 }  // namespace
 
+Status CheckCommand(const Policy& policy, const std::vector<std::string>& command) {
+  if (command.empty()) return Error::InvalidArgument("command", "command: is empty; give a program and its arguments");
+  if (command.size() > kMaxCommandArgs)
+    return Error::InvalidArgument("command", "command: more than " + std::to_string(kMaxCommandArgs) + " arguments");
+  size_t bytes = 0;
+  for (const auto& a : command) {
+    if (a.find('\0') != std::string::npos) return Error::InvalidArgument("command", "command: an argument has a NUL byte");
+    bytes += a.size() + 1;
+  }
+  if (bytes > kMaxCommandBytes)
+    return Error::InvalidArgument("command", "command: " + std::to_string(bytes) + " bytes of arguments; the limit is " +
+                                                 std::to_string(kMaxCommandBytes));
+  const std::string& prog = command[0];
+  if (prog.empty()) return Error::InvalidArgument("command", "command[0]: is empty; name the program to run");
+  auto denied = [&](const std::string& why) {
+    return Error::PermissionDenied("command", "command[0]: " + prog + " " + why + " of policy '" + policy.name +
+                                                  "' (add it to commands.allow, or use a policy that allows it)");
+  };
+  if (prog[0] == '/') {
+    if (policy.Denies(prog)) return denied("is listed in commands.deny");
+    if (!policy.Allows(prog)) return denied("is not in commands.allow");
+    return OkStatus();
+  }
+  if (prog.find('/') != std::string::npos)
+    return Error::InvalidArgument("command", "command[0]: '" + prog + "' is a relative path; give an absolute path or a bare name found on PATH");
+  for (const auto& a : policy.allow)
+    if (a.size() > prog.size() && a.compare(a.size() - prog.size() - 1, std::string::npos, "/" + prog) == 0 &&
+        !policy.Denies(a))
+      return OkStatus();
+  return denied("names no command in commands.allow");
+}
+
 Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& req) {
   LSB_ASSIGN_OR_RETURN(Language lang, ResolveLanguage(policy, req.language));
   if (lang.command.empty()) return Error{"language '" + lang.name + "' has no command in policy '" + policy.name + "'"};
@@ -82,6 +114,11 @@ Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& 
   protocol::RunSpec s;
   s.argv = lang.command;
   s.file_name = lang.file_name.empty() ? "main" : lang.file_name;
+  if (!req.command.empty()) {
+    if (!req.code.empty()) return Error::InvalidArgument("command", "give exactly one of code and command");
+    LSB_TRY(CheckCommand(policy, req.command));
+    s.argv = req.command;  // no language's "{file}": init writes an empty program file nobody runs
+  }
   // Every source of a request's environment passes here (docs/security.md, Class 8).
   LSB_TRY(env::CheckRequestEnv(policy.env, req.env));
   s.env = policy.env;

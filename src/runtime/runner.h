@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "policy/policy.h"
@@ -32,7 +33,17 @@ struct ExecRequest {
   std::map<std::string, std::string> env;    // added to / overriding the policy's env
   std::optional<uint64_t> timeout_ms;        // may only lower the policy's timeout
   std::string execution_id;                  // "" = a fresh one (the daemon names it in advance)
+  // Instead of `code`: a command line run as it is (argv[0] a bare name found on the run's PATH
+  // in the box, or an absolute path), under the same commands allowlist as an interpreter.
+  std::vector<std::string> command;
+  // Glob patterns of files returned after the program ends (scheduler/workspace_io.h).
+  std::vector<std::string> collect;
 };
+
+// Whether `policy` lets `command` start: argv[0] absolute and in commands.allow (not in deny), or
+// a bare name some allowed command has as its base name (init resolves it on PATH and checks the
+// file it found). The error (kPermissionDenied for the allowlist) names what to change.
+Status CheckCommand(const Policy& policy, const std::vector<std::string>& command);
 
 // Live output and events, called on the caller's thread as frames arrive.
 struct RunCallbacks {
@@ -57,6 +68,10 @@ struct SessionOptions {
   // current step stops, the box is killed and the call returns Error::Cancelled() (IsCancelled()).
   int cancel_fd = -1;
 };
+
+// The bounds of a request's `command` (docs/api.md): arguments, and their bytes with a NUL each.
+inline constexpr size_t kMaxCommandArgs = 4096;
+inline constexpr size_t kMaxCommandBytes = 256u << 10;
 
 // Pure: the RunSpec for `req` under `policy` (language command, env, workdir, limits).
 Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& req);

@@ -19,6 +19,10 @@ Status WriteInputFiles(BoxSession& session, const std::vector<InputFile>& files)
   if (files.empty()) return OkStatus();
   LSB_ASSIGN_OR_RETURN(auto driver, PythonDriver::Start(session, 60000));
   for (const auto& f : files) {
+    if (f.archive) {
+      LSB_TRY(UnpackIntoBox(*driver, *f.archive));
+      continue;
+    }
     LSB_ASSIGN_OR_RETURN(FileOpResult w, driver->WriteFile(f.path, f.data));
     if (w.status != FileOpStatus::kOk) return Error{"files: cannot write " + f.path + " in the box: " + w.message};
   }
@@ -28,6 +32,21 @@ Status WriteInputFiles(BoxSession& session, const std::vector<InputFile>& files)
 }
 
 }  // namespace
+
+void CollectAfterRun(BoxSession& session, const std::vector<std::string>& patterns, const CollectLimits& limits,
+                     ExecResult& r) {
+  if (patterns.empty()) return;
+  auto fail = [&](const std::string& why) {
+    for (const auto& p : patterns) r.collected.push_back({p, "", why});
+  };
+  if (!session.usable()) return fail("not collected: the box ended with the program (" + std::string(ExecStatusName(r.status)) + ")");
+  auto driver = PythonDriver::Start(session, 60000);
+  if (!driver.ok()) return fail("not collected: " + driver.error().message);
+  auto got = CollectFromBox(**driver, patterns, limits);
+  (*driver)->Stop();
+  if (!got.ok()) return fail("not collected: " + got.error().message);
+  r.collected = std::move(*got);
+}
 
 Result<ExecResult> RunOneShot(Backend& backend, BoxRegistry& registry, const Policy& policy,
                               const ExecRequest& req, const std::vector<InputFile>& files,
@@ -41,6 +60,7 @@ Result<ExecResult> RunOneShot(Backend& backend, BoxRegistry& registry, const Pol
   LSB_TRY(WriteInputFiles(*session, files));
   auto r = session->Run(req, cb);
   if (r.ok()) r->backend = backend.name();
+  if (r.ok()) CollectAfterRun(*session, req.collect, opts.collect, *r);
   if (r.ok() && detachable && !Signalled(opts.session.cancel_fd) && session->box().DetachTeardown())
     session->MarkUnusable();  // init is killed: no kShutdown
   return r;

@@ -4,6 +4,7 @@
 // shutdown can kill it.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,13 +12,16 @@
 #include "policy/policy.h"
 #include "runtime/backend.h"
 #include "runtime/runner.h"
+#include "scheduler/archive_in.h"
 #include "scheduler/box_registry.h"
+#include "scheduler/workspace_io.h"
 
 namespace lsb::sched {
 
 struct InputFile {
-  std::string path;  // already checked with CheckSandboxPath
+  std::string path;  // already checked with CheckSandboxPath (an archive's target: CheckSandboxDir)
   std::string data;
+  std::shared_ptr<const UnpackedArchive> archive;  // set: unpacked under `path`, `data` unused
 };
 
 struct OneShotOptions {
@@ -27,7 +31,14 @@ struct OneShotOptions {
   // cancelled, the box's removal is left behind (Box::DetachTeardown), prepared while the box sets
   // itself up. A failed or cancelled run waits until the box is gone.
   bool leave_teardown_behind = false;
+  // The bounds of the request's `collect` (ExecRequest::collect).
+  CollectLimits collect;
 };
+
+// Fills r.collected with the files `patterns` match in `session`'s box (the in-box helper runs
+// once more); a box that ended, or a helper that failed, gives one error entry per pattern.
+void CollectAfterRun(BoxSession& session, const std::vector<std::string>& patterns, const CollectLimits& limits,
+                     ExecResult& r);
 
 Result<ExecResult> RunOneShot(Backend& backend, BoxRegistry& registry, const Policy& policy,
                               const ExecRequest& req, const std::vector<InputFile>& files,

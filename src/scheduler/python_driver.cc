@@ -62,6 +62,119 @@ def _lsb_main():
             raise PermissionError('the path has a symbolic link in it: ' + path)
         return path
 
+    class _Over(Exception):
+        pass
+
+    def records(blob):
+        at = 0
+        while at < len(blob):
+            nl = blob.index(b'\n', at)
+            kind, n, m = blob[at:nl].split(b' ')
+            p = nl + 1 + int(n)
+            yield kind, blob[nl + 1:p].decode('utf-8', 'surrogateescape'), blob[p:p + int(m)]
+            at = p + int(m)
+
+    def record(out, kind, path, payload):
+        p = path.encode('utf-8', 'surrogateescape')
+        out += b'%s %d %d\n' % (kind, len(p), len(payload))
+        out += p
+        out += payload
+
+    def read_regular(path, limit):
+        fd = os.open(checked(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if (st.st_mode & 0o170000) != 0o100000:
+                raise _Over('not a regular file')
+            if st.st_size > limit:
+                raise _Over('the file is %d bytes; the limit is %d' % (st.st_size, limit))
+            chunks, got = [], 0
+            while got <= limit:
+                c = os.read(fd, min(1 << 20, limit + 1 - got))
+                if not c:
+                    break
+                chunks.append(c)
+                got += len(c)
+            if got > limit:
+                raise _Over('the file grew past the limit of %d bytes' % limit)
+            return b''.join(chunks), st.st_mode
+        finally:
+            os.close(fd)
+
+    # Archive entries the host parsed and checked (archive_in.h): directories and files only.
+    def unpack(blob):
+        for kind, path, payload in records(blob):
+            try:
+                if kind == b'd':
+                    os.makedirs(path, exist_ok=True)
+                    if os.path.realpath(path) != path:
+                        raise PermissionError('the path has a symbolic link in it')
+                    continue
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(checked(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+                try:
+                    os.fchmod(fd, 0o755 if kind == b'x' else 0o644)
+                    write_all(fd, payload)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                raise OSError('%s: %s' % (path, e.strerror or e))
+
+    # collect: the files matching each pattern, bounded in count and bytes; an 'e' record says
+    # why one could not be returned, an 'n' record names a pattern nothing matched.
+    def collect(patterns, limits):
+        import glob, itertools
+        max_files, max_total, max_file = (int(x) for x in limits.split())
+        out, files, total = bytearray(), 0, 0
+        for pat in patterns.decode('utf-8', 'surrogateescape').split('\n'):
+            found = sorted(itertools.islice(glob.iglob(pat), max_files + 1))
+            if not found:
+                record(out, b'n', pat, b'no file matches')
+            for path in found:
+                if files >= max_files:
+                    record(out, b'e', path, b'more than %d files matched; the rest are not returned' % max_files)
+                    return out
+                try:
+                    data, _ = read_regular(path, min(max_file, max_total - total))
+                except (_Over, OSError) as e:
+                    why = str(e)
+                    if isinstance(e, _Over) and 'limit' in why and max_total - total < max_file:
+                        why += ' (what collect returns in all: %d bytes)' % max_total
+                    record(out, b'e', path, why.encode('utf-8', 'replace'))
+                    continue
+                files += 1
+                total += len(data)
+                record(out, b'f', path, data)
+        return out
+
+    # A directory's tree (no link followed): 'd' directories, 'f'/'x' files, 's' skipped entries.
+    def tree(top, limits):
+        top = top.decode('utf-8', 'surrogateescape')
+        max_entries, max_bytes = (int(x) for x in limits.split())
+        if os.path.realpath(top) != top or not os.path.isdir(top):
+            raise OSError(2, 'not a directory (or a path with a symbolic link in it): ' + top)
+        out, entries, total = bytearray(), 0, 0
+        for d, dirs, names in os.walk(top):
+            dirs.sort()
+            for n in sorted(dirs + names):
+                path = d + '/' + n
+                entries += 1
+                if entries > max_entries:
+                    raise _Over('%s has more than %d entries' % (top, max_entries))
+                st = os.lstat(path)
+                kind = st.st_mode & 0o170000
+                if kind == 0o040000:
+                    record(out, b'd', path, b'')
+                elif kind == 0o100000:
+                    if total + st.st_size > max_bytes:
+                        raise _Over('%s holds more than %d bytes of files' % (top, max_bytes))
+                    data, mode = read_regular(path, max_bytes - total)
+                    total += len(data)
+                    record(out, b'x' if mode & 0o111 else b'f', path, data)
+                else:
+                    record(out, b's', path, b'')
+        return out
+
     marker = line().decode()
     user = {'__name__': '__main__', '__builtins__': __builtins__}
     while True:
@@ -84,6 +197,20 @@ def _lsb_main():
             except BaseException as e:
                 traceback.print_exception(type(e), e, e.__traceback__.tb_next)
                 status = 1
+            flush()
+        elif op in (b'A', b'G', b'T'):
+            data = exact(int(b))
+            try:
+                if op == b'A':
+                    unpack(first)
+                else:
+                    write_all(1, bytes(collect(first, data) if op == b'G' else tree(first, data)))
+            except _Over as e:
+                status = 3
+                sys.stderr.write(str(e))
+            except OSError as e:
+                status = 4
+                sys.stderr.write(str(e))
             flush()
         elif op in (b'W', b'R'):
             path = first.decode('utf-8', 'surrogateescape')
@@ -336,6 +463,20 @@ Result<FileOpResult> PythonDriver::ReadFile(const std::string& path, uint64_t ma
   LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, path, "", 30000, max_bytes + (64 << 10)));
   if (rep.deadline || rep.over_cap || rep.run_ended)
     return Error{"the file helper in the box ended before reading " + path};
+  FileOpResult f;
+  f.status = static_cast<FileOpStatus>(rep.status);
+  f.message = rep.err;
+  if (f.status == FileOpStatus::kOk) f.data = std::move(rep.out);
+  return f;
+}
+
+Result<FileOpResult> PythonDriver::RecordOp(char op, const std::string& first, const std::string& second,
+                                            uint64_t timeout_ms, uint64_t reply_cap) {
+  std::string header = std::string(1, op) + " " + std::to_string(first.size()) + " " + std::to_string(second.size()) + "\n";
+  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, first, second, timeout_ms, reply_cap + (64 << 10)));
+  if (rep.deadline || rep.over_cap || rep.run_ended)
+    return Error{std::string("the file helper in the box ended before it finished (") +
+                 (rep.deadline ? "out of time" : rep.over_cap ? "it sent more than the bound" : "it exited") + ")"};
   FileOpResult f;
   f.status = static_cast<FileOpStatus>(rep.status);
   f.message = rep.err;

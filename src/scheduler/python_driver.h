@@ -7,6 +7,12 @@
 //   "X <ncode> <nstdin>\n" code stdin    execute
 //   "W <npath> <ndata>\n"  path data     write a file (created or truncated, no symlink followed)
 //   "R <npath> <nmax>\n"   path          read a file of at most nmax bytes
+//   "A <nblob> 0\n"        blob          write the records of a checked archive (archive_in.h)
+//   "G <npat> <nlim>\n"    patterns lim  collect: the files matching newline-separated patterns
+//   "T <npath> <nlim>\n"   dir lim       a directory's tree, no link followed
+// Records (A in, G and T out): "<kind> <npath> <ndata>\n" path data; kinds d (directory), f
+// (file), x (executable file), e (G: a file not returned, data says why), n (G: a pattern that
+// matched nothing), s (T: an entry that is neither a file nor a directory, skipped).
 // After each message the driver writes "\x1e<marker>:<status>\n" to stdout and "\x1e<marker>\n" to
 // stderr; the host splits both streams there. Status: the exit code for X; for W/R 0 ok, 2 not
 // found, 3 too large, 4 other error (message on stderr).
@@ -54,6 +60,10 @@ class PythonDriver {
                              uint64_t output_cap);
   Result<FileOpResult> WriteFile(const std::string& path, const std::string& data);
   Result<FileOpResult> ReadFile(const std::string& path, uint64_t max_bytes);
+  // One of the record ops (A, G, T) above; `reply_cap` bounds what the driver may send back
+  // (data gets the records). A status kTooLarge is a bound the driver hit, message says which.
+  Result<FileOpResult> RecordOp(char op, const std::string& first, const std::string& second,
+                                uint64_t timeout_ms, uint64_t reply_cap);
 
   // False once the driver run ended (killed, crashed, os._exit): start a new one.
   bool alive() const { return run_ && !run_->exited(); }

@@ -11,6 +11,26 @@ std::string Writable(const Policy& policy) {
 
 }  // namespace
 
+bool IsNormalizedAbsolute(const std::string& path) {
+  if (path.empty() || path[0] != '/' || path.size() > 4096 || (path.size() > 1 && path.back() == '/')) return false;
+  for (char c : path)
+    if (c == '\0' || c == '\n' || c == '\r') return false;
+  for (size_t i = 1; i < path.size();) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string_view comp(path.data() + i, j - i);
+    if (comp.empty() || comp == "." || comp == "..") return false;
+    i = j + 1;
+  }
+  return true;
+}
+
+Result<std::string> CheckSandboxDir(const Policy& policy, const std::string& path) {
+  for (const auto& t : policy.tmpfs)
+    if (t.path == path && IsNormalizedAbsolute(path) && path != "/") return path;
+  return CheckSandboxPath(policy, path);
+}
+
 Result<std::string> CheckSandboxPath(const Policy& policy, const std::string& path) {
   if (path.empty()) return Error{"path is empty; give an absolute path such as /tmp/data.csv"};
   if (path.size() > 4096) return Error{"path is longer than 4096 bytes"};

@@ -13,4 +13,12 @@ namespace lsb::sched {
 // The path itself when acceptable, else an error saying what is wrong and what is allowed.
 Result<std::string> CheckSandboxPath(const Policy& policy, const std::string& path);
 
+// A directory an archive is unpacked into or read from: as CheckSandboxPath, or a tmpfs mount
+// point itself (/tmp).
+Result<std::string> CheckSandboxDir(const Policy& policy, const std::string& path);
+
+// Whether `path` is absolute and normalized (no empty, "." or ".." component, no trailing '/'),
+// with no NUL or newline: what the host accepts as a path the box's file helper names.
+bool IsNormalizedAbsolute(const std::string& path);
+
 }  // namespace lsb::sched

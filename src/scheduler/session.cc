@@ -58,11 +58,11 @@ Result<PythonDriver*> Session::Driver() {
   return driver_.get();
 }
 
-Result<ExecResult> Session::Execute(const ExecRequest& req) {
+Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect) {
   Touch(false);
   std::string lang = req.language.empty() ? config_.language : req.language;
   Result<ExecResult> r = Error{""};
-  if (RunsInInterpreter(req.language)) {
+  if (RunsInInterpreter(req)) {
     LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
     uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
     r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes);
@@ -73,6 +73,17 @@ Result<ExecResult> Session::Execute(const ExecRequest& req) {
     ExecRequest one = req;
     one.language = lang;
     r = box_->Run(one);
+  }
+  if (r.ok() && !req.collect.empty()) {
+    if (!box_->usable()) {
+      for (const auto& p : req.collect) r->collected.push_back({p, "", "not collected: the session's box ended with the program"});
+    } else {
+      auto d = Driver();
+      auto got = d.ok() ? CollectFromBox(**d, req.collect, collect) : Result<std::vector<CollectedFile>>(d.error());
+      if (config_.language != "python") driver_.reset();
+      if (got.ok()) r->collected = std::move(*got);
+      else for (const auto& p : req.collect) r->collected.push_back({p, "", "not collected: " + got.error().message});
+    }
   }
   Touch(true);
   if (r.ok()) r->trust = "session";  // one trust domain: what ran before could shape this report
@@ -95,6 +106,24 @@ Result<FileOpResult> Session::GetFile(const std::string& path, uint64_t max_byte
   if (config_.language != "python") driver_.reset();
   Touch(false);
   return r;
+}
+
+Status Session::PutArchive(const UnpackedArchive& archive) {
+  Touch(false);
+  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
+  Status s = UnpackIntoBox(*d, archive);
+  if (config_.language != "python") driver_.reset();
+  Touch(false);
+  return s;
+}
+
+Result<TreeArchive> Session::GetTree(const std::string& dir, const TreeLimits& limits) {
+  Touch(false);
+  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
+  auto t = TreeFromBox(*d, dir, limits);
+  if (config_.language != "python") driver_.reset();
+  Touch(false);
+  return t;
 }
 
 SessionInfo Session::Info() const {

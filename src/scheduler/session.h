@@ -21,6 +21,7 @@
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/python_driver.h"
+#include "scheduler/workspace_io.h"
 
 namespace lsb::sched {
 
@@ -64,11 +65,16 @@ class Session {
   bool RunsInInterpreter(const std::string& language) const {
     return config_.language == "python" && (language.empty() || language == "python");
   }
+  bool RunsInInterpreter(const ExecRequest& req) const { return req.command.empty() && RunsInInterpreter(req.language); }
 
   // These need a Use that owns the session.
-  Result<ExecResult> Execute(const ExecRequest& req);
+  // req.collect: the matching files are returned after the run (workspace_io.h).
+  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {});
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
   Result<FileOpResult> GetFile(const std::string& path, uint64_t max_bytes);
+  // An archive checked on the host (archive_in.h) written under its target.
+  Status PutArchive(const UnpackedArchive& archive);
+  Result<TreeArchive> GetTree(const std::string& dir, const TreeLimits& limits);
 
   SessionInfo Info() const;
   const Policy& policy() const { return policy_; }

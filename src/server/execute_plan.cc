@@ -21,6 +21,36 @@ ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std
                     (known.empty() ? "none" : known) + "); GET /v1/policies lists them");
 }
 
+ApiOr<std::shared_ptr<const sched::UnpackedArchive>> PlanArchive(ServerContext& ctx, const Policy& policy,
+                                                                 const std::string& target, std::string_view bytes,
+                                                                 const std::string& field) {
+  auto dir = sched::CheckSandboxDir(policy, target);
+  if (!dir.ok()) return BadRequest(field + "path: " + dir.error().message);
+  if (bytes.size() > ctx.limits.max_file_bytes)
+    return ApiError{ApiCode::kPayloadTooLarge, field + "the archive is " + std::to_string(bytes.size()) +
+                                                   " bytes; the limit is " + std::to_string(ctx.limits.max_file_bytes)};
+  auto a = sched::ReadArchive(bytes, *dir, ctx.limits.archive);
+  if (!a.ok())
+    return ApiError{a.error().code == ErrorCode::kResourceExhausted ? ApiCode::kPayloadTooLarge : ApiCode::kBadRequest,
+                    field + a.error().message};
+  return std::shared_ptr<const sched::UnpackedArchive>(std::make_shared<sched::UnpackedArchive>(std::move(*a)));
+}
+
+ApiError FromRunSpec(const Error& e, const std::string& where) {
+  if (e.code == ErrorCode::kPermissionDenied) return {ApiCode::kForbidden, where + e.message};
+  return BadRequest(where + e.message);
+}
+
+ApiOr<std::vector<std::string>> PlanCollect(ServerContext& ctx, const Policy& policy, std::vector<std::string> collect,
+                                            const std::string& where) {
+  if (collect.empty()) return collect;
+  auto ok = sched::CheckDriverSupported(policy);
+  if (!ok.ok()) return BadRequest(where + "collect: " + ok.error().message);
+  auto c = sched::CheckCollectPatterns(policy, collect, ctx.limits.collect);
+  if (!c.ok()) return BadRequest(where + c.error().message);
+  return collect;
+}
+
 ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner, ExecuteBody body,
                                    const std::string& where) {
   auto base = ResolvePolicy(ctx, body.policy, where + "policy");
@@ -38,23 +68,39 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   plan.request.language = std::move(body.language);
   plan.request.stdin_data = std::move(body.stdin_data);
   plan.request.env = std::move(body.env);
+  plan.request.command = std::move(body.command);
+  auto collect = PlanCollect(ctx, plan.policy, std::move(body.collect), where);
+  if (!collect.ok()) return collect.error();
+  plan.request.collect = std::move(*collect);
   auto spec = BuildRunSpec(plan.policy, plan.request);  // language, sizes: a bad request, before any box
-  if (!spec.ok()) return BadRequest(where + spec.error().message);
+  if (!spec.ok()) return FromRunSpec(spec.error(), where);
   if (!body.files.empty()) {
     auto ok = sched::CheckDriverSupported(plan.policy);
     if (!ok.ok()) return BadRequest(where + "files: " + ok.error().message);
   }
   for (size_t i = 0; i < body.files.size(); ++i) {
     std::string field = where + "files[" + std::to_string(i) + "]";
+    if (body.files[i].archive) {
+      auto a = PlanArchive(ctx, plan.policy, body.files[i].path, body.files[i].data, field + ".");
+      if (!a.ok()) return a.error();
+      plan.files.push_back({body.files[i].path, "", std::move(*a)});
+      continue;
+    }
     auto path = sched::CheckSandboxPath(plan.policy, body.files[i].path);
     if (!path.ok()) return BadRequest(field + ".path: " + path.error().message);
     if (body.files[i].data.size() > ctx.limits.max_file_bytes)
       return ApiError{ApiCode::kPayloadTooLarge, field + ": " + std::to_string(body.files[i].data.size()) +
                                                      " bytes; the limit per file is " +
                                                      std::to_string(ctx.limits.max_file_bytes)};
-    plan.files.push_back({*path, std::move(body.files[i].data)});
+    plan.files.push_back({*path, std::move(body.files[i].data), nullptr});
   }
   return plan;
+}
+
+std::string CommandText(const std::vector<std::string>& command) {
+  std::string s;
+  for (const auto& a : command) s += (s.empty() ? "" : " ") + a;
+  return s;
 }
 
 namespace {
@@ -63,12 +109,14 @@ namespace {
 Result<ExecResult> RunInBox(ServerContext& ctx, const ExecutionPlan& plan, const RunCallbacks& cb, const char* kind) {
   ExecRequest req = plan.request;
   req.execution_id = plan.execution_id;
-  if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, cb);
+  sched::OneShotOptions opts;
+  opts.collect = ctx.limits.collect;
+  if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, cb, opts);
   // Observed: its live events and its result share the id.
   auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",
-                                req.language.empty() ? plan.policy.default_language : req.language, req.code,
-                                plan.owner, plan.policy.cpu});
-  auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb));
+                                req.language.empty() ? plan.policy.default_language : req.language,
+                                req.command.empty() ? req.code : CommandText(req.command), plan.owner, plan.policy.cpu});
+  auto r = sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, ctx.monitor->Wrap(ex, cb), opts);
   ctx.monitor->Finish(ex, r.ok() ? &*r : nullptr, r.ok() ? "" : r.error().message, ctx.backend.name());
   return r;
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.h"
@@ -28,6 +29,20 @@ struct ExecutionPlan {
 // The policy named `name` ("" = the daemon's default); `field` names the body field in errors.
 ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std::string& name,
                                                    const std::string& field);
+// An archive body (PUT .../archive, files[].archive_base64) read and checked on the host for
+// `target`: 413 past a bound or max_file_bytes, 400 for a hostile or broken archive; `field`
+// prefixes the message.
+ApiOr<std::shared_ptr<const sched::UnpackedArchive>> PlanArchive(ServerContext& ctx, const Policy& policy,
+                                                                 const std::string& target, std::string_view bytes,
+                                                                 const std::string& field);
+// The BuildRunSpec refusal of a request as the API's error: 403 for the commands allowlist, else 400.
+ApiError FromRunSpec(const Error& e, const std::string& where);
+// A command as the audit log and the live events show it (its arguments joined by spaces).
+std::string CommandText(const std::vector<std::string>& command);
+// `collect` checked against the policy (its writable dirs; the in-box helper it needs).
+ApiOr<std::vector<std::string>> PlanCollect(ServerContext& ctx, const Policy& policy, std::vector<std::string> collect,
+                                            const std::string& where);
+
 ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner, ExecuteBody body,
                                    const std::string& where = "");
 // Runs a plan on the executor in a fresh box (blocking the caller until it is done).

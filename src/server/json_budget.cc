@@ -98,6 +98,17 @@ size_t FitResultJson(nlohmann::json& r, size_t max_bytes) {
   if (r.contains("stdout")) r["stdout"] = out.substr(0, JsonPrefixFor(out, out_room));
   if (r.contains("stderr")) r["stderr"] = err.substr(0, JsonPrefixFor(err, err_room));
   bytes = JsonBytes(r);
+  // Collected files, last first, become error entries: the caller learns which did not fit.
+  if (bytes > max_bytes && r.contains("collected") && r["collected"].is_array()) {
+    auto& c = r["collected"];
+    for (size_t i = c.size(); i-- > 0 && bytes > max_bytes;) {
+      if (!c[i].contains("content") && !c[i].contains("content_base64")) continue;
+      c[i].erase("content");
+      c[i].erase("content_base64");
+      c[i]["error"] = "left out: the result did not fit its share (" + std::to_string(max_bytes) + " bytes) of the answer";
+      bytes = JsonBytes(r);
+    }
+  }
   if (bytes > max_bytes && r.contains("alerts") && r["alerts"].is_array()) {
     auto& a = r["alerts"];
     size_t before = a.size();

@@ -21,7 +21,8 @@ size_t JsonBytes(const nlohmann::json& j);
 
 // An execution result's JSON (ExecResultJson) made to fit `max_bytes`: stdout and stderr are cut
 // (by encoded size), then alerts past the first are dropped (counted in `alerts_omitted`); a cut
-// result says `"truncated": true, "response_truncated": true`. Returns the bytes it now takes.
+// result says `"truncated": true, "response_truncated": true`. Collected files that still do not
+// fit (last first) become error entries. Returns the bytes it now takes.
 size_t FitResultJson(nlohmann::json& result, size_t max_bytes);
 
 }  // namespace lsb::server

@@ -57,9 +57,20 @@ ApiOr<std::optional<uint64_t>> OptGrace(const json& j, const char* key, const st
 
 const std::set<std::string>& KnownExecuteKeys(bool session) {
   static const std::set<std::string> one = {"code", "language", "policy", "stdin", "timeout", "timeout_grace",
-                                            "memory", "cpu", "env", "files", "network"};
-  static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env"};
+                                            "memory", "cpu", "env", "files", "network", "command", "collect"};
+  static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env", "command", "collect"};
   return session ? ses : one;
+}
+
+// A JSON array of strings, each field error naming its index ("command[2]: must be a string").
+ApiOr<std::vector<std::string>> StringList(const json& v, const std::string& where, const std::string& name) {
+  if (!v.is_array()) return Field(where, name, "must be an array of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) return Field(where, name + "[" + std::to_string(i) + "]", "must be a string");
+    out.push_back(v[i].get<std::string>());
+  }
+  return out;
 }
 
 const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -130,9 +141,25 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
       return Field(where, k, "unknown field");
     }
   ExecuteBody b;
-  if (!Present(j, "code")) return Field(where, "code", "is required (the program text)");
-  if (!j.at("code").is_string()) return Field(where, "code", "must be a string");
-  b.code = j.at("code").get<std::string>();
+  if (Present(j, "code") == Present(j, "command"))
+    return Field(where, "code", Present(j, "code") ? "give exactly one of code and command, not both"
+                                                   : "is required (the program text), or give command (a program and its arguments)");
+  if (Present(j, "code")) {
+    if (!j.at("code").is_string()) return Field(where, "code", "must be a string");
+    b.code = j.at("code").get<std::string>();
+  } else {
+    auto cmd = StringList(j.at("command"), where, "command");
+    if (!cmd.ok()) return cmd.error();
+    if (cmd->empty()) return Field(where, "command", "is empty; give a program and its arguments, such as [\"python3\", \"-m\", \"unittest\"]");
+    if (Present(j, "language")) return Field(where, "language", "does not apply to a command; leave it out");
+    b.command = std::move(*cmd);
+  }
+  if (Present(j, "collect")) {
+    auto c = StringList(j.at("collect"), where, "collect");
+    if (!c.ok()) return c.error();
+    if (c->empty()) return Field(where, "collect", "is empty; give paths or glob patterns such as \"/tmp/out/*.png\"");
+    b.collect = std::move(*c);
+  }
   auto lang = OptString(j, "language", where);
   if (!lang.ok()) return lang.error();
   b.language = lang->value_or("");
@@ -189,19 +216,26 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
   }
   if (Present(j, "files")) {
     const json& fs = j.at("files");
-    if (!fs.is_array()) return Field(where, "files", "must be an array of {path, content | content_base64}");
+    if (!fs.is_array()) return Field(where, "files", "must be an array of {path, content | content_base64 | archive_base64}");
     for (size_t i = 0; i < fs.size(); ++i) {
       std::string fw = "files[" + std::to_string(i) + "]";
       const json& f = fs[i];
-      if (!f.is_object()) return Field(where, fw, "must be an object {path, content | content_base64}");
+      if (!f.is_object()) return Field(where, fw, "must be an object {path, content | content_base64 | archive_base64}");
       for (const auto& [k, _] : f.items())
-        if (k != "path" && k != "content" && k != "content_base64") return Field(where, fw + "." + k, "unknown field");
+        if (k != "path" && k != "content" && k != "content_base64" && k != "archive_base64")
+          return Field(where, fw + "." + k, "unknown field");
       if (!Present(f, "path") || !f.at("path").is_string()) return Field(where, fw + ".path", "is required (a string)");
       FileBody fb;
       fb.path = f.at("path").get<std::string>();
-      if (Present(f, "content") == Present(f, "content_base64"))
-        return Field(where, fw, "give exactly one of content and content_base64");
-      if (Present(f, "content")) {
+      int given = Present(f, "content") + Present(f, "content_base64") + Present(f, "archive_base64");
+      if (given != 1) return Field(where, fw, "give exactly one of content, content_base64 and archive_base64");
+      if (Present(f, "archive_base64")) {
+        if (!f.at("archive_base64").is_string()) return Field(where, fw + ".archive_base64", "must be a string");
+        bool ok = false;
+        fb.data = Base64Decode(f.at("archive_base64").get<std::string>(), &ok);
+        if (!ok) return Field(where, fw + ".archive_base64", "is not valid base64");
+        fb.archive = true;
+      } else if (Present(f, "content")) {
         if (!f.at("content").is_string()) return Field(where, fw + ".content", "must be a string");
         fb.data = f.at("content").get<std::string>();
       } else {

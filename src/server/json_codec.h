@@ -23,6 +23,7 @@ namespace lsb::server {
 struct FileBody {
   std::string path;
   std::string data;  // decoded
+  bool archive = false;  // archive_base64: `data` is a tar/tar.gz/tar.zst/zip unpacked under `path`
 };
 
 // The body of POST /v1/execute, a batch task, or (session = true) POST /v1/sessions/{id}/execute.
@@ -38,6 +39,8 @@ struct ExecuteBody {
   std::optional<bool> network;
   std::map<std::string, std::string> env;
   std::vector<FileBody> files;
+  std::vector<std::string> command;  // instead of code (exactly one of them)
+  std::vector<std::string> collect;  // glob patterns of files returned after the run
 };
 
 struct SessionBody {

@@ -9,7 +9,9 @@
 
 #include "monitor/monitor.h"
 #include "runtime/backend.h"
+#include "scheduler/archive_in.h"
 #include "scheduler/box_registry.h"
+#include "scheduler/workspace_io.h"
 #include "scheduler/executor.h"
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
@@ -28,6 +30,11 @@ struct ServerLimits {
   uint64_t default_idle_timeout_ms = 300000;
   uint64_t default_max_lifetime_ms = 3600000;
   uint64_t max_session_lifetime_ms = 24ull * 3600 * 1000;
+  // Archives in, collect and directories out (docs/api.md "Archives", "Files out"); an archive's
+  // own bytes are bounded by max_file_bytes like a file's.
+  sched::ArchiveLimits archive;
+  sched::CollectLimits collect;
+  sched::TreeLimits tree;
 };
 
 struct ServerContext {

@@ -109,10 +109,14 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   er.stdin_data = std::move(body->stdin_data);
   er.env = std::move(body->env);
   er.timeout_ms = body->timeout_ms;
+  er.command = std::move(body->command);
+  auto collect = PlanCollect(ctx, session.policy(), std::move(body->collect), "");
+  if (!collect.ok()) return ErrorResponse(collect.error());
+  er.collect = std::move(*collect);
   auto spec = BuildRunSpec(session.policy(), er);
-  if (!spec.ok()) return ErrorResponse(BadRequest(spec.error().message));
+  if (!spec.ok()) return ErrorResponse(FromRunSpec(spec.error(), ""));
   // Refused rather than dropped: the caller must not believe the program saw it.
-  if (!er.env.empty() && session.RunsInInterpreter(er.language))
+  if (!er.env.empty() && session.RunsInInterpreter(er))
     return ErrorResponse(BadRequest("env: a python session's interpreter keeps the environment it started with and "
                                     "cannot take one per execution; leave env out, or use a one-shot execution"));
   if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
@@ -122,10 +126,10 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
       er.execution_id = NewExecutionId();
       std::string lang = er.language.empty() ? session.Info().language : er.language;
       ex = ctx.monitor->Begin(
-          {er.execution_id, session.policy().name, "session", session.id(), lang, er.code, session.owner(),
-           session.policy().cpu});
+          {er.execution_id, session.policy().name, "session", session.id(), lang,
+           er.command.empty() ? er.code : CommandText(er.command), session.owner(), session.policy().cpu});
     }
-    auto x = session.Execute(er);
+    auto x = session.Execute(er, ctx.limits.collect);
     if (ex && x.ok()) x->execution_id = er.execution_id;  // the interpreter names its own
     if (ex) ctx.monitor->Finish(ex, x.ok() ? &*x : nullptr, x.ok() ? "" : x.error().message, ctx.backend.name());
     if (!x.ok()) return SandboxError(x.error().message);
@@ -184,6 +188,63 @@ Reply GetFile(ServerContext& ctx, HttpRequest& req) {
   return res;
 }
 
+// The archive's target (PUT) or the directory to fetch (GET): ?path=, a dir in the writable dirs.
+ApiOr<std::string> DirPath(const HttpRequest& req, const sched::Session& s) {
+  std::string path = req.Query("path");
+  if (path.empty()) return BadRequest("path: give the directory as ?path=/tmp/work");
+  auto p = sched::CheckSandboxDir(s.policy(), path);
+  if (!p.ok()) return BadRequest("path: " + p.error().message);
+  auto ok = sched::CheckDriverSupported(s.policy());
+  if (!ok.ok()) return BadRequest(ok.error().message);
+  return *p;
+}
+
+Reply PutArchive(ServerContext& ctx, HttpRequest& req) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  auto dir = DirPath(req, **s);
+  if (!dir.ok()) return ErrorResponse(dir.error());
+  sched::Session& session = **s;
+  // Read and checked here, before the box is touched: a refused archive writes nothing.
+  auto archive = PlanArchive(ctx, session.policy(), *dir, req.body, "");
+  if (!archive.ok()) return ErrorResponse(archive.error());
+  auto r = OnSession<bool>(ctx, session, [&]() -> ApiOr<bool> {
+    Status x = session.PutArchive(**archive);
+    if (!x.ok()) {
+      if (x.error().code == ErrorCode::kInvalidArgument) return BadRequest(x.error().message);
+      return SandboxError(x.error().message);
+    }
+    return true;
+  });
+  if (!r.ok()) return ErrorResponse(r.error());
+  const sched::UnpackedArchive& a = **archive;
+  return JsonResponse(201, {{"path", *dir}, {"format", sched::ArchiveFormatName(a.format)}, {"files", a.files},
+                            {"dirs", a.dirs}, {"bytes", a.bytes}});
+}
+
+Reply GetArchive(ServerContext& ctx, HttpRequest& req) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  auto dir = DirPath(req, **s);
+  if (!dir.ok()) return ErrorResponse(dir.error());
+  sched::Session& session = **s;
+  auto r = OnSession<sched::TreeArchive>(ctx, session, [&]() -> ApiOr<sched::TreeArchive> {
+    auto x = session.GetTree(*dir, ctx.limits.tree);
+    if (x.ok()) return std::move(*x);
+    if (x.error().code == ErrorCode::kResourceExhausted) return ApiError{ApiCode::kPayloadTooLarge, x.error().message};
+    if (x.error().code == ErrorCode::kNotFound) return NotFound(x.error().message);
+    return SandboxError(x.error().message);
+  });
+  if (!r.ok()) return ErrorResponse(r.error());
+  HttpResponse res;
+  res.status = 200;
+  res.content_type = "application/x-tar";
+  res.headers.emplace_back("X-Archive-Files", std::to_string(r->files));
+  res.headers.emplace_back("X-Archive-Skipped", std::to_string(r->skipped));
+  res.body = std::move(r->tar);
+  return res;
+}
+
 }  // namespace
 
 void AddSessionRoutes(Router& router, ServerContext& ctx) {
@@ -211,6 +272,9 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
   router.Add("PUT", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return PutFile(ctx, req); },
              BodyKind::kRaw);
   router.Add("GET", "/v1/sessions/{id}/files", [&ctx](HttpRequest& req, ResponseStream&) { return GetFile(ctx, req); });
+  router.Add("PUT", "/v1/sessions/{id}/archive", [&ctx](HttpRequest& req, ResponseStream&) { return PutArchive(ctx, req); },
+             BodyKind::kRaw);
+  router.Add("GET", "/v1/sessions/{id}/archive", [&ctx](HttpRequest& req, ResponseStream&) { return GetArchive(ctx, req); });
 }
 
 }  // namespace lsb::server

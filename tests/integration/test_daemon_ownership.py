@@ -69,6 +69,17 @@ class Events:
         self.sock.close()
 
 
+def _one_file_tar():
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        info = tarfile.TarInfo("a.txt")
+        info.size = 3
+        t.addfile(info, io.BytesIO(b"bob"))
+    return buf.getvalue()
+
+
 class OwnershipTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -105,6 +116,11 @@ class OwnershipTest(unittest.TestCase):
         self.assertNotFound(self.call(BOB, "POST", f"/v1/sessions/{sid}/execute", {"code": "print(secret)"}))
         self.assertNotFound(self.call(BOB, "GET", f"/v1/sessions/{sid}/files?path=/tmp/a.txt"))
         self.assertNotFound(self.call(BOB, "PUT", f"/v1/sessions/{sid}/files?path=/tmp/a.txt", b"bob", raw=True))
+        # The archive routes too (issue 21): Bob can neither unpack into Alice's box nor read a tree of it.
+        self.assertNotFound(self.call(BOB, "GET", f"/v1/sessions/{sid}/archive?path=/tmp"))
+        self.assertNotFound(self.call(BOB, "PUT", f"/v1/sessions/{sid}/archive?path=/tmp", _one_file_tar(), raw=True))
+        self.assertNotFound(self.call(BOB, "POST", f"/v1/sessions/{sid}/execute",
+                                      {"command": ["python3", "-V"], "collect": ["/tmp/a.txt"]}))
         self.assertNotFound(self.call(BOB, "DELETE", f"/v1/sessions/{sid}"))
         never = self.call(BOB, "GET", "/v1/sessions/ses-0000000000000000")
         self.assertEqual(self.call(BOB, "GET", f"/v1/sessions/{sid}").json()["error"]["message"].replace(sid, "ID"),

@@ -28,6 +28,8 @@ from harness import (BINARY, SOURCE_DIR, TEST_BACKEND, boxes_left_by,  # noqa: E
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
 
+import llm_sandbox  # noqa: E402
+
 from llm_sandbox import (AsyncSandboxClient, BadRequest, Conflict, ConnectionFailed,  # noqa: E402
                          Forbidden, NotFound, PayloadTooLarge, RateLimited, RequestTimedOut,
                          SandboxClient, SandboxError, Unauthorized, output_bytes)
@@ -296,6 +298,41 @@ class PythonClientTest(DaemonTestCase):
         self.assertNotIn(s.id, [x["session_id"] for x in c.list_sessions()])
         with self.assertRaises(NotFound):
             s.info()
+
+    def test_upload_dir_command_collect_and_download_dir(self):
+        # A project tree with things upload_dir must leave out (.git, node_modules, a link out).
+        with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as dst:
+            os.makedirs(os.path.join(src, "pkg", "sub"))
+            os.makedirs(os.path.join(src, ".git"))
+            os.makedirs(os.path.join(src, "node_modules", "x"))
+            with open(os.path.join(src, "pkg", "sub", "mod.py"), "w") as f:
+                f.write("VALUE = 7\n")
+            with open(os.path.join(src, "pkg", "__init__.py"), "w") as f:
+                f.write("")
+            with open(os.path.join(src, ".git", "HEAD"), "w") as f:
+                f.write("ref")
+            with open(os.path.join(src, "node_modules", "x", "i.js"), "w") as f:
+                f.write("1")
+            os.symlink("/etc/passwd", os.path.join(src, "leak"))
+            os.symlink("pkg/sub/mod.py", os.path.join(src, "alias.py"))
+            c = self.client()
+            with c.session(language="python") as s:
+                up = s.upload_dir(src, "/tmp/work")
+                self.assertEqual(up["format"], "tar+gzip", up)
+                r = s.execute(command=["python3", "-c", "import os, sys; sys.path.insert(0, '/tmp/work'); "
+                                       "from pkg.sub.mod import VALUE; print(VALUE, sorted(os.listdir('/tmp/work')))"],
+                              collect=["/tmp/work/*.py"])
+                self.assertEqual(r["status"], "ok", r)
+                self.assertEqual(r["stdout"], "7 ['alias.py', 'pkg']\n", r)
+                self.assertEqual(r["collected"], [{"path": "/tmp/work/alias.py", "size": 10, "content": "VALUE = 7\n"}])
+                s.execute("open('/tmp/work/pkg/out.txt', 'w').write('made in the box')")
+                written = s.download_dir("/tmp/work", dst)
+                self.assertIn(os.path.join(os.path.realpath(dst), "pkg", "out.txt"), written)
+                with open(os.path.join(dst, "pkg", "out.txt")) as f:
+                    self.assertEqual(f.read(), "made in the box")
+            one = c.execute(command=["python3", "-c", "print(open('/tmp/w/pkg/sub/mod.py').read())"],
+                            files=[llm_sandbox.archive_entry("/tmp/w", src)])
+            self.assertEqual(one["stdout"], "VALUE = 7\n\n", one)
 
     def test_session_survives_a_timeout_and_an_exit_with_its_files(self):
         # A timeout kills the persistent interpreter (docs/architecture.md): its variables are

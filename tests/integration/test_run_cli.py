@@ -25,6 +25,22 @@ class RunBasics(SandboxTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout, "hi\n")
 
+    def test_a_command_after_dashes_runs_as_it_is(self):
+        p = run_cli(RUN + ["--", "python3", "-c", "import sys; print(sys.argv[1:])", "a", "b c", "--json"])
+        self.assertEqual((p.returncode, p.stdout), (0, "['a', 'b c', '--json']\n"), p.stderr)
+        p = run_cli(RUN + ["--", "python3", "-m", "unittest"])  # discovers nothing in /tmp: "Ran 0 tests"
+        self.assertIn("Ran 0 tests", p.stderr)
+
+    def test_a_command_the_policy_does_not_allow_is_126_before_any_box(self):
+        p = run_cli(RUN + ["--", "/usr/bin/curl", "example.com"])
+        self.assertEqual(p.returncode, 126, p.stderr)
+        self.assertIn("command[0]: /usr/bin/curl is not in commands.allow", p.stderr)
+        p = run_cli(RUN + ["--"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        p = run_cli(RUN + ["prog.py", "--", "python3"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("not both", p.stderr)
+
     def test_program_from_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
             f.write("print(6 * 7)\n")

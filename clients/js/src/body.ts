@@ -31,8 +31,9 @@ export function encodeFiles(files: FilesArg | undefined): FileEntry[] | undefine
   if (Array.isArray(files)) {
     return files.map((f) => {
       if (typeof f !== "object" || f === null || typeof f.path !== "string") {
-        throw new TypeError("files must be {path: content} or a list of {path, content | content_base64}");
+        throw new TypeError("files must be {path: content} or a list of {path, content | content_base64 | archive_base64}");
       }
+      if ("archive_base64" in f) return { path: f.path, archive_base64: String(f.archive_base64) };
       return "content_base64" in f ? { path: f.path, content_base64: String(f.content_base64) }
         : { path: f.path, content: String((f as { content?: unknown }).content ?? "") };
     });
@@ -42,9 +43,15 @@ export function encodeFiles(files: FilesArg | undefined): FileEntry[] | undefine
 }
 
 /** The POST /v1/execute body; unset options are left out so the policy's values apply. */
-export function executeBody(code: string, opts: ExecuteOptions, defaultPolicy?: string): ExecuteRequest {
-  if (typeof code !== "string") throw new TypeError(`code must be a string, not ${typeof code}`);
-  const body: ExecuteRequest = { code };
+export function executeBody(code: string | string[], opts: ExecuteOptions, defaultPolicy?: string): ExecuteRequest {
+  // A string is code; an array of strings is a command run as it is.
+  if (Array.isArray(code)) {
+    if (!code.every((a) => typeof a === "string")) throw new TypeError("a command is an array of strings");
+  } else if (typeof code !== "string") {
+    throw new TypeError(`code must be a string, not ${typeof code}`);
+  }
+  const body: ExecuteRequest = Array.isArray(code) ? { command: [...code] } : { code };
+  if (opts.collect !== undefined) body.collect = [...opts.collect];
   const policy = opts.policy ?? defaultPolicy;
   if (opts.language !== undefined) body.language = opts.language;
   if (policy !== undefined) body.policy = policy;
@@ -62,8 +69,8 @@ export function executeBody(code: string, opts: ExecuteOptions, defaultPolicy?: 
 export function batchTasks(tasks: readonly BatchTask[], defaultPolicy?: string): ExecuteRequest[] {
   return tasks.map((t) => {
     if (typeof t === "string") return executeBody(t, {}, defaultPolicy);
-    if (typeof t !== "object" || t === null || typeof t.code !== "string") {
-      throw new TypeError("a batch task is code (string) or an object with a string 'code'");
+    if (typeof t !== "object" || t === null || (typeof t.code !== "string") === !Array.isArray(t.command)) {
+      throw new TypeError("a batch task is code (string) or an object with a string 'code' or an array 'command'");
     }
     const { files, ...rest } = t;
     const out: ExecuteRequest = { ...rest };

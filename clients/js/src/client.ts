@@ -85,7 +85,7 @@ export class SandboxClient {
    * result (look at `status`); errors are thrown for requests the daemon refused or could not
    * serve.
    */
-  async execute(code: string, opts: ExecuteOptions = {}): Promise<ExecResult> {
+  async execute(code: string | string[], opts: ExecuteOptions = {}): Promise<ExecResult> {
     const body = executeBody(code, opts, this.policy);
     const limit = body.timeout ?? await this.policyTimeouts.seconds(body.policy);
     return this.transport.json<ExecResult>({

@@ -5,7 +5,8 @@
  * never needs those frameworks.
  */
 export { SandboxClient, DEFAULT_POLICY, DEFAULT_URL, isBatchError, type ClientOptions } from "./client.js";
-export { Session } from "./session.js";
+export { Session, type ArchiveWritten } from "./session.js";
+export { archiveEntry, packDir, unpackTar, DEFAULT_IGNORE } from "./workspace.js";
 export { outputBytes } from "./output.js";
 export { SSEParser, type SSEMessage } from "./sse.js";
 export * from "./errors.js";

@@ -10,6 +10,10 @@ import { NotFound } from "./errors.js";
 import { readBytes, type Transport } from "./http.js";
 import type { PolicyTimeouts } from "./timeouts.js";
 import type { ExecResult, SessionExecuteOptions, SessionInfo } from "./types.js";
+import { packDir, unpackTar } from "./workspace.js";
+
+/** The answer of PUT /v1/sessions/{id}/archive. */
+export interface ArchiveWritten { path: string; format: string; files: number; dirs: number; bytes: number }
 
 export class Session {
   /** Set once close() succeeded (or found the session already gone). */
@@ -24,9 +28,13 @@ export class Session {
 
   private get base(): string { return `/v1/sessions/${segment(this.id)}`; }
 
-  /** Runs code in this session's box. Throws Conflict while another execution is running. */
-  async execute(code: string, opts: SessionExecuteOptions = {}): Promise<ExecResult> {
-    const body: Record<string, unknown> = { code };
+  /**
+   * Runs code (a string) or a command (an array: program and arguments) in this session's box.
+   * Throws Conflict while another execution is running.
+   */
+  async execute(code: string | string[], opts: SessionExecuteOptions = {}): Promise<ExecResult> {
+    const body: Record<string, unknown> = Array.isArray(code) ? { command: [...code] } : { code };
+    if (opts.collect !== undefined) body.collect = [...opts.collect];
     if (opts.stdin !== undefined) body.stdin = opts.stdin;
     if (opts.timeout !== undefined) body.timeout = opts.timeout;
     if (opts.env !== undefined) body.env = opts.env;
@@ -57,6 +65,31 @@ export class Session {
       accept: "application/octet-stream", timeoutMs: httpTimeoutMs(this.baseTimeoutS),
     };
     return readBytes(await this.transport.send(req), req);
+  }
+
+  /**
+   * Sends the directory `local` into the box under `remote` (e.g. /tmp/work) as one tar.gz;
+   * `ignore`: glob patterns of names left out (default: .git, node_modules, __pycache__, ...).
+   */
+  uploadDir(local: string, remote: string, opts: { ignore?: readonly string[] } = {}): Promise<ArchiveWritten> {
+    return this.uploadArchive(remote, packDir(local, opts.ignore));
+  }
+
+  /** Unpacks a tar, tar.gz, tar.zst or zip in the box under `remote`. */
+  uploadArchive(remote: string, archive: Uint8Array): Promise<ArchiveWritten> {
+    return this.transport.json({
+      method: "PUT", path: `${this.base}/archive?path=${fileQuery(remote)}`, raw: archive,
+      timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+  }
+
+  /** Fetches the directory `remote` of the box into `local`; returns the files written. */
+  async downloadDir(remote: string, local: string): Promise<string[]> {
+    const req = {
+      method: "GET" as const, path: `${this.base}/archive?path=${fileQuery(remote)}`,
+      accept: "application/x-tar", timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    };
+    return unpackTar(await readBytes(await this.transport.send(req), req), local);
   }
 
   /** Reads a file and decodes it as UTF-8. */

@@ -43,12 +43,24 @@ export interface ExecResult {
    * stdout, stderr and exit code (alerts, timeouts and usage still hold). Optional: older daemons.
    */
   trust?: "execution" | "session";
+  /** Present when the request had `collect`: the files returned, or why one was not. */
+  collected?: CollectedFile[];
+}
+
+/** One entry of ExecResult.collected: content (UTF-8 text), content_base64 (bytes) or error. */
+export interface CollectedFile {
+  path: string;
+  size?: number;
+  content?: string;
+  content_base64?: string;
+  error?: string;
 }
 
 /** A file written into the box's tmpfs before the program runs. */
 export type FileEntry =
   | { path: string; content: string }
-  | { path: string; content_base64: string };
+  | { path: string; content_base64: string }
+  | { path: string; archive_base64: string };
 
 /** `{"/tmp/data.csv": "a,b\n"}` (string or bytes values) or the API's own list form. */
 export type FilesArg = Record<string, string | Uint8Array> | FileEntry[];
@@ -66,13 +78,18 @@ export interface ExecuteOptions {
   cpu?: string | number;
   env?: Record<string, string>;
   files?: FilesArg;
+  /** Paths or glob patterns of files returned in result.collected after the program ends. */
+  collect?: string[];
   /** Abort the HTTP request (the daemon then stops the program). */
   signal?: AbortSignal;
 }
 
 /** The POST /v1/execute body. */
 export interface ExecuteRequest {
-  code: string;
+  /** Exactly one of code and command. */
+  code?: string;
+  command?: string[];
+  collect?: string[];
   language?: string;
   policy?: string;
   stdin?: string;
@@ -84,6 +101,7 @@ export interface ExecuteRequest {
 }
 
 export interface SessionExecuteOptions {
+  collect?: string[];
   stdin?: string;
   timeout?: number;
   env?: Record<string, string>;

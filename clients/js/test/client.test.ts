@@ -1,10 +1,12 @@
 /** The TypeScript client against the REAL daemon: every operation of docs/api.md and its errors. */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   BadRequest, ConnectionFailed, Forbidden, NotFound, RequestTimedOut, SandboxClient, SandboxError, Unauthorized,
-  VERSION, isBatchError, outputBytes, type ExecResult, type StreamEvent,
+  VERSION, archiveEntry, isBatchError, outputBytes, type ExecResult, type StreamEvent,
 } from "@llm-sandbox/client";
 import { Daemon } from "./harness.js";
 
@@ -165,6 +167,32 @@ describe("sessions", () => {
     let id = "";
     await assert.rejects(client.withSession(async (s) => { id = s.id; throw new Error("boom"); }), /boom/);
     await assert.rejects(client.attachSession(id), NotFound);
+  });
+
+  test("uploadDir sends a tree (ignoring .git), a command runs it, collect and downloadDir bring files back", async () => {
+    const src = mkdtempSync(join(tmpdir(), "lsb-up-"));
+    const dst = mkdtempSync(join(tmpdir(), "lsb-down-"));
+    mkdirSync(join(src, "pkg", "sub"), { recursive: true });
+    mkdirSync(join(src, ".git"));
+    writeFileSync(join(src, ".git", "HEAD"), "ref");
+    writeFileSync(join(src, "pkg", "sub", "mod.py"), "VALUE = 7\n");
+    writeFileSync(join(src, "pkg", "__init__.py"), "");
+    await client.withSession(async (s) => {
+      const up = await s.uploadDir(src, "/tmp/work");
+      assert.equal(up.format, "tar+gzip");
+      assert.equal(up.files, 2);
+      const r = await s.execute(["python3", "-c", "import os; print(sorted(os.listdir('/tmp/work')))"],
+        { collect: ["/tmp/work/pkg/sub/*.py"] });
+      assert.equal(r.stdout, "['pkg']\n", JSON.stringify(r));
+      assert.deepEqual(r.collected, [{ path: "/tmp/work/pkg/sub/mod.py", size: 10, content: "VALUE = 7\n" }]);
+      await s.execute("open('/tmp/work/pkg/out.txt','w').write('made in the box')");
+      const written = await s.downloadDir("/tmp/work", dst);
+      assert.ok(written.some((f) => f.endsWith("out.txt")), JSON.stringify(written));
+      assert.equal(readFileSync(join(dst, "pkg", "out.txt"), "utf8"), "made in the box");
+    });
+    const one = await client.execute(["python3", "-c", "print(open('/tmp/w/pkg/sub/mod.py').read(), end='')"],
+      { files: [archiveEntry("/tmp/w", src)] });
+    assert.equal(one.stdout, "VALUE = 7\n", JSON.stringify(one));
   });
 
   test("a path outside the policy's tmpfs is a BadRequest", async () => {

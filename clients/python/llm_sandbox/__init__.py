@@ -8,6 +8,7 @@ Standard library only. See README.md beside this package and docs/api.md in the 
 """
 from ._version import __version__
 from ._calls import StreamEvent, output_bytes
+from ._workspace import DEFAULT_IGNORE, archive_entry
 from .aio import AsyncSandboxClient, AsyncSession
 from .client import SandboxClient
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, MethodNotAllowed,
@@ -21,5 +22,5 @@ __all__ = [
     "StreamEvent", "output_bytes", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
     "Unauthorized", "Forbidden", "PolicyViolation", "NotFound", "Conflict", "PayloadTooLarge",
     "RateLimited", "Unavailable", "SandboxFailure", "ServerError", "ConnectionFailed",
-    "RequestTimedOut", "ProtocolError",
+    "RequestTimedOut", "ProtocolError", "archive_entry", "DEFAULT_IGNORE",
 ]

@@ -179,7 +179,9 @@ def encode_files(files: FilesArg) -> Optional[List[Dict[str, str]]]:
             raise TypeError("files must be {path: content} or a list of {'path': ..., "
                             "'content' | 'content_base64': ...}")
         entry: Dict[str, str] = {"path": str(item["path"])}
-        if "content_base64" in item:
+        if "archive_base64" in item:
+            entry["archive_base64"] = str(item["archive_base64"])
+        elif "content_base64" in item:
             entry["content_base64"] = str(item["content_base64"])
         else:
             content = item.get("content", "")
@@ -191,17 +193,25 @@ def encode_files(files: FilesArg) -> Optional[List[Dict[str, str]]]:
     return out
 
 
-def execute_body(code: str, *, policy: Optional[str], language: Optional[str] = None,
+def execute_body(code: Optional[str], *, policy: Optional[str], language: Optional[str] = None,
                  stdin: Optional[str] = None, timeout: Optional[float] = None,
                  memory: Union[str, int, None] = None, cpu: Union[str, float, None] = None,
-                 env: Optional[Mapping[str, str]] = None, files: FilesArg = None) -> Dict[str, Any]:
-    """The POST /v1/execute body; unset options are left out so the policy's values apply."""
-    if not isinstance(code, str):
+                 env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
+                 command: Optional[Sequence[str]] = None,
+                 collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """The POST /v1/execute body; unset options are left out so the policy's values apply.
+    Exactly one of ``code`` and ``command`` (a program and its arguments, run as they are)."""
+    if (code is None) == (command is None):
+        raise TypeError("give exactly one of code and command")
+    if code is not None and not isinstance(code, str):
         raise TypeError(f"code must be a str, not {type(code).__name__}")
-    return {"code": code, **_given(
+    if isinstance(command, str) or isinstance(collect, str):
+        raise TypeError("command and collect are lists of strings, not one string")
+    program: Dict[str, Any] = {"code": code} if code is not None else {"command": [str(a) for a in command or []]}
+    return {**program, **_given(
         language=language, policy=policy, stdin=stdin, timeout=timeout, memory=memory, cpu=cpu,
         env=None if env is None else {str(k): str(v) for k, v in env.items()},
-        files=encode_files(files))}
+        files=encode_files(files), collect=None if collect is None else [str(p) for p in collect])}
 
 
 def execute(body: Dict[str, Any], base_timeout: float,
@@ -355,10 +365,13 @@ def delete_session(session_id: str, base_timeout: float) -> Call:
                 parse=_none)
 
 
-def session_execute(session_id: str, code: str, *, stdin: Optional[str],
+def session_execute(session_id: str, code: Optional[str], *, stdin: Optional[str],
                     timeout: Optional[float], env: Optional[Mapping[str, str]],
-                    base_timeout: float, policy_timeout: Optional[float] = None) -> Call:
-    body = execute_body(code, policy=None, stdin=stdin, timeout=timeout, env=env)
+                    base_timeout: float, policy_timeout: Optional[float] = None,
+                    command: Optional[Sequence[str]] = None,
+                    collect: Optional[Sequence[str]] = None) -> Call:
+    body = execute_body(code, policy=None, stdin=stdin, timeout=timeout, env=env,
+                        command=command, collect=collect)
     return _post_json(f"/v1/sessions/{_sid(session_id)}/execute", body,
                       _http_timeout(base_timeout, run_limit(timeout, policy_timeout)), decode_json)
 
@@ -371,6 +384,22 @@ def upload(session_id: str, path: str, data: Union[bytes, str], base_timeout: fl
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     return Call("PUT", _file_path(session_id, path), raw, "application/octet-stream",
                 http_timeout=base_timeout, parse=decode_json)
+
+
+def _archive_path(session_id: str, path: str) -> str:
+    return f"/v1/sessions/{_sid(session_id)}/archive?path={quote(path, safe='/')}"
+
+
+def upload_archive(session_id: str, path: str, archive: bytes, base_timeout: float) -> Call:
+    """PUT /v1/sessions/{id}/archive: a tar/tar.gz/tar.zst/zip unpacked under ``path``."""
+    return Call("PUT", _archive_path(session_id, path), bytes(archive), "application/octet-stream",
+                http_timeout=base_timeout, parse=decode_json)
+
+
+def download_archive(session_id: str, path: str, base_timeout: float) -> Call:
+    """GET /v1/sessions/{id}/archive: the directory ``path`` as tar bytes."""
+    return Call("GET", _archive_path(session_id, path), accept="application/x-tar",
+                http_timeout=base_timeout, parse=_raw)
 
 
 def download(session_id: str, path: str, base_timeout: float) -> Call:

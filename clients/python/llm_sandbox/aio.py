@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, AsyncIterator, Awaitable, Dict, Generator, List, Mapping, Optional, Sequence, Union
+from typing import (Any, AsyncIterator, Awaitable, Dict, Generator, Iterable, List, Mapping, Optional, Sequence,
+                    Union)
 
-from . import _calls, _policy_timeouts
+from . import _calls, _policy_timeouts, _workspace
 from ._calls import Call, FilesArg, Response, StreamEvent
 from ._http import STREAM_READ, TransportBase, connection_failed, timed_out
 from .client import ClientBase
@@ -205,13 +206,26 @@ class AsyncSession(SessionBase):
 
     _client: "AsyncSandboxClient"
 
-    async def execute(self, code: str, *, stdin: Optional[str] = None,
+    async def execute(self, code: Optional[str] = None, *, stdin: Optional[str] = None,
                       timeout: Optional[float] = None,
-                      env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+                      env: Optional[Mapping[str, str]] = None, command: Optional[Sequence[str]] = None,
+                      collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return await self._client._run(_calls.session_execute(
             self.session_id, code, stdin=stdin, timeout=timeout, env=env,
             base_timeout=self._client.timeout,
-            policy_timeout=await self._client._limit(self.policy, timeout)))
+            policy_timeout=await self._client._limit(self.policy, timeout), command=command, collect=collect))
+
+    async def upload_dir(self, local: str, remote: str, *, ignore: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        return await self.upload_archive(remote, _workspace.pack_dir(local, ignore))
+
+    async def upload_archive(self, remote: str, archive: bytes) -> Dict[str, Any]:
+        return await self._client._run(
+            _calls.upload_archive(self.session_id, remote, archive, self._client.timeout))
+
+    async def download_dir(self, remote: str, local: str) -> List[str]:
+        data = await self._client._run(
+            _calls.download_archive(self.session_id, remote, self._client.timeout))
+        return _workspace.unpack_tar(data, local)
 
     async def upload(self, path: str, data: Union[bytes, str]) -> Dict[str, Any]:
         return await self._client._run(
@@ -293,14 +307,16 @@ class AsyncSandboxClient(ClientBase):
     async def _limit(self, policy: Optional[str], given: Optional[float]) -> Optional[float]:
         return None if given is not None else await self._policy_timeout(policy)
 
-    async def execute(self, code: str, *, language: Optional[str] = None,
+    async def execute(self, code: Optional[str] = None, *, language: Optional[str] = None,
                       stdin: Optional[str] = None, timeout: Optional[float] = None,
                       env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
                       policy: Optional[str] = None, memory: Union[str, int, None] = None,
-                      cpu: Union[str, float, None] = None) -> Dict[str, Any]:
+                      cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
+                      collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         name = policy or self._policy
         body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
-                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
+                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files,
+                                   command=command, collect=collect)
         return await self._run(_calls.execute(body, self.timeout,
                                               await self._limit(name, timeout)))
 

@@ -135,11 +135,12 @@ class SandboxClient(ClientBase):
 
     # --- executions
 
-    def execute(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,
+    def execute(self, code: Optional[str] = None, *, language: Optional[str] = None, stdin: Optional[str] = None,
                 timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,
                 files: FilesArg = None, policy: Optional[str] = None,
                 memory: Union[str, int, None] = None,
-                cpu: Union[str, float, None] = None) -> Dict[str, Any]:
+                cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
+                collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         """Runs code in a fresh sandbox and returns the ExecResult dict: "stdout", "stderr",
         "exit_code", "status" (ok|error|timeout|oom|killed|denied|output_limit), "duration_ms",
         "cpu_ms", "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy".
@@ -148,11 +149,17 @@ class SandboxClient(ClientBase):
         exceptions are for requests the daemon refused or could not serve.
 
         files: ``{"/tmp/data.csv": "a,b\\n"}`` (str or bytes values) or the API's list form;
-        written into the box's tmpfs before the program starts.
+        written into the box's tmpfs before the program starts. A whole directory:
+        ``files=[archive_entry("/tmp/work", "./project")]`` (llm_sandbox.archive_entry).
+
+        command: ``["python3", "-m", "unittest"]`` instead of code (allowed by the policy's
+        commands.allow). collect: paths or glob patterns (``["/tmp/out/*.png"]``) whose files
+        come back in result["collected"] after the program ends.
         """
         name = policy or self._policy
         body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
-                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files)
+                                   timeout=timeout, memory=memory, cpu=cpu, env=env, files=files,
+                                   command=command, collect=collect)
         return self._run(_calls.execute(body, self.timeout, self._limit(name, timeout)))
 
     def stream(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,

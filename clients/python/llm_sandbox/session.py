@@ -6,9 +6,9 @@ idle timeout passes, so use it as a context manager and it is closed even when t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from . import _calls
+from . import _calls, _workspace
 from .errors import NotFound
 
 if TYPE_CHECKING:
@@ -42,14 +42,33 @@ class Session(SessionBase):
 
     _client: "SandboxClient"
 
-    def execute(self, code: str, *, stdin: Optional[str] = None, timeout: Optional[float] = None,
-                env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
-        """Runs code in this session's box; returns the ExecResult dict (see SandboxClient.execute).
-        Raises Conflict when another execution of this session is still running."""
+    def execute(self, code: Optional[str] = None, *, stdin: Optional[str] = None, timeout: Optional[float] = None,
+                env: Optional[Mapping[str, str]] = None, command: Optional[Sequence[str]] = None,
+                collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+        """Runs code (or ``command``, a program and its arguments) in this session's box; returns
+        the ExecResult dict (see SandboxClient.execute), with result["collected"] when ``collect``
+        names files. Raises Conflict when another execution of this session is still running."""
         return self._client._run(_calls.session_execute(
             self.session_id, code, stdin=stdin, timeout=timeout, env=env,
             base_timeout=self._client.timeout,
-            policy_timeout=self._client._limit(self.policy, timeout)))
+            policy_timeout=self._client._limit(self.policy, timeout), command=command, collect=collect))
+
+    def upload_dir(self, local: str, remote: str, *, ignore: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """Sends the directory ``local`` into the box under ``remote`` (e.g. /tmp/work) as one
+        tar.gz; returns {"path", "format", "files", "dirs", "bytes"}. ``ignore``: glob patterns of
+        names left out (default: .git, node_modules, __pycache__, .venv, ...). A symbolic link
+        inside the tree is sent as the file it points to; a link out of it is left out."""
+        return self.upload_archive(remote, _workspace.pack_dir(local, ignore))
+
+    def upload_archive(self, remote: str, archive: bytes) -> Dict[str, Any]:
+        """Unpacks a tar, tar.gz, tar.zst or zip (bytes) in the box under ``remote``."""
+        return self._client._run(_calls.upload_archive(self.session_id, remote, archive, self._client.timeout))
+
+    def download_dir(self, remote: str, local: str) -> List[str]:
+        """Fetches the directory ``remote`` of the box into ``local`` (created); returns the files
+        written. Links and special files in the box are not sent (docs/api.md "Files out")."""
+        data = self._client._run(_calls.download_archive(self.session_id, remote, self._client.timeout))
+        return _workspace.unpack_tar(data, local)
 
     def upload(self, path: str, data: Union[bytes, str]) -> Dict[str, Any]:
         """Writes a file into the box (str is encoded as UTF-8); returns {"path", "size"}.
