@@ -155,6 +155,7 @@ Result<FetchedManifest> ResolveImageManifest(RegistrySession& s, HttpClient& htt
 struct Job {
   Descriptor d;
   int progress_id;
+  bool layer = true;  // false: the config
 };
 
 // Downloads every job with `opts.jobs` threads, each with its own connections; the first failure
@@ -165,24 +166,30 @@ Status DownloadAll(RegistrySession& s, size_t endpoint, const std::vector<Job>& 
   std::atomic<bool> cancelled{false};
   std::mutex mu;
   std::optional<Error> first_error;
+  // The display and the caller's listener (PullOptions::on_blob) see the same steps.
+  auto report = [&](const Job& job, uint64_t done, const char* state, bool finished) {
+    if (finished) progress.Finish(job.progress_id, state);
+    else progress.Set(job.progress_id, done, state);
+    if (opts.on_blob) opts.on_blob({job.d.digest, job.layer, finished ? job.d.size : done, job.d.size, state});
+  };
   auto worker = [&] {
     auto http = s.NewClient();
     for (size_t i; (i = next.fetch_add(1)) < jobs.size() && !cancelled.load();) {
       const Job& job = jobs[i];
-      progress.Set(job.progress_id, 0, "downloading");
+      report(job, 0, "downloading", false);
       auto r = registry::DownloadBlob(
           s, *http, endpoint, job.d, blobs_dir, opts,
-          [&](uint64_t have) { progress.Set(job.progress_id, have, "downloading"); }, cancelled);
+          [&](uint64_t have) { report(job, have, "downloading", false); }, cancelled);
       std::lock_guard<std::mutex> lock(mu);
       if (!r.ok()) {
-        progress.Finish(job.progress_id, "failed");
+        report(job, 0, "failed", true);
         if (!first_error && !r.error().IsCancelled()) first_error = r.error();
         cancelled = true;
         return;
       }
       out.bytes_downloaded += r->downloaded;
       out.bytes_reused += r->reused;
-      progress.Finish(job.progress_id, r->downloaded == 0 ? "already there" : "done");
+      report(job, job.d.size, r->downloaded == 0 ? "already there" : "done", true);
     }
   };
   int n = std::clamp(opts.jobs, 1, kMaxPullJobs);
@@ -215,6 +222,13 @@ std::string LayoutIndex(const ImageReference& ref, const PulledImage& img, uint6
 }
 
 std::string ShortDigest(const std::string& digest) { return digest.substr(7, 12); }
+
+// A blob the caller already has, linked into the layout so DownloadBlob finds it present (and
+// verifies it there). Best effort: without the link (another file system, gone) it is downloaded.
+void LinkReusableBlob(const std::string& from_dir, const std::string& blobs_dir, const Descriptor& d) {
+  std::string hex = d.digest.substr(7);
+  (void)::link((from_dir + "/" + hex).c_str(), (blobs_dir + "/" + hex).c_str());
+}
 
 }  // namespace
 
@@ -260,12 +274,14 @@ Result<PulledImage> PullToLayout(const ImageReference& ref, const std::string& l
 
   registry::PullProgress progress(opts.progress, opts.progress_out);
   std::vector<Job> jobs;
-  jobs.push_back({out.config, progress.Add("config " + ShortDigest(out.config.digest), out.config.size)});
+  jobs.push_back({out.config, progress.Add("config " + ShortDigest(out.config.digest), out.config.size), false});
   for (const auto& l : out.layers) {
     bool dup = false;  // an image may list one layer twice; it is one blob
     for (const auto& j : jobs) dup = dup || j.d.digest == l.digest;
-    if (!dup) jobs.push_back({l, progress.Add("layer " + ShortDigest(l.digest), l.size)});
+    if (!dup) jobs.push_back({l, progress.Add("layer " + ShortDigest(l.digest), l.size), true});
   }
+  if (!opts.reuse_blobs_dir.empty())
+    for (const auto& j : jobs) LinkReusableBlob(opts.reuse_blobs_dir, blobs_dir, j.d);
   Status st = DownloadAll(*session, endpoint, jobs, blobs_dir, opts, progress, out);
   progress.Close();
   if (!st.ok()) return st.error().Wrap("pull " + ref.Familiar());

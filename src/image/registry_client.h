@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ struct PullOptions {
   std::chrono::milliseconds io_timeout{30000};     // a silent connection for this long is broken
   registry::ProgressMode progress = registry::ProgressMode::kQuiet;
   FILE* progress_out = stderr;
+  // A directory of blobs by hex digest on the layout's file system (the image store's
+  // blobs/sha256): a blob found there is hard-linked into the layout, verified again, and not
+  // downloaded. "" = none.
+  std::string reuse_blobs_dir;
+  // Called from the download threads as each blob's bytes arrive (often: keep it cheap and
+  // thread-safe); empty = nobody listens.
+  std::function<void(const registry::BlobProgress&)> on_blob;
 };
 
 struct PulledImage {

@@ -14,6 +14,15 @@ namespace lsb::image::registry {
 
 enum class ProgressMode { kQuiet, kPlain, kTerminal };
 
+// One blob's transfer as it stands, for a caller that reports pulls elsewhere (the image store's
+// puller, to the daemon's event stream): what PullOptions::on_blob receives.
+struct BlobProgress {
+  std::string digest;
+  bool layer = true;  // false: the image config
+  uint64_t done = 0, total = 0;
+  std::string state;  // "downloading" | "done" | "already there" | "failed"
+};
+
 // "12.3 MiB", "512 B": sizes as the display prints them.
 std::string HumanBytes(uint64_t n);
 

@@ -113,9 +113,12 @@ Result<std::unique_ptr<sched::PolicyStore>> LoadPolicies(DaemonConfig& config) {
 }
 
 // "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
-Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies) {
+Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies,
+                                               const image::StoreAndPuller& images) {
   BackendOptions bopts;
   bopts.images_file = config.images_file;
+  bopts.image_source = images.store;
+  bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
@@ -125,6 +128,20 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   if (!backend.ok()) return backend.error().Wrap("backend");
   if (!why.empty()) Log(why);
   return backend;
+}
+
+// The image store, opened now so a bad one is said at start (not at the first execution that
+// needs it); without a store directory (no --store, no HOME) images come from the image map only.
+Result<image::StoreAndPuller> OpenImageStore(const DaemonConfig& config) {
+  auto wired = image::MakeStoreAndPuller(config.image_store, config.pull);
+  if (!wired.ok()) {
+    if (!config.image_store.empty() || !image::DefaultStoreDir().empty()) return wired.error().Wrap("--store");
+    Log("no image store (no HOME for its default place; --store DIR gives one): images come from the image map only");
+    return image::StoreAndPuller{};
+  }
+  if (auto opened = wired->store->Get(); !opened.ok()) return opened.error().Wrap("--store");
+  Log("image store " + wired->store->root() + " (images not in the image map; pulled on first use by container.pull)");
+  return wired;
 }
 
 // By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
@@ -311,6 +328,17 @@ void DaemonCore::FinishWork(int grace_ms) {
   sessions_->Shutdown();
 }
 
+void DaemonCore::AttachImages(image::StoreAndPuller images) {
+  images_ = std::move(images);
+  if (!images_.puller) return;
+  images_.puller->SetListener([](const image::PullEvent& e) {
+    if (e.state == "started") Log("pulling " + e.reference + " into the image store (container.pull)");
+    if (e.state == "done")
+      Log("pulled " + e.reference + " " + e.manifest_digest + " in " + std::to_string(e.elapsed_ms) + " ms");
+    if (e.state == "failed") Log("pull of " + e.reference + " failed: " + e.error);
+  });
+}
+
 void DaemonCore::StopMonitor() {
   if (monitor_) monitor_->Stop();  // webhooks still queued are dropped (counted)
 }
@@ -323,11 +351,14 @@ int RunDaemon(DaemonConfig config) {
   if (auto st = CheckExposure(config); !st.ok()) return fail(st.error());
   auto policies = LoadPolicies(config);
   if (!policies.ok()) return fail(policies.error());
-  auto backend = ChooseBackend(config, **policies);
+  auto images = OpenImageStore(config);
+  if (!images.ok()) return fail(images.error());
+  auto backend = ChooseBackend(config, **policies, *images);
   if (!backend.ok()) return fail(backend.error());
   sigset_t sigs = BlockDaemonSignals();  // before any thread starts
   auto core = DaemonCore::Create(config, std::move(*backend), std::move(*policies));
   if (!core.ok()) return fail(core.error());
+  (*core)->AttachImages(std::move(*images));
 
   WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
   RaiseFdLimit(config.connections.max_total);
