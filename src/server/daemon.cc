@@ -55,7 +55,8 @@ bool Authorized(const ServerContext& ctx, HttpRequest& req) {
 // Bounded label values for the HTTP metrics: ids become placeholders, unknown paths "other".
 std::string RouteLabel(const std::string& path) {
   static const std::set<std::string> fixed = {"/", "/metrics", "/healthz", "/readyz", "/v1/execute", "/v1/batch",
-                                               "/v1/sessions", "/v1/policies", "/v1/events", "/v1/executions"};
+                                               "/v1/sessions", "/v1/policies", "/v1/events", "/v1/executions",
+                                               "/v1/images"};
   if (fixed.count(path)) return path;
   for (const char* prefix : {"/v1/sessions/", "/v1/policies/", "/v1/executions/"}) {
     std::string p = prefix;
@@ -142,6 +143,25 @@ Result<image::StoreAndPuller> OpenImageStore(const DaemonConfig& config) {
   if (auto opened = wired->store->Get(); !opened.ok()) return opened.error().Wrap("--store");
   Log("image store " + wired->store->root() + " (images not in the image map; pulled on first use by container.pull)");
   return wired;
+}
+
+// An image_pull event (docs/api.md) from the puller's report of one pull.
+nlohmann::json PullEventJson(const image::PullEvent& e) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& b : e.blobs) {
+    if (!b.layer) continue;
+    layers.push_back({{"digest", b.digest}, {"done", b.done}, {"total", b.total}, {"state", b.state}});
+  }
+  auto ref = image::ParseImageReference(e.reference);
+  nlohmann::json j = {{"image", ref.ok() ? ref->Familiar() : e.reference}, {"reference", e.reference},
+                      {"state", e.state}, {"layers", std::move(layers)}, {"bytes_done", e.bytes_done},
+                      {"bytes_total", e.bytes_total}, {"elapsed_ms", e.elapsed_ms}};
+  if (e.state == "done") {
+    j["digest"] = e.manifest_digest;
+    j["bytes_downloaded"] = e.bytes_downloaded;
+  }
+  if (e.state == "failed") j["error"] = e.error;
+  return j;
 }
 
 // By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
@@ -264,6 +284,7 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& confi
   AddHealthRoutes(core->router_, ctx);
   AddMonitoringRoutes(core->router_, ctx);
   AddMcpRoutes(core->router_, ctx);
+  AddImageRoutes(core->router_, ctx);
   return core;
 }
 
@@ -281,6 +302,7 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
 }
 
 DaemonCore::~DaemonCore() {
+  if (images_.puller) images_.puller->SetListener(nullptr);  // the monitor it publishes to goes first
   boxes_.set_pool(nullptr);  // the pool goes before the registry that names it
 }
 
@@ -330,12 +352,15 @@ void DaemonCore::FinishWork(int grace_ms) {
 
 void DaemonCore::AttachImages(image::StoreAndPuller images) {
   images_ = std::move(images);
+  ctx_->images = images_.store.get();
   if (!images_.puller) return;
-  images_.puller->SetListener([](const image::PullEvent& e) {
+  monitor::Monitor* m = monitor_.get();
+  images_.puller->SetListener([m](const image::PullEvent& e) {
     if (e.state == "started") Log("pulling " + e.reference + " into the image store (container.pull)");
     if (e.state == "done")
       Log("pulled " + e.reference + " " + e.manifest_digest + " in " + std::to_string(e.elapsed_ms) + " ms");
     if (e.state == "failed") Log("pull of " + e.reference + " failed: " + e.error);
+    if (m) m->ImagePullEvent(PullEventJson(e));
   });
 }
 

@@ -82,7 +82,7 @@ class DaemonCore {
   void FinishWork(int grace_ms);
   // Last: queued webhooks are dropped (counted).
   void StopMonitor();
-  // The image store and its puller, whose pulls are logged.
+  // The image store GET /v1/images lists, and its puller, whose pulls become image_pull events.
   void AttachImages(image::StoreAndPuller images);
 
  private:
