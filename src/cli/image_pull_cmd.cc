@@ -1,6 +1,6 @@
 // llm-sandbox image pull: an image from a registry into the image store (docs/images.md), or with
-// --layout into an OCI image layout directory (docs/image-pull.md). Into the store: PullIntoStore
-// (image/store_pull.h: resumable, one download of an image at a time, blobs the store has reused).
+// --layout into an OCI image layout directory (docs/image-pull.md). Into the store, the pull
+// writes a layout in the store's own tmp/ and the store imports it (blobs are moved, not copied).
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,37 +9,40 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/registry_flags.h"
 #include "image/reference.h"
 #include "image/registry_client.h"
 #include "image/store.h"
-#include "image/store_pull.h"
+#include "image/store_puller.h"
 
 namespace lsb::cli {
 namespace {
 
-constexpr const char* kImagePullUsage =
+constexpr const char* kImagePullHead =
     "usage: llm-sandbox image pull REF [--store DIR | --layout DIR] [options]\n"
     "\n"
     "  REF                      python:3.12-slim, ghcr.io/org/app:1, 127.0.0.1:5000/x@sha256:...\n"
-    "  --store DIR              the image store (default $LLM_SANDBOX_IMAGE_STORE, else\n"
-    "                           <state dir>/images; docs/images.md)\n"
     "  --layout DIR             instead of the store: write an OCI image layout into DIR (created; a\n"
     "                           killed pull into the same DIR resumes)\n"
     "  --max-store-bytes SIZE   the store's size bound (default $LLM_SANDBOX_IMAGE_STORE_MAX, else\n"
     "                           20G; 0: none); least recently used images no box uses are evicted\n"
     "  --quiet                  no progress display\n"
-    "  --insecure-registry HOST allow plain HTTP to HOST[:PORT] (loopback registries always may)\n"
-    "  --ca-file FILE           trust this CA bundle for the registry (also read:\n"
-    "                           /etc/docker/certs.d/HOST:PORT/*.crt, and the system's CAs)\n"
-    "  --certs-dir DIR          instead of /etc/docker/certs.d\n"
-    "  --registry-mirror URL    try this Docker Hub mirror first (repeatable)\n"
-    "  --jobs N                 concurrent blob downloads (default 3, at most 16)\n"
-    "\n"
-    "credentials: $DOCKER_CONFIG/config.json or ~/.docker/config.json (`docker login` writes it)\n";
+    "  --jobs N                 concurrent blob downloads (default 3, at most 16)\n";
+
+void PrintUsage(FILE* out) {
+  std::fputs(kImagePullHead, out);
+  std::fputs(kRegistryFlagsUsage, out);
+}
+
+bool IsRegistryFlag(const std::string& a) {
+  for (const auto& n : RegistryFlagNames())
+    if (a == n) return true;
+  return false;
+}
 
 int Usage(const char* msg) {
   if (msg != nullptr) std::fprintf(stderr, "llm-sandbox image pull: %s\n\n", msg);
-  std::fputs(kImagePullUsage, msg != nullptr ? stderr : stdout);
+  PrintUsage(msg != nullptr ? stderr : stdout);
   return 2;
 }
 
@@ -60,7 +63,7 @@ int ImagePullCommand(const Args& args) {
     };
     const std::string* v = nullptr;
     if (a == "--help" || a == "-h") {
-      std::fputs(kImagePullUsage, stdout);
+      PrintUsage(stdout);
       return 0;
     } else if (a == "--quiet" || a == "-q") {
       quiet = true;
@@ -73,18 +76,9 @@ int ImagePullCommand(const Args& args) {
     } else if (a == "--max-store-bytes") {
       if (!(v = value("--max-store-bytes"))) return 2;
       max_store_bytes = *v;
-    } else if (a == "--insecure-registry") {
-      if (!(v = value("--insecure-registry"))) return 2;
-      opts.insecure_registries.push_back(*v);
-    } else if (a == "--ca-file") {
-      if (!(v = value("--ca-file"))) return 2;
-      opts.ca_file = *v;
-    } else if (a == "--certs-dir") {
-      if (!(v = value("--certs-dir"))) return 2;
-      opts.certs_dir = *v;
-    } else if (a == "--registry-mirror") {
-      if (!(v = value("--registry-mirror"))) return 2;
-      opts.docker_hub_mirrors.push_back(*v);
+    } else if (IsRegistryFlag(a)) {
+      if (!(v = value(a.c_str()))) return 2;
+      ApplyRegistryFlag(a, *v, opts);
     } else if (a == "--jobs") {
       if (!(v = value("--jobs"))) return 2;
       char* end = nullptr;
@@ -110,31 +104,30 @@ int ImagePullCommand(const Args& args) {
   opts.progress = quiet                 ? image::registry::ProgressMode::kQuiet
                   : isatty(STDERR_FILENO) ? image::registry::ProgressMode::kTerminal
                                           : image::registry::ProgressMode::kPlain;
-  std::string into = layout;
   image::PulledImage pulled;
-  if (layout.empty()) {
-    image::StoreOptions so;
-    so.root = store_dir.empty() ? image::DefaultStoreDir() : store_dir;
-    auto max = image::StoreMaxBytes(max_store_bytes);
-    auto opened = max.ok() ? image::Store::Open([&] { so.max_bytes = *max; return so; }()) : Result<std::unique_ptr<image::Store>>(max.error());
-    if (!opened.ok()) {
-      std::fprintf(stderr, "llm-sandbox image pull: image store %s: %s\n", so.root.c_str(), opened.error().message.c_str());
+  std::string into = layout;
+  if (layout.empty()) {  // into the store (store_puller.h: the one pull-and-import)
+    auto so = image::StoreOptionsFor(store_dir, max_store_bytes);
+    auto store = so.ok() ? image::Store::Open(*so) : Result<std::unique_ptr<image::Store>>(so.error());
+    if (!store.ok()) {
+      std::fprintf(stderr, "llm-sandbox image pull: image store %s: %s\n",
+                   so.ok() ? so->root.c_str() : image::DefaultStoreDir().c_str(), store.error().message.c_str());
       return 1;
     }
-    auto stored = image::PullIntoStore(**opened, *ref, opts);
-    if (!stored.ok()) {
-      std::fprintf(stderr, "llm-sandbox image pull: %s\n", stored.error().message.c_str());
+    auto r = image::PullIntoStore(**store, *ref, opts);
+    if (!r.ok()) {
+      std::fprintf(stderr, "llm-sandbox image pull: %s\n", r.error().message.c_str());
       return 1;
     }
-    pulled = std::move(stored->pulled);
-    into = "the store " + (*opened)->root();
+    pulled = std::move(r->pulled);
+    into = "the store " + (*store)->root();
   } else {
-    auto got = image::PullToLayout(*ref, layout, opts);
-    if (!got.ok()) {
-      std::fprintf(stderr, "llm-sandbox image pull: %s\n", got.error().message.c_str());
+    auto r = image::PullToLayout(*ref, layout, opts);
+    if (!r.ok()) {
+      std::fprintf(stderr, "llm-sandbox image pull: %s\n", r.error().message.c_str());
       return 1;
     }
-    pulled = std::move(got).value();
+    pulled = std::move(r).value();
   }
   if (!quiet) {
     uint64_t total = pulled.config.size;

@@ -18,6 +18,7 @@
 
 #include "base/bounded_json.h"
 #include "cli/commands.h"
+#include "cli/registry_flags.h"
 #include "runtime/backend_select.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/executor.h"
@@ -40,12 +41,15 @@ constexpr const char* kMcpUsage =
     "  --images FILE            native backend image map (config/images.yaml)\n"
     "  --backend auto|native|docker   (default auto)\n"
     "  --max-concurrency N      executions at once (default 2)\n"
-    "  --max-sessions N         sessions at once (default 16)\n";
+    "  --max-sessions N         sessions at once (default 16)\n"
+    "\n"
+    "images not in the image map come from the image store, pulled when the policy's container.pull\n"
+    "says so (docs/images.md):\n";
 
 void Log(const std::string& line) { std::fprintf(stderr, "mcp: %s\n", line.c_str()); }
 
 int Bad(const std::string& msg) {
-  std::fprintf(stderr, "llm-sandbox mcp: %s\n\n%s", msg.c_str(), kMcpUsage);
+  std::fprintf(stderr, "llm-sandbox mcp: %s\n\n%s%s", msg.c_str(), kMcpUsage, kRegistryFlagsUsage);
   return 2;
 }
 
@@ -101,7 +105,8 @@ class LineReader {
 }  // namespace
 
 int McpCommand(const Args& args) {
-  std::string policies_dir, images_file, backend_name = "auto";
+  std::string policies_dir, images_file, store_dir, backend_name = "auto";
+  image::PullOptions pull;
   // As for serve: the environment gives the default backend; --backend overrides it.
   if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') backend_name = env;
   server::ServerLimits limits;
@@ -110,6 +115,7 @@ int McpCommand(const Args& args) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kMcpUsage, stdout);
+      std::fputs(kRegistryFlagsUsage, stdout);
       return 0;
     }
     if (i + 1 >= args.size()) return Bad("unknown option or missing value: " + a);
@@ -120,6 +126,10 @@ int McpCommand(const Args& args) {
       images_file = v;
     } else if (a == "--backend") {
       backend_name = v;
+    } else if (a == "--store") {
+      store_dir = v;
+    } else if (std::find(RegistryFlagNames().begin(), RegistryFlagNames().end(), a) != RegistryFlagNames().end()) {
+      ApplyRegistryFlag(a, v, pull);
     } else if (a == "--default-policy") {
       limits.default_policy = v;
     } else if (a == "--max-concurrency") {
@@ -157,6 +167,7 @@ int McpCommand(const Args& args) {
         "; calls must name a policy");
   BackendOptions bopts;
   bopts.images_file = images_file;
+  if (auto st = WireImageStore(store_dir, pull, bopts); !st.ok()) return Bad(st.error().message);
   std::string why;
   auto backend = MakeBackend(backend_name, bopts, &why);
   if (!backend.ok()) {

@@ -20,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "cli/commands.h"
 #include "cli/output_relay.h"
+#include "cli/registry_flags.h"
 #include "policy/languages.h"
 #include "policy/policy_loader.h"
 #include "policy/suggest.h"
@@ -121,6 +122,8 @@ struct RunArgs {
   double timeout_s = 0;
   bool json = false;
   std::vector<std::string> command;  // after "--": a command run as it is, instead of a program
+  std::string store;         // the image store (--store; registry_flags.h)
+  image::PullOptions pull;   // how container.pull reaches registries
 };
 
 // nullopt: go on; else the exit code (--help, a usage error).
@@ -135,6 +138,13 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--stdin", a.stdin_file, "file whose bytes become the program's stdin ('-' for ours)");
   app.add_option("--timeout", a.timeout_s, "seconds; may only lower the policy's timeout")->check(CLI::PositiveNumber);
   app.add_flag("--json", a.json, "print the whole result as JSON on stdout instead of streaming");
+  app.add_option("--store", a.store, "image store (default: $LLM_SANDBOX_IMAGE_STORE, else <state dir>/images)");
+  app.add_option("--insecure-registry", a.pull.insecure_registries, "allow plain HTTP to HOST[:PORT] (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--ca-file", a.pull.ca_file, "an extra CA bundle trusted for registries");
+  app.add_option("--certs-dir", a.pull.certs_dir, "instead of /etc/docker/certs.d");
+  app.add_option("--registry-mirror", a.pull.docker_hub_mirrors, "a Docker Hub mirror tried first (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
   app.footer("llm-sandbox run [options] -- COMMAND [ARG...] runs a command (allowed by the policy's "
              "commands.allow) instead of a program: llm-sandbox run -- python3 -m unittest");
@@ -254,6 +264,7 @@ int RunCommand(const Args& args) {
   if (!req.ok()) return Fail(req.error().message);
   BackendOptions bo;
   bo.images_file = a.images;
+  if (auto st = WireImageStore(a.store, a.pull, bo); !st.ok()) return Fail(st.error().message);
   auto backend = MakeBackend(a.backend.empty() ? policy->backend : a.backend, bo);
   if (!backend.ok()) return Fail(backend.error().message);
   auto cancel = CancelOnSignal::Install();

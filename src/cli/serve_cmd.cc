@@ -11,6 +11,7 @@
 #include "base/unique_fd.h"
 #include "cli/commands.h"
 #include "cli/option_cursor.h"
+#include "cli/registry_flags.h"
 #include "monitor/audit_log.h"
 #include "policy/units.h"
 #include "monitor/webhook.h"
@@ -72,6 +73,10 @@ constexpr const char* kServeUsage =
     "  --webhook-secret-file F  HMAC-SHA256 key for X-LLM-Sandbox-Signature (or $LLM_SANDBOX_WEBHOOK_SECRET)\n"
     "  --webhook-min-severity info|warning|critical   (default warning)\n"
     "  --usage-interval MS      live CPU/RAM sample period of running boxes (default 1000)\n"
+    "\n"
+    "images (docs/images.md): an image the image map does not give comes from the image store,\n"
+    "pulled on first use when the policy's container.pull says so (default missing):\n";
+constexpr const char* kServeUsageTail =
     "\n"
     "SIGHUP reloads the policies; SIGTERM stops (running boxes finish or are killed, all removed).\n";
 
@@ -135,7 +140,7 @@ std::string DefaultAuditLog() {
 }
 
 int Bad(const std::string& msg) {
-  std::fprintf(stderr, "llm-sandbox serve: %s\n\n%s", msg.c_str(), kServeUsage);
+  std::fprintf(stderr, "llm-sandbox serve: %s\n\n%s%s%s", msg.c_str(), kServeUsage, kRegistryFlagsUsage, kServeUsageTail);
   return 2;
 }
 
@@ -184,6 +189,9 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   if (o.Is("--images")) return c.images_file = v, true;
   if (o.Is("--backend")) return c.backend = v, true;
   if (o.Is("--init")) return c.init_path = v, true;
+  if (o.Is("--store")) return c.image_store = v, true;
+  for (const auto& flag : RegistryFlagNames())
+    if (o.Is(flag.c_str())) return ApplyRegistryFlag(flag, v, c.pull), true;
   // One knob for every backend's pool; --native-pool is its older name, kept for scripts.
   if (o.Is("--pool-size") || o.Is("--native-pool")) {
     if (!ParseCountOrZero(v, &c.pool_size)) return Error{name + " wants a count"};
@@ -320,6 +328,8 @@ std::optional<int> ParseServeArgs(const Args& args, ServeInputs& in) {
   while (o.Next()) {
     if (o.arg() == "--help" || o.arg() == "-h") {
       std::fputs(kServeUsage, stdout);
+      std::fputs(kRegistryFlagsUsage, stdout);
+      std::fputs(kServeUsageTail, stdout);
       return 0;
     }
     const std::string a = o.arg();

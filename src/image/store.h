@@ -98,7 +98,7 @@ class Store : public ImageSource {
   // ImportOciLayout to have blobs moved in), a blob check to skip downloads, and the store lock
   // to hold while downloading so concurrent pulls of one image fetch once.
   Result<TempDir> NewTempDir(std::string_view purpose) const;
-  // A pull's working directory for `ref` (store_pull.h): tmp/resume-<hash of its reference>, locked
+  // A pull's working directory for `ref` (store_puller.h PullIntoStore): tmp/resume-<hash of its reference>, locked
   // while this process holds it. A second pull of the same image waits here; a killed pull's
   // verified blobs and partial downloads stay there for the next one. Other images do not wait.
   Result<TempDir> PullDirFor(const ImageReference& ref) const;

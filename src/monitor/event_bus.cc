@@ -60,6 +60,14 @@ void EventBus::Unsubscribe(const std::shared_ptr<Subscription>& s) {
 }
 
 size_t EventBus::Publish(const std::string& type, nlohmann::json data, const std::string& owner) {
+  return PublishTo(type, std::move(data), &owner);
+}
+
+size_t EventBus::PublishToAll(const std::string& type, nlohmann::json data) {
+  return PublishTo(type, std::move(data), nullptr);
+}
+
+size_t EventBus::PublishTo(const std::string& type, nlohmann::json data, const std::string* owner) {
   std::vector<std::shared_ptr<Subscription>> targets;
   LiveEvent e;
   {
@@ -67,12 +75,12 @@ size_t EventBus::Publish(const std::string& type, nlohmann::json data, const std
     if (subs_.empty()) return 0;
     e.seq = ++seq_;
     for (const auto& s : subs_)
-      if (s->Wants(type, owner)) targets.push_back(s);
+      if (owner ? s->Wants(type, *owner) : s->WantsType(type)) targets.push_back(s);
   }
   e.type = type;
   e.bytes = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
   e.data = std::move(data);
-  e.owner = owner;
+  if (owner) e.owner = *owner;
   size_t dropped = 0;
   for (const auto& s : targets)
     if (!s->Push(e)) ++dropped;

@@ -40,8 +40,9 @@ class Subscription {
   void Close();
   // Only the events of the subscriber's own owner: another token's executions are not its to see.
   bool Wants(const std::string& type, const std::string& owner) const {
-    return owner == owner_ && (types_.empty() || types_.count(type) > 0);
+    return owner == owner_ && WantsType(type);
   }
+  bool WantsType(const std::string& type) const { return types_.empty() || types_.count(type) > 0; }
   // Returns false when the event was dropped (queue full: the oldest went).
   bool Push(const LiveEvent& e);
 
@@ -69,6 +70,8 @@ class EventBus {
   void Unsubscribe(const std::shared_ptr<Subscription>& s);
   // Returns the number of subscribers that had to drop an event for it.
   size_t Publish(const std::string& type, nlohmann::json data, const std::string& owner);
+  // An event about what every owner shares (the image store: image_pull), to every subscriber.
+  size_t PublishToAll(const std::string& type, nlohmann::json data);
   size_t subscribers() const;
   void CloseAll();
 
@@ -78,6 +81,7 @@ class EventBus {
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<Subscription>> subs_;
   uint64_t seq_ = 0;
+  size_t PublishTo(const std::string& type, nlohmann::json data, const std::string* owner);  // null: all
 };
 
 }  // namespace lsb::monitor

@@ -70,6 +70,8 @@ Monitor::Monitor(MonitorOptions opts) : opts_(std::move(opts)) {
   metrics_.Declare("lsb_sessions_active", MetricType::kGauge, "Sessions open now.");
   metrics_.Declare("lsb_sessions_limit", MetricType::kGauge, "Sessions that may be open at once.");
   metrics_.Declare("lsb_sessions_created_total", MetricType::kCounter, "Sessions created.");
+  metrics_.Declare("lsb_image_pulls_total", MetricType::kCounter,
+                   "Pulls into the image store on first use (container.pull), by result.");
   metrics_.Declare("lsb_http_requests_total", MetricType::kCounter, "HTTP requests answered, by route and status.");
   metrics_.Declare("lsb_http_request_duration_seconds", MetricType::kHistogram, "HTTP request latency, by route.",
                    kLatencyBuckets);
@@ -345,6 +347,13 @@ void Monitor::SessionEvent(const std::string& type, json data, const std::string
   if (type == "session_created") metrics_.Inc("lsb_sessions_created_total");
   data["time"] = Rfc3339(std::chrono::system_clock::now());
   events_.Publish(type, std::move(data), owner);
+}
+
+void Monitor::ImagePullEvent(json data) {
+  std::string state = data.value("state", "");
+  if (state == "done" || state == "failed") metrics_.Inc("lsb_image_pulls_total", {{"result", state}});
+  data["time"] = Rfc3339(std::chrono::system_clock::now());
+  events_.PublishToAll("image_pull", std::move(data));
 }
 
 void Monitor::HttpRequest(const std::string& route, int status, double seconds) {

@@ -105,6 +105,9 @@ class Monitor {
               const std::string& backend);
 
   void SessionEvent(const std::string& type, nlohmann::json data, const std::string& owner);
+  // A pull into the image store (image_pull, seen by every owner: the store is shared); a final
+  // one ("done"/"failed") is counted in lsb_image_pulls_total{result}.
+  void ImagePullEvent(nlohmann::json data);
   void HttpRequest(const std::string& route, int status, double seconds);
 
   // The views of `owner`'s executions only: another owner's are absent (404 for one by id).

@@ -55,7 +55,8 @@ bool Authorized(const ServerContext& ctx, HttpRequest& req) {
 // Bounded label values for the HTTP metrics: ids become placeholders, unknown paths "other".
 std::string RouteLabel(const std::string& path) {
   static const std::set<std::string> fixed = {"/", "/metrics", "/healthz", "/readyz", "/v1/execute", "/v1/batch",
-                                               "/v1/sessions", "/v1/policies", "/v1/events", "/v1/executions"};
+                                               "/v1/sessions", "/v1/policies", "/v1/events", "/v1/executions",
+                                               "/v1/images"};
   if (fixed.count(path)) return path;
   for (const char* prefix : {"/v1/sessions/", "/v1/policies/", "/v1/executions/"}) {
     std::string p = prefix;
@@ -113,9 +114,12 @@ Result<std::unique_ptr<sched::PolicyStore>> LoadPolicies(DaemonConfig& config) {
 }
 
 // "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
-Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies) {
+Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies,
+                                               const image::StoreAndPuller& images) {
   BackendOptions bopts;
   bopts.images_file = config.images_file;
+  bopts.image_source = images.store;
+  bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
@@ -125,6 +129,39 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   if (!backend.ok()) return backend.error().Wrap("backend");
   if (!why.empty()) Log(why);
   return backend;
+}
+
+// The image store, opened now so a bad one is said at start (not at the first execution that
+// needs it); without a store directory (no --store, no HOME) images come from the image map only.
+Result<image::StoreAndPuller> OpenImageStore(const DaemonConfig& config) {
+  auto wired = image::MakeStoreAndPuller(config.image_store, config.pull);
+  if (!wired.ok()) {
+    if (!config.image_store.empty() || !image::DefaultStoreDir().empty()) return wired.error().Wrap("--store");
+    Log("no image store (no HOME for its default place; --store DIR gives one): images come from the image map only");
+    return image::StoreAndPuller{};
+  }
+  if (auto opened = wired->store->Get(); !opened.ok()) return opened.error().Wrap("--store");
+  Log("image store " + wired->store->root() + " (images not in the image map; pulled on first use by container.pull)");
+  return wired;
+}
+
+// An image_pull event (docs/api.md) from the puller's report of one pull.
+nlohmann::json PullEventJson(const image::PullEvent& e) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& b : e.blobs) {
+    if (!b.layer) continue;
+    layers.push_back({{"digest", b.digest}, {"done", b.done}, {"total", b.total}, {"state", b.state}});
+  }
+  auto ref = image::ParseImageReference(e.reference);
+  nlohmann::json j = {{"image", ref.ok() ? ref->Familiar() : e.reference}, {"reference", e.reference},
+                      {"state", e.state}, {"layers", std::move(layers)}, {"bytes_done", e.bytes_done},
+                      {"bytes_total", e.bytes_total}, {"elapsed_ms", e.elapsed_ms}};
+  if (e.state == "done") {
+    j["digest"] = e.manifest_digest;
+    j["bytes_downloaded"] = e.bytes_downloaded;
+  }
+  if (e.state == "failed") j["error"] = e.error;
+  return j;
 }
 
 // By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
@@ -247,6 +284,7 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& confi
   AddHealthRoutes(core->router_, ctx);
   AddMonitoringRoutes(core->router_, ctx);
   AddMcpRoutes(core->router_, ctx);
+  AddImageRoutes(core->router_, ctx);
   return core;
 }
 
@@ -264,6 +302,7 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
 }
 
 DaemonCore::~DaemonCore() {
+  if (images_.puller) images_.puller->SetListener(nullptr);  // the monitor it publishes to goes first
   boxes_.set_pool(nullptr);  // the pool goes before the registry that names it
 }
 
@@ -311,6 +350,20 @@ void DaemonCore::FinishWork(int grace_ms) {
   sessions_->Shutdown();
 }
 
+void DaemonCore::AttachImages(image::StoreAndPuller images) {
+  images_ = std::move(images);
+  ctx_->images = images_.store.get();
+  if (!images_.puller) return;
+  monitor::Monitor* m = monitor_.get();
+  images_.puller->SetListener([m](const image::PullEvent& e) {
+    if (e.state == "started") Log("pulling " + e.reference + " into the image store (container.pull)");
+    if (e.state == "done")
+      Log("pulled " + e.reference + " " + e.manifest_digest + " in " + std::to_string(e.elapsed_ms) + " ms");
+    if (e.state == "failed") Log("pull of " + e.reference + " failed: " + e.error);
+    if (m) m->ImagePullEvent(PullEventJson(e));
+  });
+}
+
 void DaemonCore::StopMonitor() {
   if (monitor_) monitor_->Stop();  // webhooks still queued are dropped (counted)
 }
@@ -323,11 +376,14 @@ int RunDaemon(DaemonConfig config) {
   if (auto st = CheckExposure(config); !st.ok()) return fail(st.error());
   auto policies = LoadPolicies(config);
   if (!policies.ok()) return fail(policies.error());
-  auto backend = ChooseBackend(config, **policies);
+  auto images = OpenImageStore(config);
+  if (!images.ok()) return fail(images.error());
+  auto backend = ChooseBackend(config, **policies, *images);
   if (!backend.ok()) return fail(backend.error());
   sigset_t sigs = BlockDaemonSignals();  // before any thread starts
   auto core = DaemonCore::Create(config, std::move(*backend), std::move(*policies));
   if (!core.ok()) return fail(core.error());
+  (*core)->AttachImages(std::move(*images));
 
   WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
   RaiseFdLimit(config.connections.max_total);

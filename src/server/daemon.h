@@ -10,6 +10,8 @@
 #include <string>
 
 #include "base/result.h"
+#include "image/registry_client.h"
+#include "image/store_puller.h"
 #include "runtime/backend.h"
 #include "scheduler/one_shot_pool.h"
 #include "server/connection_table.h"
@@ -23,6 +25,10 @@ struct DaemonConfig {
   uint16_t port = 8080;
   std::string policies_dir;        // "" = DefaultPolicyDir()
   std::string images_file;
+  // The image store (--store; "" = DefaultStoreDir()) and how pulls into it on first use reach
+  // registries (--insecure-registry, --ca-file, --certs-dir, --registry-mirror).
+  std::string image_store;
+  image::PullOptions pull;
   std::string backend = "auto";
   std::string init_path;
   // Warm boxes kept per policy, whatever the backend (--pool-size, alias --native-pool; 0 = none):
@@ -76,6 +82,8 @@ class DaemonCore {
   void FinishWork(int grace_ms);
   // Last: queued webhooks are dropped (counted).
   void StopMonitor();
+  // The image store GET /v1/images lists, and its puller, whose pulls become image_pull events.
+  void AttachImages(image::StoreAndPuller images);
 
  private:
   DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::PolicyStore> policies, const DaemonConfig& c);
@@ -90,6 +98,7 @@ class DaemonCore {
   std::unique_ptr<sched::OneShotPool> pool_;  // null: the backend pools itself, or no pooling
   std::unique_ptr<ServerContext> ctx_;
   std::unique_ptr<monitor::Monitor> monitor_;
+  image::StoreAndPuller images_;  // empty: no image store here
   Router router_;
 };
 

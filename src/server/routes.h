@@ -13,5 +13,6 @@ void AddPolicyRoutes(Router& r, ServerContext& ctx);    // policies_resource.cc
 void AddHealthRoutes(Router& r, ServerContext& ctx);    // health_resource.cc
 void AddMonitoringRoutes(Router& r, ServerContext& ctx);  // monitoring_resource.cc: /metrics, /v1/events, /v1/executions, /
 void AddMcpRoutes(Router& r, ServerContext& ctx);       // mcp_resource.cc: /mcp (MCP, Streamable HTTP)
+void AddImageRoutes(Router& r, ServerContext& ctx);     // images_resource.cc: /v1/images
 
 }  // namespace lsb::server

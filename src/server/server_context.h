@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "image/store_puller.h"
 #include "monitor/monitor.h"
 #include "runtime/backend.h"
 #include "scheduler/archive_in.h"
@@ -48,6 +49,7 @@ struct ServerContext {
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
+  const image::SharedStore* images = nullptr;  // the image store (GET /v1/images); null: none here
   PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)
 };
 

@@ -474,7 +474,7 @@ def manifest_blobs(layout, desc):
 
 
 class StorePullHygiene(unittest.TestCase):
-    """Pulls into the image store (image/store_pull.h): a killed pull leaves the store consistent and
+    """Pulls into the image store (image/store_puller.h): a killed pull leaves the store consistent and
     the next one downloads only what was not verified yet; an image is downloaded once however many
     pull it at a time, and the download of one image never blocks the pull of another."""
 
