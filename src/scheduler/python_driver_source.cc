@@ -297,6 +297,13 @@ def _lsb_main():
         import ctypes
         if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
             raise OSError(ctypes.get_errno(), 'prctl(PR_SET_CHILD_SUBREAPER) failed')
+        if ctl[0] >= 0:  # a snapshot: this episode is a zygote now, no longer its zygote's episode
+            os.close(ctl[0])
+            ctl[0] = -1
+        # The spare is forked while an episode runs: a warning about forking a threaded process
+        # (numpy's BLAS threads, Python >= 3.12) would land in that episode's output.
+        import warnings
+        warnings.filterwarnings('ignore', message='This process .* is multi-threaded')
         snap = take(roots)
         owed = 0
         nxt = spare([])

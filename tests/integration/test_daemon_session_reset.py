@@ -27,7 +27,7 @@ open('/tmp/new.txt', 'w').write('new')
 os.makedirs('/tmp/newdir/sub', exist_ok=True)
 open('/tmp/newdir/sub/f', 'w').write('x')
 os.symlink('/etc/passwd', '/tmp/link')
-subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)  # MARK'],
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)  # lsbresetmarker'],
                  start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
 if os.fork() == 0:
@@ -54,13 +54,13 @@ print(sorted(k for k in ('episode_var', 'snap_var', 'BASE') if k in globals()))
 print('decimal' in sys.modules, 'sqlite3' in sys.modules)
 print(sorted(os.listdir('/tmp')))
 print(open('/tmp/pre.txt').read() if os.path.exists('/tmp/pre.txt') else '-')
-print(sum('MARK' in c for c in procs))
+print(sum('lsbresetmarker' in c for c in procs))
 """
 
 
 def sleepers():
     """Host-side: processes of any box still running the episode's detached sleeper."""
-    out = subprocess.run(["pgrep", "-f", "time.sleep(1000)  # MARK"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", "lsbresetmarker"], capture_output=True, text=True).stdout
     return [p for p in out.split() if p]
 
 
