@@ -10,6 +10,7 @@ packages=(
   python3-minimal python3 python3-setuptools python3-wheel python3-venv python3-pip
   util-linux procps
   python3-matplotlib
+  python3-numpy  # session reset benchmark and tests: a heavy import to warm (issue 22)
   clang-14 libclang-rt-14-dev
   # images (issue 18): layer codecs and registry TLS, linked statically; a real OCI registry,
   # skopeo (OCI layouts) and htpasswd for the pull tests

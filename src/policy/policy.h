@@ -104,6 +104,10 @@ struct Policy {
   // keep their built-in severity (policy/alert_rules.h).
   std::map<protocol::AlertRule, std::optional<protocol::Severity>> alert_severity;
 
+  // session.setup: Python every python session of this policy runs once when its interpreter
+  // starts, before a request's own setup; a reset returns to the state after it (docs/policy.md).
+  std::string session_setup;
+
   // Where each field was set, keyed by its dotted path ("resources.memory"), for explain.
   std::map<std::string, SourcePos> positions;
 

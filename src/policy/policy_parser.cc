@@ -28,7 +28,11 @@ namespace lsb {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"version",  "name",      "description", "backend",   "container",
-                                           "network",  "commands",  "languages",   "resources", "monitoring"};
+                                           "network",  "commands",  "languages",   "resources", "monitoring",
+                                           "session"};
+const std::vector<std::string> kSessionKeys = {"setup"};
+// session.setup is Python source a session's interpreter runs once; bounded like a request's code.
+constexpr size_t kMaxSessionSetupBytes = 64 << 10;
 const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs",
                                                  "user_namespace", "seccomp", "user", "workdir", "env", "pull"};
 const std::vector<std::string> kNetworkKeys = {"enabled"};
@@ -124,6 +128,8 @@ class Parser {
         r_.ForEachKnownKey(f, kResourcesKeys, [&](const Field& c) { Resources(c); });
       } else if (key == "monitoring") {
         r_.ForEachKnownKey(f, kMonitoringKeys, [&](const Field& m) { Monitoring(m); });
+      } else if (key == "session") {
+        r_.ForEachKnownKey(f, kSessionKeys, [&](const Field& m) { SessionSetup(m); });
       }
     });
     if (!have_version) {
@@ -509,6 +515,18 @@ class Parser {
         Set(f, p_.open_files, v);
       }
     }
+  }
+
+  void SessionSetup(const Field& f) {
+    auto code = r_.String(f);
+    if (!code) return;
+    if (code->size() > kMaxSessionSetupBytes) {
+      r_.Report(f.mark(), "session.setup is " + std::to_string(code->size()) + " bytes; the limit is " +
+                              std::to_string(kMaxSessionSetupBytes),
+                "keep the setup to imports and small state; ship data as files instead");
+      return;
+    }
+    Set(f, p_.session_setup, *code);
   }
 
   void Monitoring(const Field& f) {

@@ -12,250 +12,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Kind = InteractiveRun::Piece::Kind;
 
-// Kept small and dependency-free (os, sys, io, traceback): it runs under `python3 -I -S` too.
-// The user's code gets its own globals dict; the driver's state lives in _lsb_main's locals.
-constexpr const char* kDriver = R"PY(import io, os, sys, traceback
-
-def _lsb_main():
-    src = os.dup(0)
-    nul = os.open('/dev/null', os.O_RDONLY)
-    os.dup2(nul, 0)
-    os.close(nul)
-    buf = bytearray()
-
-    def fill():
-        chunk = os.read(src, 65536)
-        if not chunk:
-            os._exit(0)
-        buf.extend(chunk)
-
-    def line():
-        while b'\n' not in buf:
-            fill()
-        i = buf.index(b'\n')
-        out = bytes(buf[:i])
-        del buf[:i + 1]
-        return out
-
-    def exact(n):
-        while len(buf) < n:
-            fill()
-        out = bytes(buf[:n])
-        del buf[:n]
-        return out
-
-    def write_all(fd, data):
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-
-    def flush():
-        for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
-                s.flush()
-            except Exception:
-                pass
-
-    def checked(path):
-        if not path.startswith('/') or os.path.realpath(os.path.dirname(path)) != os.path.dirname(path):
-            raise PermissionError('the path has a symbolic link in it: ' + path)
-        return path
-
-    class _Over(Exception):
-        pass
-
-    def records(blob):
-        at = 0
-        while at < len(blob):
-            nl = blob.index(b'\n', at)
-            kind, n, m = blob[at:nl].split(b' ')
-            p = nl + 1 + int(n)
-            yield kind, blob[nl + 1:p].decode('utf-8', 'surrogateescape'), blob[p:p + int(m)]
-            at = p + int(m)
-
-    def record(out, kind, path, payload):
-        p = path.encode('utf-8', 'surrogateescape')
-        out += b'%s %d %d\n' % (kind, len(p), len(payload))
-        out += p
-        out += payload
-
-    def read_regular(path, limit):
-        fd = os.open(checked(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            st = os.fstat(fd)
-            if (st.st_mode & 0o170000) != 0o100000:
-                raise _Over('not a regular file')
-            if st.st_size > limit:
-                raise _Over('the file is %d bytes; the limit is %d' % (st.st_size, limit))
-            chunks, got = [], 0
-            while got <= limit:
-                c = os.read(fd, min(1 << 20, limit + 1 - got))
-                if not c:
-                    break
-                chunks.append(c)
-                got += len(c)
-            if got > limit:
-                raise _Over('the file grew past the limit of %d bytes' % limit)
-            return b''.join(chunks), st.st_mode
-        finally:
-            os.close(fd)
-
-    # Archive entries the host parsed and checked (archive_in.h): directories and files only.
-    def unpack(blob):
-        for kind, path, payload in records(blob):
-            try:
-                if kind == b'd':
-                    os.makedirs(path, exist_ok=True)
-                    if os.path.realpath(path) != path:
-                        raise PermissionError('the path has a symbolic link in it')
-                    continue
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(checked(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                try:
-                    os.fchmod(fd, 0o755 if kind == b'x' else 0o644)
-                    write_all(fd, payload)
-                finally:
-                    os.close(fd)
-            except OSError as e:
-                raise OSError('%s: %s' % (path, e.strerror or e))
-
-    # collect: the files matching each pattern, bounded in count and bytes; an 'e' record says
-    # why one could not be returned, an 'n' record names a pattern nothing matched.
-    def collect(patterns, limits):
-        import glob, itertools
-        max_files, max_total, max_file = (int(x) for x in limits.split())
-        out, files, total = bytearray(), 0, 0
-        for pat in patterns.decode('utf-8', 'surrogateescape').split('\n'):
-            found = sorted(itertools.islice(glob.iglob(pat), max_files + 1))
-            if not found:
-                record(out, b'n', pat, b'no file matches')
-            for path in found:
-                if files >= max_files:
-                    record(out, b'e', path, b'more than %d files matched; the rest are not returned' % max_files)
-                    return out
-                try:
-                    data, _ = read_regular(path, min(max_file, max_total - total))
-                except (_Over, OSError) as e:
-                    why = str(e)
-                    if isinstance(e, _Over) and 'limit' in why and max_total - total < max_file:
-                        why += ' (what collect returns in all: %d bytes)' % max_total
-                    record(out, b'e', path, why.encode('utf-8', 'replace'))
-                    continue
-                files += 1
-                total += len(data)
-                record(out, b'f', path, data)
-        return out
-
-    # A directory's tree (no link followed): 'd' directories, 'f'/'x' files, 's' skipped entries.
-    def tree(top, limits):
-        top = top.decode('utf-8', 'surrogateescape')
-        max_entries, max_bytes = (int(x) for x in limits.split())
-        if os.path.realpath(top) != top or not os.path.isdir(top):
-            raise OSError(2, 'not a directory (or a path with a symbolic link in it): ' + top)
-        out, entries, total = bytearray(), 0, 0
-        for d, dirs, names in os.walk(top):
-            dirs.sort()
-            for n in sorted(dirs + names):
-                path = d + '/' + n
-                entries += 1
-                if entries > max_entries:
-                    raise _Over('%s has more than %d entries' % (top, max_entries))
-                st = os.lstat(path)
-                kind = st.st_mode & 0o170000
-                if kind == 0o040000:
-                    record(out, b'd', path, b'')
-                elif kind == 0o100000:
-                    if total + st.st_size > max_bytes:
-                        raise _Over('%s holds more than %d bytes of files' % (top, max_bytes))
-                    data, mode = read_regular(path, max_bytes - total)
-                    total += len(data)
-                    record(out, b'x' if mode & 0o111 else b'f', path, data)
-                else:
-                    record(out, b's', path, b'')
-        return out
-
-    marker = line().decode()
-    user = {'__name__': '__main__', '__builtins__': __builtins__}
-    while True:
-        op, a, b = line().split(b' ')
-        first = exact(int(a))
-        status = 0
-        if op == b'X':
-            data = exact(int(b))
-            sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding='utf-8', errors='replace')
-            try:
-                exec(compile(first.decode('utf-8', 'replace'), '<session>', 'exec'), user)
-            except SystemExit as e:
-                if e.code is None:
-                    status = 0
-                elif isinstance(e.code, int):
-                    status = e.code & 255
-                else:
-                    print(e.code, file=sys.stderr)
-                    status = 1
-            except BaseException as e:
-                traceback.print_exception(type(e), e, e.__traceback__.tb_next)
-                status = 1
-            flush()
-        elif op in (b'A', b'G', b'T'):
-            data = exact(int(b))
-            try:
-                if op == b'A':
-                    unpack(first)
-                else:
-                    write_all(1, bytes(collect(first, data) if op == b'G' else tree(first, data)))
-            except _Over as e:
-                status = 3
-                sys.stderr.write(str(e))
-            except OSError as e:
-                status = 4
-                sys.stderr.write(str(e))
-            flush()
-        elif op in (b'W', b'R'):
-            path = first.decode('utf-8', 'surrogateescape')
-            data = exact(int(b)) if op == b'W' else b''
-            try:
-                if op == b'W':
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    fd = os.open(checked(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                    try:
-                        write_all(fd, data)
-                    finally:
-                        os.close(fd)
-                else:
-                    fd = os.open(checked(path), os.O_RDONLY | os.O_NOFOLLOW)
-                    try:
-                        st = os.fstat(fd)
-                        if not (st.st_mode & 0o170000) == 0o100000:
-                            raise IsADirectoryError('not a regular file: ' + path)
-                        if st.st_size > int(b):
-                            status = 3
-                            sys.stderr.write('the file is %d bytes; the limit is %d' % (st.st_size, int(b)))
-                        else:
-                            chunks = []
-                            while True:
-                                c = os.read(fd, 1 << 20)
-                                if not c:
-                                    break
-                                chunks.append(c)
-                            flush()
-                            write_all(1, b''.join(chunks))
-                    finally:
-                        os.close(fd)
-            except FileNotFoundError as e:
-                status = 2
-                sys.stderr.write(str(e))
-            except OSError as e:
-                status = 3 if e.errno == 27 else 4
-                sys.stderr.write(str(e))
-            flush()
-        write_all(1, ('\x1e%s:%d\n' % (marker, status)).encode())
-        write_all(2, ('\x1e%s\n' % marker).encode())
-
-_lsb_main()
-)PY";
-
 std::string RandomMarker() { return RandomHex("LSB-END-", 12); }
 
 protocol::Event SessionAlert(const std::string& message, uint64_t time_ms) {
@@ -273,11 +29,6 @@ protocol::Event TimeoutAlert(uint64_t timeout_ms, uint64_t time_ms) {
 
 }  // namespace
 
-const std::string& PythonDriverSource() {
-  static const std::string s = kDriver;
-  return s;
-}
-
 Status CheckDriverSupported(const Policy& policy) {
   const Language* py = policy.FindLanguage("python");
   if (!py || py->command.empty())
@@ -288,7 +39,8 @@ Status CheckDriverSupported(const Policy& policy) {
   return OkStatus();
 }
 
-Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, uint64_t lifetime_ms) {
+Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, uint64_t lifetime_ms,
+                                                          const ZygoteSpec* zygote, ExecResult* setup) {
   const Policy& policy = session.policy();
   LSB_TRY(CheckDriverSupported(policy));
   ExecRequest req;
@@ -304,7 +56,26 @@ Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, u
   LSB_ASSIGN_OR_RETURN(d->run_, InteractiveRun::Start(session, spec, PythonDriverSource()));
   d->marker_ = RandomMarker();
   d->run_->SendStdin(d->marker_ + "\n");
+  if (zygote) {
+    std::string roots;
+    for (const auto& r : zygote->roots) roots += r + "\n";
+    std::string header = "S " + std::to_string(zygote->setup.size()) + " " + std::to_string(roots.size()) + "\n";
+    LSB_ASSIGN_OR_RETURN(ExecResult r, d->RunCode(header, zygote->setup, roots, policy.timeout_ms, policy.output_bytes));
+    d->zygote_ = r.status == ExecStatus::kOk && d->alive();
+    if (setup) *setup = std::move(r);
+  }
   return d;
+}
+
+Result<FileOpResult> PythonDriver::StateOp(const char* op, uint64_t timeout_ms) {
+  if (!zygote_) return Error{"the session's interpreter is not a zygote (its setup failed)"};
+  LSB_ASSIGN_OR_RETURN(Reply rep, Send(std::string(op) + " 0 0\n", "", "", timeout_ms, 64 << 10));
+  if (rep.deadline || rep.over_cap || rep.run_ended)
+    return Error{"the session's interpreter ended or did not answer within " + std::to_string(timeout_ms) + " ms"};
+  FileOpResult f;
+  f.status = rep.status == 0 ? FileOpStatus::kOk : FileOpStatus::kFailed;
+  f.message = rep.err;
+  return f;
 }
 
 PythonDriver::~PythonDriver() { Stop(); }
@@ -405,12 +176,18 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
 
 Result<ExecResult> PythonDriver::Execute(const std::string& code, const std::string& stdin_data,
                                          uint64_t timeout_ms, uint64_t output_cap) {
+  std::string header = "X " + std::to_string(code.size()) + " " + std::to_string(stdin_data.size()) + "\n";
+  return RunCode(header, code, stdin_data, timeout_ms, output_cap);
+}
+
+Result<ExecResult> PythonDriver::RunCode(const std::string& header, const std::string& code,
+                                         const std::string& stdin_data, uint64_t timeout_ms,
+                                         uint64_t output_cap) {
   ExecResult r;
   r.execution_id = NewExecutionId();
   r.backend = session_.backend().name();
   BoxVerdict before = session_.box().Verdict();
   auto start = Clock::now();
-  std::string header = "X " + std::to_string(code.size()) + " " + std::to_string(stdin_data.size()) + "\n";
   LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, code, stdin_data, timeout_ms, output_cap));
   r.duration_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());

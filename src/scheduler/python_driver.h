@@ -13,6 +13,15 @@
 // Records (A in, G and T out): "<kind> <npath> <ndata>\n" path data; kinds d (directory), f
 // (file), x (executable file), e (G: a file not returned, data says why), n (G: a pattern that
 // matched nothing), s (T: an entry that is neither a file nor a directory, skipped).
+//   "S <ncode> <nroots>\n" code roots    first message only: run the setup code, then become a
+//                                        zygote over the "\n"-joined writable roots (below)
+//   "Z 0 0\n"                            zygote: reset to the zygote's state
+//   "P 0 0\n"                            zygote: snapshot (this state becomes the reset's target)
+// A zygote (session reset, docs/architecture.md) is the interpreter after its setup: it keeps the
+// roots' files in its memory and forks one episode child at a time (and a spare, ahead) that
+// serves the wire. Z: the episode exits, the zygote kills and reaps everything it left (it is a
+// subreaper), puts the files back and lets the spare take over; P: the episode becomes a zygote
+// itself. An episode that ends on its own takes the zygote down the same way (the run ends).
 // After each message the driver writes "\x1e<marker>:<status>\n" to stdout and "\x1e<marker>\n" to
 // stderr; the host splits both streams there. Status: the exit code for X; for W/R 0 ok, 2 not
 // found, 3 too large, 4 other error (message on stderr).
@@ -23,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "runtime/exec_result.h"
@@ -46,11 +56,21 @@ struct FileOpResult {
   std::string message;  // why it failed, in the driver's words
 };
 
+// What makes a driver a zygote: the setup run once, and the writable paths a reset puts back.
+struct ZygoteSpec {
+  std::string setup;               // Python run before the first episode; "" = none
+  std::vector<std::string> roots;  // absolute paths (the policy's tmpfs mounts)
+};
+
 class PythonDriver {
  public:
   // Starts the driver on `session`'s box with `lifetime_ms` as its whole-run wall limit. Fails when
-  // the policy has no python language it may run.
-  static Result<std::unique_ptr<PythonDriver>> Start(BoxSession& session, uint64_t lifetime_ms);
+  // the policy has no python language it may run. With `zygote`, the setup runs first (in the
+  // policy's timeout) and `*setup` gets its result; a failed setup leaves a plain interpreter
+  // (resettable() false) and the caller decides.
+  static Result<std::unique_ptr<PythonDriver>> Start(BoxSession& session, uint64_t lifetime_ms,
+                                                     const ZygoteSpec* zygote = nullptr,
+                                                     ExecResult* setup = nullptr);
   ~PythonDriver();
 
   // Runs `code` in the persistent globals. On timeout or output cap the driver is killed (its
@@ -64,6 +84,13 @@ class PythonDriver {
   // (data gets the records). A status kTooLarge is a bound the driver hit, message says which.
   Result<FileOpResult> RecordOp(char op, const std::string& first, const std::string& second,
                                 uint64_t timeout_ms, uint64_t reply_cap);
+
+  // Zygote operations (Z, P): kOk, or kFailed with the driver's words (a file it could not put
+  // back, a snapshot it could not take). An error: the driver ended or did not answer in time.
+  Result<FileOpResult> Reset(uint64_t timeout_ms) { return StateOp("Z", timeout_ms); }
+  Result<FileOpResult> Snapshot(uint64_t timeout_ms) { return StateOp("P", timeout_ms); }
+  // Whether this driver is a zygote whose Reset can work.
+  bool resettable() const { return zygote_ && alive(); }
 
   // False once the driver run ended (killed, crashed, os._exit): start a new one.
   bool alive() const { return run_ && !run_->exited(); }
@@ -84,10 +111,15 @@ class PythonDriver {
   Result<Reply> Send(const std::string& header, const std::string& a, const std::string& b,
                      uint64_t timeout_ms, uint64_t output_cap);
   void WaitExit(std::chrono::milliseconds within);
+  // X and S: run code in the interpreter and report it as an execution.
+  Result<ExecResult> RunCode(const std::string& header, const std::string& code, const std::string& b,
+                             uint64_t timeout_ms, uint64_t output_cap);
+  Result<FileOpResult> StateOp(const char* op, uint64_t timeout_ms);
 
   BoxSession& session_;
   std::unique_ptr<InteractiveRun> run_;
   std::string marker_;
+  bool zygote_ = false;
 };
 
 }  // namespace lsb::sched

@@ -7,8 +7,11 @@ namespace lsb::sched {
 using SteadyClock = std::chrono::steady_clock;
 using WallClock = std::chrono::system_clock;
 
-Session::Session(const Policy& policy, SessionConfig config, std::string id)
-    : policy_(policy),
+Session::Session(Backend& backend, BoxRegistry& registry, const Policy& policy, SessionConfig config,
+                 std::string id)
+    : backend_(backend),
+      registry_(registry),
+      policy_(policy),
       config_(std::move(config)),
       id_(std::move(id)),
       created_wall_(WallClock::now()),
@@ -21,16 +24,46 @@ Result<std::unique_ptr<Session>> Session::Open(Backend& backend, BoxRegistry& re
   if (config.language.empty()) config.language = policy.default_language;
   if (!policy.FindLanguage(config.language))
     return Error{"policy '" + policy.name + "' has no language '" + config.language + "'"};
-  std::unique_ptr<Session> s(new Session(policy, std::move(config), std::move(id)));
-  LSB_ASSIGN_OR_RETURN(s->box_, BoxSession::Open(backend, s->policy_));
-  s->lease_ = std::make_unique<BoxRegistry::Lease>(registry, s->box_.get());
-  if (s->config_.language == "python") {
-    // Start the interpreter now, so the first execute pays only for its own code.
-    auto d = PythonDriver::Start(*s->box_, s->RemainingLifetimeMs());
-    if (!d.ok()) return d.error();
-    s->driver_ = std::move(*d);
+  if (!config.setup.empty() && config.language != "python") {
+    Error e{"setup: runs in a python session's interpreter; this session's language is " + config.language};
+    e.code = ErrorCode::kInvalidArgument;
+    e.field = "setup";
+    return e;
   }
+  std::unique_ptr<Session> s(new Session(backend, registry, policy, std::move(config), std::move(id)));
+  LSB_TRY(s->OpenBox());
   return s;
+}
+
+Status Session::OpenBox() {
+  LSB_ASSIGN_OR_RETURN(box_, BoxSession::Open(backend_, policy_));
+  lease_ = std::make_unique<BoxRegistry::Lease>(registry_, box_.get());
+  // Start the interpreter now, so the first execute pays only for its own code.
+  if (config_.language == "python") LSB_TRY(StartDriver());
+  baseline_ = true;
+  return OkStatus();
+}
+
+Status Session::StartDriver() {
+  ZygoteSpec zygote;
+  zygote.setup = config_.setup;
+  for (const auto& t : policy_.tmpfs) zygote.roots.push_back(t.path);
+  ExecResult setup;
+  LSB_ASSIGN_OR_RETURN(driver_, PythonDriver::Start(*box_, RemainingLifetimeMs(), &zygote, &setup));
+  if (setup.status != ExecStatus::kOk && !config_.setup.empty()) {
+    Error e{"setup: the setup code failed (" + std::string(protocol::Name(setup.status)) + ", exit " +
+            std::to_string(setup.exit_code) + "): " + setup.stderr_data.substr(0, 2000)};
+    e.code = ErrorCode::kInvalidArgument;
+    e.field = "setup";
+    return e;
+  }
+  if (setup.status != ExecStatus::kOk) return Error{"the session's interpreter did not start: " + setup.stderr_data};
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    setup_ms_ = setup.duration_ms;
+  }
+  setup_result_ = std::move(setup);
+  return OkStatus();
 }
 
 Session::~Session() { Close(); }
@@ -53,7 +86,12 @@ Result<PythonDriver*> Session::Driver() {
     return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};
   if (!driver_ || !driver_->alive()) {
     driver_.reset();
-    LSB_ASSIGN_OR_RETURN(driver_, PythonDriver::Start(*box_, RemainingLifetimeMs()));
+    baseline_ = false;  // the new zygote takes the files as they are now, not as they were
+    if (config_.language == "python") {
+      LSB_TRY(StartDriver());
+    } else {
+      LSB_ASSIGN_OR_RETURN(driver_, PythonDriver::Start(*box_, RemainingLifetimeMs()));
+    }
   }
   return driver_.get();
 }
@@ -126,6 +164,76 @@ Result<TreeArchive> Session::GetTree(const std::string& dir, const TreeLimits& l
   return t;
 }
 
+Result<ResetReport> Session::Reset() {
+  Touch(false);
+  auto start = SteadyClock::now();
+  ResetReport report;
+  if (config_.language != "python") {
+    report.why = "a " + config_.language + " session has no interpreter to fork";
+  } else if (!box_ || !box_->usable()) {
+    report.why = "the box was killed or broke";
+  } else if (!driver_ || !driver_->alive()) {
+    report.why = "the interpreter ended since the last snapshot (a timeout, os._exit, a crash)";
+  } else if (!baseline_) {
+    report.why = "the interpreter was restarted since the last snapshot";
+  } else if (!driver_->resettable()) {
+    report.why = "the interpreter cannot fork episodes";
+  } else {
+    auto r = driver_->Reset(policy_.timeout_ms);
+    if (r.ok() && r->status == FileOpStatus::kOk) report.mode = "interpreter";
+    else report.why = r.ok() ? r->message : r.error().message;
+  }
+  if (report.mode.empty()) {
+    // The slow path, still exact: a new box is the state right after creation.
+    report.mode = "new_box";
+    report.snapshot_lost = snapshots_ > 0;
+    driver_.reset();
+    lease_.reset();
+    if (box_) box_->Close();
+    box_.reset();
+    {
+      std::lock_guard<std::mutex> lock(info_mu_);
+      snapshots_ = 0;
+    }
+    LSB_TRY(OpenBox());
+  }
+  auto took = SteadyClock::now() - start;
+  report.duration_us = std::chrono::duration<double, std::micro>(took).count();
+  report.duration_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    ++resets_;
+  }
+  Touch(false);
+  return report;
+}
+
+Status Session::Snapshot() {
+  Touch(false);
+  auto refuse = [](std::string why) {
+    Error e{std::move(why)};
+    e.code = ErrorCode::kInvalidArgument;
+    return e;
+  };
+  if (config_.language != "python")
+    return refuse("a snapshot keeps a python session's interpreter; this session's language is " + config_.language +
+                  " (reset still returns it to a new box)");
+  if (snapshots_ >= kMaxSessionSnapshots)
+    return refuse("the session holds its maximum of " + std::to_string(kMaxSessionSnapshots) +
+                  " snapshots; create a new session");
+  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
+  if (!d->resettable()) return Error{"the session's interpreter cannot take a snapshot"};
+  LSB_ASSIGN_OR_RETURN(FileOpResult r, d->Snapshot(policy_.timeout_ms));
+  if (r.status != FileOpStatus::kOk) return Error{"the snapshot failed: " + r.message};
+  baseline_ = true;
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    ++snapshots_;
+  }
+  Touch(false);
+  return OkStatus();
+}
+
 SessionInfo Session::Info() const {
   SessionInfo i;
   i.id = id_;
@@ -137,6 +245,9 @@ SessionInfo Session::Info() const {
   i.last_used_at = last_used_wall_;
   i.expires_at = std::min(lifetime_end, last_used_wall_ + std::chrono::milliseconds(config_.idle_timeout_ms));
   i.executions = executions_;
+  i.resets = resets_;
+  i.snapshots = snapshots_;
+  i.setup_ms = setup_ms_;
   if (closed_) {
     i.state = "closed";
   } else {

@@ -30,6 +30,21 @@ struct SessionConfig {
   uint64_t idle_timeout_ms = 300000;
   uint64_t max_lifetime_ms = 3600000;
   std::string owner;                // who created it (server/owner.h); "" = the daemon's one user
+  // Python run once when the interpreter starts (the policy's session.setup, then the request's):
+  // a reset comes back to the state after it without running it again. Python sessions only.
+  std::string setup;
+};
+
+// The most snapshots one session takes (each keeps one more zygote process in its box).
+inline constexpr uint64_t kMaxSessionSnapshots = 16;
+
+// What a reset did (docs/api.md "Reset and snapshot").
+struct ResetReport {
+  std::string mode;        // "interpreter": the zygote forked a fresh episode; "new_box": a new box
+  std::string why;         // for new_box: why the fast path could not be taken
+  bool snapshot_lost = false;  // new_box after a snapshot: back to the creation state instead
+  uint64_t duration_ms = 0;
+  double duration_us = 0;
 };
 
 struct SessionInfo {
@@ -39,6 +54,8 @@ struct SessionInfo {
   std::chrono::system_clock::time_point created_at, last_used_at, expires_at;
   uint64_t executions = 0;
   std::string state;  // "ready" | "busy" | "closed"
+  std::optional<uint64_t> setup_ms;  // how long the setup took when the interpreter last started
+  uint64_t resets = 0, snapshots = 0;
 };
 
 class Session {
@@ -75,6 +92,15 @@ class Session {
   // An archive checked on the host (archive_in.h) written under its target.
   Status PutArchive(const UnpackedArchive& archive);
   Result<TreeArchive> GetTree(const std::string& dir, const TreeLimits& limits);
+  // Back to the state after creation (or the last Snapshot): a fresh interpreter forked from the
+  // zygote with the files put back and every process of the episode gone; a new box when that
+  // cannot be done (a plain-run session, an interpreter that died since, a failed restore).
+  Result<ResetReport> Reset();
+  // The interpreter's state and the writable paths' files now become what Reset returns to. An
+  // error with code kInvalidArgument when the session cannot take one (not python, at the limit).
+  Status Snapshot();
+  // The setup's result when the interpreter started (Open's caller reports a failed one).
+  const std::optional<ExecResult>& setup_result() const { return setup_result_; }
 
   SessionInfo Info() const;
   const Policy& policy() const { return policy_; }
@@ -86,12 +112,17 @@ class Session {
   void Close();
 
  private:
-  Session(const Policy& policy, SessionConfig config, std::string id);
+  Session(Backend& backend, BoxRegistry& registry, const Policy& policy, SessionConfig config, std::string id);
+  Status OpenBox();
+  // Starts the interpreter (a zygote over the policy's tmpfs paths, after the setup).
+  Status StartDriver();
   Result<PythonDriver*> Driver();
   uint64_t RemainingLifetimeMs() const;
   void Touch(bool executed);
   void SetBusy(bool busy);
 
+  Backend& backend_;
+  BoxRegistry& registry_;
   const Policy policy_;
   const SessionConfig config_;
   const std::string id_;
@@ -102,6 +133,10 @@ class Session {
   std::unique_ptr<BoxSession> box_;
   std::unique_ptr<BoxRegistry::Lease> lease_;
   std::unique_ptr<PythonDriver> driver_;  // language python: the persistent interpreter
+  // The zygote holds what Reset returns to: false once the interpreter was restarted mid-session
+  // (its zygote took the files as they were then), true again after a new box or a Snapshot.
+  bool baseline_ = false;
+  std::optional<ExecResult> setup_result_;
 
   mutable std::mutex info_mu_;
   std::chrono::steady_clock::time_point last_used_;
@@ -109,6 +144,8 @@ class Session {
   uint64_t executions_ = 0;
   bool closed_ = false;
   bool busy_ = false;
+  uint64_t resets_ = 0, snapshots_ = 0;
+  std::optional<uint64_t> setup_ms_;
 };
 
 }  // namespace lsb::sched

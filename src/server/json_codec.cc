@@ -251,7 +251,7 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
 }
 
 ApiOr<SessionBody> ParseSessionBody(const json& j) {
-  static const std::set<std::string> known = {"policy", "idle_timeout", "max_lifetime", "language"};
+  static const std::set<std::string> known = {"policy", "idle_timeout", "max_lifetime", "language", "setup"};
   for (const auto& [k, _] : j.items())
     if (!known.count(k)) return Field("", k, "unknown field");
   SessionBody b;
@@ -267,6 +267,9 @@ ApiOr<SessionBody> ParseSessionBody(const json& j) {
   auto life = OptSeconds(j, "max_lifetime", "");
   if (!life.ok()) return life.error();
   b.max_lifetime_ms = *life;
+  auto setup = OptString(j, "setup", "");
+  if (!setup.ok()) return setup.error();
+  b.setup = setup->value_or("");
   return b;
 }
 
@@ -284,7 +287,10 @@ json SessionJson(const sched::SessionInfo& s) {
           {"last_used_at", Rfc3339(s.last_used_at)},
           {"expires_at", Rfc3339(s.expires_at)},
           {"executions", s.executions},
-          {"state", s.state}};
+          {"state", s.state},
+          {"setup_ms", s.setup_ms ? json(*s.setup_ms) : json(nullptr)},
+          {"resets", s.resets},
+          {"snapshots", s.snapshots}};
 }
 
 json PolicyJson(const Policy& p) {

@@ -48,6 +48,7 @@ struct SessionBody {
   std::string language;
   std::optional<uint64_t> idle_timeout_ms;
   std::optional<uint64_t> max_lifetime_ms;
+  std::string setup;  // python run once when the interpreter starts (docs/api.md "Sessions")
 };
 
 // The limits of base/bounded_json.h for request bodies (JSON API and /mcp): depth and element

@@ -3,6 +3,7 @@
 #include "policy/tighten.h"
 #include "scheduler/sandbox_path.h"
 #include "server/execute_plan.h"
+#include "server/session_ops.h"
 #include "server/routes.h"
 
 namespace lsb::server {
@@ -10,29 +11,9 @@ namespace {
 
 using nlohmann::json;
 
-ApiError Conflict(const std::string& id) {
-  return {ApiCode::kConflict, "session " + id + " is running another operation; wait for it to finish"};
-}
-
-ApiOr<std::shared_ptr<sched::Session>> Find(ServerContext& ctx, const HttpRequest& req) {
-  auto s = ctx.sessions.Get(req.params.at("id"), req.owner);
-  if (!s) return NotFound("no session " + req.params.at("id") + " (it may have expired or been deleted)");
-  return s;
-}
-
-// Runs `op` on the executor while holding the session's Use; conflict when it is busy.
-template <typename T>
-ApiOr<T> OnSession(ServerContext& ctx, sched::Session& s, std::function<ApiOr<T>()> op) {
-  sched::Admission admission;
-  std::function<ApiOr<T>()> task = [&s, &op]() -> ApiOr<T> {
-    sched::Session::Use use(s);
-    if (!use.owned()) return Conflict(s.id());
-    return op();
-  };
-  auto r = sched::RunOn<ApiOr<T>>(ctx.executor, task, &admission);
-  if (!r) return FromAdmission(admission);
-  return std::move(*r);
-}
+using session_ops::Conflict;
+using session_ops::Find;
+using session_ops::OnSession;
 
 ApiOr<std::string> FilePath(const HttpRequest& req, const sched::Session& s) {
   std::string path = req.Query("path");
@@ -58,6 +39,8 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
   cfg.idle_timeout_ms = body->idle_timeout_ms.value_or(ctx.limits.default_idle_timeout_ms);
   cfg.max_lifetime_ms = body->max_lifetime_ms.value_or(ctx.limits.default_max_lifetime_ms);
   cfg.owner = req.owner;
+  cfg.setup = (*policy)->session_setup;
+  if (!body->setup.empty()) cfg.setup += (cfg.setup.empty() ? "" : "\n") + body->setup;
   if (cfg.max_lifetime_ms > ctx.limits.max_session_lifetime_ms)
     return ErrorResponse({ApiCode::kForbidden, "max_lifetime: at most " +
                                                    std::to_string(ctx.limits.max_session_lifetime_ms / 1000) +
@@ -76,6 +59,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
   };
   auto r = sched::RunOn<Result<std::shared_ptr<sched::Session>>>(ctx.executor, open, &admission);
   if (!r) return ErrorResponse(FromAdmission(admission));
+  if (!r->ok() && r->error().field == "setup") return ErrorResponse(BadRequest(r->error().message));
   if (!r->ok()) return ErrorResponse(SandboxError(r->error().message));
   std::shared_ptr<sched::Session> s = **r;
   if (!ctx.sessions.Add(s)) {
@@ -275,6 +259,7 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
   router.Add("PUT", "/v1/sessions/{id}/archive", [&ctx](HttpRequest& req, ResponseStream&) { return PutArchive(ctx, req); },
              BodyKind::kRaw);
   router.Add("GET", "/v1/sessions/{id}/archive", [&ctx](HttpRequest& req, ResponseStream&) { return GetArchive(ctx, req); });
+  AddSessionStateRoutes(router, ctx);
 }
 
 }  // namespace lsb::server

@@ -333,6 +333,15 @@ class PythonClientTest(DaemonTestCase):
             one = c.execute(command=["python3", "-c", "print(open('/tmp/w/pkg/sub/mod.py').read())"],
                             files=[llm_sandbox.archive_entry("/tmp/w", src)])
             self.assertEqual(one["stdout"], "VALUE = 7\n\n", one)
+    def test_session_reset_returns_to_the_setup_and_snapshot_state(self):
+        with self.client().session(language="python", setup="import decimal\nBASE = 1") as s:
+            s.execute("kept = 2\nopen('/tmp/kept.txt', 'w').write('k')")
+            self.assertEqual(s.snapshot()["snapshots"], 1)
+            s.execute("episode = 3\nopen('/tmp/episode.txt', 'w').write('e')")
+            info = s.reset()
+            self.assertEqual(info["reset"]["mode"], "interpreter", info)
+            r = s.execute("import os\nprint(BASE, kept, 'episode' in globals(), sorted(os.listdir('/tmp')))")
+            self.assertEqual(r["stdout"], "1 2 False ['kept.txt']\n")
 
     def test_session_survives_a_timeout_and_an_exit_with_its_files(self):
         # A timeout kills the persistent interpreter (docs/architecture.md): its variables are

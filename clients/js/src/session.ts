@@ -9,7 +9,7 @@ import { fileQuery, httpTimeoutMs, segment } from "./body.js";
 import { NotFound } from "./errors.js";
 import { readBytes, type Transport } from "./http.js";
 import type { PolicyTimeouts } from "./timeouts.js";
-import type { ExecResult, SessionExecuteOptions, SessionInfo } from "./types.js";
+import type { ExecResult, SessionExecuteOptions, SessionInfo, SessionResetInfo } from "./types.js";
 import { packDir, unpackTar } from "./workspace.js";
 
 /** The answer of PUT /v1/sessions/{id}/archive. */
@@ -95,6 +95,27 @@ export class Session {
   /** Reads a file and decodes it as UTF-8. */
   async downloadText(path: string): Promise<string> {
     return new TextDecoder().decode(await this.download(path));
+  }
+
+  /**
+   * Returns the session to its state right after creation (or the last snapshot()): a fresh
+   * interpreter with the setup's imports, the tmpfs files put back, no process of the episode
+   * left. Throws Conflict while an execution runs.
+   */
+  async reset(): Promise<SessionResetInfo> {
+    const info = await this.transport.json<SessionResetInfo>({
+      method: "POST", path: `${this.base}/reset`, json: {}, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+    this.infoCache = info;
+    return info;
+  }
+
+  /** Makes the state now (variables, imports, tmpfs files) the one reset() returns to (python). */
+  async snapshot(): Promise<SessionInfo> {
+    this.infoCache = await this.transport.json<SessionInfo>({
+      method: "POST", path: `${this.base}/snapshot`, json: {}, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+    return this.infoCache;
   }
 
   /** The session's current state (executions, state, expires_at...). */

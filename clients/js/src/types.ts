@@ -115,6 +115,8 @@ export interface SessionOptions {
   idle_timeout?: number;
   /** Seconds the session may live at most (default 3600). */
   max_lifetime?: number;
+  /** Python run once when the interpreter starts; `Session.reset()` returns to the state after it. */
+  setup?: string;
 }
 
 export interface SessionInfo {
@@ -126,6 +128,16 @@ export interface SessionInfo {
   expires_at: string;
   executions: number;
   state: "ready" | "busy" | "closed";
+  /** How long the setup took when the interpreter last started (null: not python). */
+  setup_ms?: number | null;
+  resets?: number;
+  snapshots?: number;
+}
+
+/** What POST /v1/sessions/{id}/reset answers: the session and what the reset did. */
+export interface SessionResetInfo extends SessionInfo {
+  reset: { mode: "interpreter" | "new_box"; duration_ms: number; duration_us: number; why?: string;
+           snapshot_lost?: boolean };
 }
 
 /** A policy as listed by GET /v1/policies. */

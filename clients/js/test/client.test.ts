@@ -163,6 +163,23 @@ describe("sessions", () => {
     await assert.rejects(client.attachSession(s.id), NotFound);
   });
 
+  test("reset returns to the state after setup and snapshot; files of the episode are gone", async () => {
+    const s = await client.session({ language: "python", setup: "import decimal\nBASE = 1" });
+    try {
+      assert.equal(typeof (await s.info()).setup_ms, "number");
+      await s.execute("kept = 2\nopen('/tmp/kept.txt','w').write('k')");
+      assert.equal((await s.snapshot()).snapshots, 1);
+      await s.execute("episode = 3\nopen('/tmp/episode.txt','w').write('e')");
+      const r = await s.reset();
+      assert.equal(r.reset.mode, "interpreter");
+      assert.equal(r.resets, 1);
+      const out = await s.execute("import os\nprint(BASE, kept, 'episode' in globals(), sorted(os.listdir('/tmp')))");
+      assert.equal(out.stdout, "1 2 False ['kept.txt']\n");
+    } finally {
+      await s.close();
+    }
+  });
+
   test("withSession closes the session even when the callback throws", async () => {
     let id = "";
     await assert.rejects(client.withSession(async (s) => { id = s.id; throw new Error("boom"); }), /boom/);

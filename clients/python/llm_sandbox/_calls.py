@@ -334,10 +334,18 @@ def batch_errors(results: Sequence[Any]) -> List[Optional[SandboxError]]:
 
 def create_session(*, policy: Optional[str], language: Optional[str],
                    idle_timeout: Optional[float], max_lifetime: Optional[float],
-                   base_timeout: float) -> Call:
+                   base_timeout: float, setup: Optional[str] = None) -> Call:
     body = _given(policy=policy, language=language, idle_timeout=idle_timeout,
-                  max_lifetime=max_lifetime)
+                  max_lifetime=max_lifetime, setup=setup)
     return _post_json("/v1/sessions", body, base_timeout, _new_session)
+
+
+def session_reset(session_id: str, base_timeout: float) -> Call:
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/reset", {}, base_timeout, decode_json)
+
+
+def session_snapshot(session_id: str, base_timeout: float) -> Call:
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/snapshot", {}, base_timeout, decode_json)
 
 
 def _new_session(resp: Response) -> Any:

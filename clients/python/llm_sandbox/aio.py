@@ -235,6 +235,18 @@ class AsyncSession(SessionBase):
         return await self._client._run(
             _calls.download(self.session_id, path, self._client.timeout))
 
+    async def reset(self) -> Dict[str, Any]:
+        """See Session.reset."""
+        self._info = await self._client._run(
+            _calls.session_reset(self.session_id, self._client.timeout))
+        return self._info
+
+    async def snapshot(self) -> Dict[str, Any]:
+        """See Session.snapshot."""
+        self._info = await self._client._run(
+            _calls.session_snapshot(self.session_id, self._client.timeout))
+        return self._info
+
     async def info(self) -> Dict[str, Any]:
         self._info = await self._client._run(
             _calls.session_info(self.session_id, self._client.timeout))
@@ -382,11 +394,12 @@ class AsyncSandboxClient(ClientBase):
 
     def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
                 idle_timeout: Optional[float] = None,
-                max_lifetime: Optional[float] = None) -> _SessionStarter:
+                max_lifetime: Optional[float] = None,
+                setup: Optional[str] = None) -> _SessionStarter:
         async def create() -> AsyncSession:
             return AsyncSession(self, await self._run(_calls.create_session(
                 policy=policy or self._policy, language=language, idle_timeout=idle_timeout,
-                max_lifetime=max_lifetime, base_timeout=self.timeout)))
+                max_lifetime=max_lifetime, base_timeout=self.timeout, setup=setup)))
         return _SessionStarter(create)
 
     async def attach_session(self, session_id: str) -> AsyncSession:

@@ -79,6 +79,20 @@ class Session(SessionBase):
         """Reads a file from the box, byte for byte. Raises NotFound when it is absent."""
         return self._client._run(_calls.download(self.session_id, path, self._client.timeout))
 
+    def reset(self) -> Dict[str, Any]:
+        """Returns the session to its state right after creation (or the last snapshot()): a
+        fresh interpreter with the setup's imports, the tmpfs files put back, no process of the
+        episode left. Returns the session info with ``reset`` ({"mode", "duration_ms", ...}).
+        Raises Conflict while an execution runs."""
+        self._info = self._client._run(_calls.session_reset(self.session_id, self._client.timeout))
+        return self._info
+
+    def snapshot(self) -> Dict[str, Any]:
+        """Makes the state now (variables, imports, tmpfs files) the one reset() returns to.
+        Python sessions only."""
+        self._info = self._client._run(_calls.session_snapshot(self.session_id, self._client.timeout))
+        return self._info
+
     def info(self) -> Dict[str, Any]:
         """The session's current state (executions, state, expires_at...)."""
         self._info = self._client._run(_calls.session_info(self.session_id, self._client.timeout))
