@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "egress/egress_options.h"
 #include "base/io.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
@@ -118,6 +119,7 @@ struct RunArgs {
   std::string program = "-";
   double timeout_s = 0;
   bool json = false;
+  egress::EgressOptions egress;
 };
 
 // nullopt: go on; else the exit code (--help, a usage error).
@@ -132,6 +134,17 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--stdin", a.stdin_file, "file whose bytes become the program's stdin ('-' for ours)");
   app.add_option("--timeout", a.timeout_s, "seconds; may only lower the policy's timeout")->check(CLI::PositiveNumber);
   app.add_flag("--json", a.json, "print the whole result as JSON on stdout instead of streaming");
+  std::vector<std::string> resolve;
+  std::string max_conn, max_bytes, idle;
+  app.add_option("--egress-resolve", resolve,
+                 "NAME:ADDR: the egress proxy resolves NAME to ADDR, not through DNS (repeatable; tests and "
+                 "air-gapped operators; the address is still checked)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--egress-max-connections", max_conn, "open proxied connections of the box (default 32)");
+  app.add_option("--egress-max-bytes", max_bytes, "proxied bytes of the run, both ways (default 1G)");
+  app.add_option("--egress-idle-timeout", idle, "seconds a proxied connection may be idle (default 60)");
   app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
   std::vector<std::string> argv(args.rbegin(), args.rend());
   try {
@@ -139,6 +152,18 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  std::vector<std::pair<const char*, std::string>> egress_flags;
+  for (const auto& r : resolve) egress_flags.emplace_back("--egress-resolve", r);
+  if (!max_conn.empty()) egress_flags.emplace_back("--egress-max-connections", max_conn);
+  if (!max_bytes.empty()) egress_flags.emplace_back("--egress-max-bytes", max_bytes);
+  if (!idle.empty()) egress_flags.emplace_back("--egress-idle-timeout", idle);
+  for (const auto& [flag, value] : egress_flags) {
+    auto took = egress::ApplyEgressFlag(flag, value, a.egress);
+    if (!took.ok()) {
+      std::fprintf(stderr, "llm-sandbox run: %s\n", took.error().message.c_str());
+      return kExitUsage;
+    }
   }
   if (a.program == "-" && a.stdin_file == "-") {
     std::fputs("llm-sandbox run: the program and --stdin cannot both come from stdin\n", stderr);
@@ -226,6 +251,7 @@ int RunCommand(const Args& args) {
   if (!req.ok()) return Fail(req.error().message);
   BackendOptions bo;
   bo.images_file = a.images;
+  bo.egress = a.egress;
   auto backend = MakeBackend(a.backend.empty() ? policy->backend : a.backend, bo);
   if (!backend.ok()) return Fail(backend.error().message);
   auto cancel = CancelOnSignal::Install();

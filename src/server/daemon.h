@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "egress/egress_options.h"
 #include "base/result.h"
 #include "runtime/backend.h"
 #include "scheduler/one_shot_pool.h"
@@ -19,6 +20,7 @@
 namespace lsb::server {
 
 struct DaemonConfig {
+  egress::EgressOptions egress;    // --egress-*: the native backend's egress proxy (docs/network.md)
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
   std::string policies_dir;        // "" = DefaultPolicyDir()
