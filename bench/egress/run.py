@@ -88,6 +88,8 @@ name: bench-egress
 backend: native
 container:
   image: python:3.12-slim
+  tmpfs:
+    /tmp: "size=16M"
 network:
   enabled: true
   allow: ["bench.test", "127.0.0.1:{port}"]

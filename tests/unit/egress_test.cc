@@ -187,7 +187,9 @@ struct ProxyUnderTest {
   ProxyUnderTest(std::vector<std::string> allow, std::vector<std::string> deny, EgressOptions opts) {
     UniqueFd listener = Listen(&port);
     auto rules = EgressRules::Parse(allow, deny);
-    proxy = std::move(*EgressProxy::Create(std::move(listener), std::move(*rules), std::move(opts)));
+    auto made = EgressProxy::Create(std::move(listener), std::move(*rules), std::move(opts));
+    EXPECT_TRUE(made.ok());
+    proxy = std::move(*made);
     proxy->BeginRun();
   }
   std::string Request(const std::string& head) {
