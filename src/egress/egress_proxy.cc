@@ -1,5 +1,7 @@
 #include "egress/egress_proxy.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -123,6 +125,8 @@ void EgressProxy::AcceptLoop() {
     if (!(p[0].revents & POLLIN)) continue;
     UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!client) continue;
+    int one = 1;  // relayed bytes go out as they come, not held for an ACK
+    ::setsockopt(client.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     std::unique_lock<std::mutex> lock(mu_);
     if (open_ >= opts_.max_connections) {
       lock.unlock();

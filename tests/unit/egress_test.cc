@@ -52,7 +52,7 @@ TEST(EgressTls, PartialNotTlsAndMalformed) {
   EXPECT_EQ(part.record_bytes, hello.size());
   EXPECT_EQ(ParseClientHelloSni("GET / HTTP/1.1\r\n").status, ClientHelloSni::Status::kNotTls);
   std::string broken = hello;
-  broken[9] = '\x7f';  // handshake length past the record
+  broken[7] = '\x7f';  // handshake length (bytes 6-8) past the record
   EXPECT_EQ(ParseClientHelloSni(broken).status, ClientHelloSni::Status::kMalformed);
 }
 
