@@ -74,12 +74,13 @@ def main():
     srv = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
-    ns = {}
-    exec(CLIENT, ns)
-    # Direct, with no proxy in the environment.
-    for k in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        os.environ.pop(k, None)
-    direct = ns["measure"](f"http://127.0.0.1:{port}", a.rounds, a.small)
+    # Direct: the same client in a process of its own (as the box's is), no proxy in its environment.
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    code = CLIENT + f'\nprint(json.dumps(measure("http://127.0.0.1:{port}", {a.rounds}, {a.small})))\n'
+    p = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"the direct client failed: {p.stderr}")
+    direct = json.loads(p.stdout.strip().splitlines()[-1])
     with tempfile.TemporaryDirectory() as d:
         policy = os.path.join(d, "bench-egress.yaml")
         with open(policy, "w") as f:
