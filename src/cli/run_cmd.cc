@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "egress/egress_options.h"
 #include "base/io.h"
 #include "base/unique_fd.h"
 #include "cli/commands.h"
@@ -124,6 +125,7 @@ struct RunArgs {
   std::vector<std::string> command;  // after "--": a command run as it is, instead of a program
   std::string store;         // the image store (--store; registry_flags.h)
   image::PullOptions pull;   // how container.pull reaches registries
+  egress::EgressOptions egress;
 };
 
 // nullopt: go on; else the exit code (--help, a usage error).
@@ -145,6 +147,17 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--certs-dir", a.pull.certs_dir, "instead of /etc/docker/certs.d");
   app.add_option("--registry-mirror", a.pull.docker_hub_mirrors, "a Docker Hub mirror tried first (repeatable)")
       ->allow_extra_args(false);
+  std::vector<std::string> resolve;
+  std::string max_conn, max_bytes, idle;
+  app.add_option("--egress-resolve", resolve,
+                 "NAME:ADDR: the egress proxy resolves NAME to ADDR, not through DNS (repeatable; tests and "
+                 "air-gapped operators; the address is still checked)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--egress-max-connections", max_conn, "open proxied connections of the box (default 32)");
+  app.add_option("--egress-max-bytes", max_bytes, "proxied bytes of the run, both ways (default 1G)");
+  app.add_option("--egress-idle-timeout", idle, "seconds a proxied connection may be idle (default 60)");
   app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
   app.footer("llm-sandbox run [options] -- COMMAND [ARG...] runs a command (allowed by the policy's "
              "commands.allow) instead of a program: llm-sandbox run -- python3 -m unittest");
@@ -163,6 +176,18 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  std::vector<std::pair<const char*, std::string>> egress_flags;
+  for (const auto& r : resolve) egress_flags.emplace_back("--egress-resolve", r);
+  if (!max_conn.empty()) egress_flags.emplace_back("--egress-max-connections", max_conn);
+  if (!max_bytes.empty()) egress_flags.emplace_back("--egress-max-bytes", max_bytes);
+  if (!idle.empty()) egress_flags.emplace_back("--egress-idle-timeout", idle);
+  for (const auto& [flag, value] : egress_flags) {
+    auto took = egress::ApplyEgressFlag(flag, value, a.egress);
+    if (!took.ok()) {
+      std::fprintf(stderr, "llm-sandbox run: %s\n", took.error().message.c_str());
+      return kExitUsage;
+    }
   }
   if (!a.command.empty() && (a.program != "-" || !a.lang.empty())) {
     std::fputs("llm-sandbox run: give a program file (with --lang) or a command after '--', not both\n", stderr);
@@ -265,6 +290,7 @@ int RunCommand(const Args& args) {
   BackendOptions bo;
   bo.images_file = a.images;
   if (auto st = WireImageStore(a.store, a.pull, bo); !st.ok()) return Fail(st.error().message);
+  bo.egress = a.egress;
   auto backend = MakeBackend(a.backend.empty() ? policy->backend : a.backend, bo);
   if (!backend.ok()) return Fail(backend.error().message);
   auto cancel = CancelOnSignal::Install();

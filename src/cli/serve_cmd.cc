@@ -16,6 +16,7 @@
 #include "policy/units.h"
 #include "monitor/webhook.h"
 #include "protocol/wire_values.h"
+#include "egress/egress_options.h"
 #include "server/body_limits.h"
 #include "server/daemon.h"
 #include "server/web_guard.h"
@@ -60,6 +61,13 @@ constexpr const char* kServeUsage =
     "  --write-timeout DUR      each response write gets this plus its size / --min-transfer-rate (default 10s)\n"
     "  --keepalive-timeout DUR  a kept-alive connection with no new request is closed (default 30s)\n"
     "  --min-transfer-rate BYTES  per second, the slowest body upload / response read allowed (default 64K)\n"
+    "\n"
+    "egress proxy of boxes with network.enabled (docs/network.md):\n"
+    "  --egress-resolve NAME:ADDR   NAME resolves to ADDR, not through DNS (repeatable; for tests and\n"
+    "                           air-gapped operators; the address is still checked like any other)\n"
+    "  --egress-max-connections N   open proxied connections per box (default 32)\n"
+    "  --egress-max-bytes BYTES     proxied bytes per execution, both ways (default 1G)\n"
+    "  --egress-idle-timeout SECS   a proxied connection idle this long is closed (default 60)\n"
     "\n"
     "monitoring (docs/monitoring.md):\n"
     "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
@@ -322,6 +330,13 @@ Took MonitoringOption(OptionCursor& o, ServeInputs& in) {
   return false;
 }
 
+// The egress proxy of boxes with the network on (docs/network.md).
+Took EgressOption(OptionCursor& o, ServeInputs& in) {
+  for (const char* flag : {"--egress-resolve", "--egress-max-connections", "--egress-max-bytes", "--egress-idle-timeout"})
+    if (o.Is(flag)) return egress::ApplyEgressFlag(flag, o.value(), in.c.egress);
+  return false;
+}
+
 // Every option in turn; nullopt when all were good, else the exit code (--help: 0).
 std::optional<int> ParseServeArgs(const Args& args, ServeInputs& in) {
   OptionCursor o(args);
@@ -334,7 +349,7 @@ std::optional<int> ParseServeArgs(const Args& args, ServeInputs& in) {
     }
     const std::string a = o.arg();
     bool took = false;
-    for (auto group : {ServingOption, SizeOption, AccessOption, ConnectionOption, MonitoringOption}) {
+    for (auto group : {ServingOption, SizeOption, AccessOption, ConnectionOption, MonitoringOption, EgressOption}) {
       Took t = group(o, in);
       if (!t.ok()) return Bad(t.error().message);
       if ((took = *t)) break;

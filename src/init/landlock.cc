@@ -18,6 +18,12 @@ constexpr uint64_t kNetConnectTcp = 1ULL << 1;         // ABI 4
 constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;     // ABI 6
 constexpr uint64_t kScopeSignal = 1ULL << 1;           // ABI 6
 
+constexpr int kRuleNetPort = 2;                        // LANDLOCK_RULE_NET_PORT, ABI 4
+struct NetPortAttr {  // struct landlock_net_port_attr
+  uint64_t allowed_access;
+  uint64_t port;
+} __attribute__((packed));
+
 struct RulesetAttr {  // struct landlock_ruleset_attr as of ABI 6
   uint64_t handled_access_fs;
   uint64_t handled_access_net;
@@ -81,15 +87,22 @@ std::vector<LandlockRule> PlanRules(const protocol::BoxSetup& setup, const ExecP
   return rules;
 }
 
-Result<UniqueFd> CreateRuleset(int abi, const std::vector<LandlockRule>& rules, bool network_enabled) {
+Result<UniqueFd> CreateRuleset(int abi, const std::vector<LandlockRule>& rules, bool network_enabled,
+                               uint16_t egress_port) {
   if (abi < 1) return Error{"commands: Landlock is not available in this kernel (needed to allow only the listed executables)"};
   RulesetAttr attr{};
   attr.handled_access_fs = HandledFs(abi);
-  if (abi >= 4 && !network_enabled) attr.handled_access_net = kNetConnectTcp;
+  // Network off: no TCP connect at all; through the egress proxy: TCP connect to its port only.
+  if (abi >= 4 && (!network_enabled || egress_port != 0)) attr.handled_access_net = kNetConnectTcp;
   if (abi >= 6) attr.scoped = kScopeAbstractUnix | kScopeSignal;
   size_t size = abi >= 6 ? sizeof(RulesetAttr) : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
   UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
   if (!ruleset) return Error::FromErrno("commands: landlock_create_ruleset");
+  if (attr.handled_access_net != 0 && egress_port != 0) {
+    NetPortAttr np{kNetConnectTcp, egress_port};
+    if (::syscall(SYS_landlock_add_rule, ruleset.get(), kRuleNetPort, &np, 0) != 0)
+      return Error::FromErrno("network: landlock_add_rule for the egress proxy's port");
+  }
   // A path-beneath rule must not name rights its target cannot have (READ_DIR on a file: EINVAL).
   for (const auto& r : rules) {
     int fd = ::open(r.path.c_str(), O_PATH | O_CLOEXEC);

@@ -32,7 +32,10 @@ struct LandlockRule {
 std::vector<LandlockRule> PlanRules(const protocol::BoxSetup& setup, const ExecPolicy& exec);
 
 // Creates the ruleset (fd, close-on-exec) for `abi`. Paths that do not exist are skipped.
-Result<UniqueFd> CreateRuleset(int abi, const std::vector<LandlockRule>& rules, bool network_enabled);
+// `egress_port` (not 0): the network goes through the egress proxy, and TCP connect is allowed to
+// that port only (ABI >= 4; the box's network namespace holds nothing else but its own loopback).
+Result<UniqueFd> CreateRuleset(int abi, const std::vector<LandlockRule>& rules, bool network_enabled,
+                               uint16_t egress_port = 0);
 
 // In the child, after PR_SET_NO_NEW_PRIVS. Async-signal-safe.
 int RestrictSelf(int ruleset_fd);

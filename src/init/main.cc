@@ -122,7 +122,8 @@ Status Prepare(Setup& s) {
   if (!exec.ok()) return exec.error();
   s.exec = std::move(*exec);
   if (s.landlock_abi >= 1) {
-    auto rs = CreateRuleset(s.landlock_abi, PlanRules(box, s.exec), box.network_enabled);
+    auto rs = CreateRuleset(s.landlock_abi, PlanRules(box, s.exec), box.network_enabled,
+                            box.egress_proxy.empty() ? 0 : protocol::kEgressProxyPort);
     if (!rs.ok()) return rs.error();
     s.ruleset = std::move(*rs);
   }

@@ -311,22 +311,35 @@ Outcome DecideNetworkCall(const seccomp_notif& req, const RemoteMem& mem, const 
     if (std::find(all.begin(), all.end(), info.text) == all.end()) all.push_back(info.text);
     if (info.inet && std::find(inet.begin(), inet.end(), info.text) == inet.end()) inet.push_back(info.text);
   }
-  const int refuse = DecideNetwork(ev.kind, true, cfg.network_enabled);
-  if (refuse != 0 && !inet.empty()) {
-    out.error = refuse;
-    for (size_t i = 0; i < inet.size() && i < kMaxAddressesReported; ++i) {
-      protocol::Event alert = Denied(ev, AlertRule::kNetworkAttempt, ev.kind + " to " + inet[i] + " refused: the network is off");
-      alert.address = inet[i];
+  // The destinations refused, each with the errno; "the network is off" or "only the proxy".
+  const bool via_proxy = cfg.network_enabled && !cfg.egress_proxy.empty();
+  std::vector<std::string> refused;
+  int refuse_errno = 0;
+  for (const auto& dest : inet)
+    if (int e = DecideDestination(ev.kind, true, dest, cfg); e != 0) {
+      refused.push_back(dest);
+      refuse_errno = e;
+    }
+  const int refuse = via_proxy ? (DecideNetwork(ev.kind, true, false) != 0 ? ENETUNREACH : 0)
+                               : DecideNetwork(ev.kind, true, cfg.network_enabled);
+  const std::string why = via_proxy ? " refused: only the egress proxy " + cfg.egress_proxy + " is reachable"
+                                    : " refused: the network is off";
+  if (!refused.empty()) {
+    out.error = refuse_errno;
+    for (size_t i = 0; i < refused.size() && i < kMaxAddressesReported; ++i) {
+      protocol::Event alert = Denied(ev, AlertRule::kNetworkAttempt, ev.kind + " to " + refused[i] + why);
+      alert.address = refused[i];
       out.alerts.push_back(std::move(alert));
     }
-    if (inet.size() > kMaxAddressesReported)
-      out.alerts.back().message += " (and " + std::to_string(inet.size() - kMaxAddressesReported) +
+    if (refused.size() > kMaxAddressesReported)
+      out.alerts.back().message += " (and " + std::to_string(refused.size() - kMaxAddressesReported) +
                                    " more destinations in the same call)";
     return out;
   }
   if (refuse != 0 && unreadable) {
     out.error = EFAULT;
-    protocol::Event alert = Denied(ev, AlertRule::kNetworkAttempt, ev.kind + " refused: its destination could not be read (the network is off)");
+    protocol::Event alert = Denied(ev, AlertRule::kNetworkAttempt, ev.kind + " refused: its destination could not be read" +
+                                   (via_proxy ? std::string(" (only the egress proxy is reachable)") : std::string(" (the network is off)")));
     alert.address = "(unreadable)";
     out.alerts.push_back(std::move(alert));
     return out;
@@ -369,6 +382,12 @@ Outcome ReportOpen(const seccomp_notif& req, const RemoteMem& mem, const std::fu
 int DecideNetwork(const std::string& call, bool inet, bool network_enabled) {
   if (network_enabled || !inet) return 0;
   if (call == "bind") return 0;  // local only; nothing leaves the box's network namespace
+  return ENETUNREACH;
+}
+
+int DecideDestination(const std::string& call, bool inet, const std::string& destination, const WatchConfig& cfg) {
+  if (!cfg.network_enabled || cfg.egress_proxy.empty()) return DecideNetwork(call, inet, cfg.network_enabled);
+  if (!inet || call == "bind" || destination == cfg.egress_proxy) return 0;
   return ENETUNREACH;
 }
 

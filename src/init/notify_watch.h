@@ -39,11 +39,16 @@ struct WatchConfig {
   const ExecPolicy* exec = nullptr;
   bool network_enabled = false;
   bool trace = false;
+  // BoxSetup.egress_proxy: with the network on, the one inet destination the program may name.
+  std::string egress_proxy;
 };
 
 // Decision for a network call, pure so it can be tested: returns 0 to continue, or the errno
 // init answers with.
 int DecideNetwork(const std::string& call, bool inet, bool network_enabled);
+// The same for one destination (its text as DescribeSockaddr gives it) under `cfg`: with the egress
+// proxy, an inet destination other than the proxy is refused although the network is on.
+int DecideDestination(const std::string& call, bool inet, const std::string& destination, const WatchConfig& cfg);
 
 class NotifyWatch {
  public:

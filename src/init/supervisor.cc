@@ -10,6 +10,7 @@
 #include "base/unique_fd.h"
 #include "init/command_path.h"
 #include "init/diag.h"
+#include "init/egress_env.h"
 #include "init/idle_memory.h"
 #include "init/image_config.h"
 #include "init/spawn.h"
@@ -111,6 +112,7 @@ Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nof
   const std::string workdir = RunWorkdir(spec.workdir, setup_.image_workdir);
   std::map<std::string, std::string> env =
       RunEnvironment(spec.env, setup_.image_env, workdir, [](const std::string& w) { Diag(w); });
+  AddEgressProxyEnv(env, setup_.egress_proxy);
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
   // A bare name on the run's PATH; a path the image lacks by its name on the image's PATH, as
   // the allowlist was resolved (command_path.h), and argv[0] says where it runs from.
@@ -146,7 +148,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   ::getrusage(RUSAGE_CHILDREN, &before);
   const uint64_t start = MonotonicMs();
   LSB_ASSIGN_OR_RETURN(Spawned child, Spawn(p));
-  RunLoop loop(stream_, sigfd_, spec, std::move(child), WatchConfig{&exec_, setup_.network_enabled, setup_.trace},
+  RunLoop loop(stream_, sigfd_, spec, std::move(child), WatchConfig{&exec_, setup_.network_enabled, setup_.trace, setup_.egress_proxy},
                p.path, start, before);
   LSB_ASSIGN_OR_RETURN(ExitReport report, loop.Run(shutdown));
   return stream_.SendJson(FrameType::kExit, report);

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/command_presets.h"
+#include "policy/suggest.h"
+#include "protocol/messages.h"
 #include "policy/tmpfs_options.h"
 #include "policy/units.h"
 
@@ -177,10 +179,29 @@ class Explainer {
           docker);
       return;
     }
+    const bool open = p_.NetworkUnfiltered();
     Add("network.enabled", "true", "network.enabled",
-        No("the native backend has only an empty network namespace; run this policy on the docker "
-           "backend"),
-        Yes("the container joins the engine's default bridge network (outbound access as the host allows it)"));
+        Yes("the box's own network namespace with only loopback, where the host made the one listening socket: "
+            "the egress proxy at " + std::string(protocol::kEgressProxyAddress) + " (HTTP_PROXY/HTTPS_PROXY in the program's "
+            "environment), served outside the box; no route, no DNS, no other address (docs/network.md)"),
+        open ? Yes("the container joins the engine's bridge network (allow: [\"*\"]: outbound access as the host "
+                   "allows it, no proxy)")
+             : No("the docker backend does not enforce network.allow/deny/secrets yet; write allow: [\"*\"] for "
+                  "its bridge network, or run on the native backend"));
+    Add("network.allow", p_.network_allow.empty() ? std::string("[] (nothing)") : JoinList(p_.network_allow),
+        "network.allow",
+        Yes("the egress proxy resolves each name itself and connects only to the address it checked; a name is "
+            "reachable when an entry matches and no network.deny entry does; loopback, link-local, private, "
+            "multicast and the host's own addresses only when an address entry names them; CONNECT carries TLS "
+            "only, with the SNI equal to the CONNECT name"),
+        open ? Yes("not filtered (the bridge)") : No("not enforced by the docker backend yet"));
+    if (!p_.network_deny.empty())
+      Add("network.deny", JoinList(p_.network_deny), "network.deny", Yes("wins over network.allow, names and addresses"),
+          No("not enforced by the docker backend yet"));
+    if (!p_.network_secrets.empty())
+      Add("network.secrets", std::to_string(p_.network_secrets.size()) + " header(s)", "network.secrets",
+          No("header injection is not implemented yet (docs/network.md); a policy with secrets is refused"),
+          No("header injection is not implemented yet"));
   }
 
   void Commands() {

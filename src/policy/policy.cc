@@ -11,6 +11,11 @@ std::string SourcePos::ToString() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
+bool Policy::NetworkUnfiltered() const {
+  return network_enabled && network_allow.size() == 1 && network_allow[0] == "*" && network_deny.empty() &&
+         network_secrets.empty();
+}
+
 const Language* Policy::FindLanguage(const std::string& lang) const {
   auto it = languages.find(lang);
   return it == languages.end() ? nullptr : &it->second;

@@ -45,6 +45,14 @@ struct Language {
 inline constexpr uint64_t kMinMemoryBytes = 16ull << 20;
 inline constexpr double kMinCpu = 0.01;
 
+// network.secrets: a header the egress proxy adds to requests for `host` (docs/network.md). The
+// value names variables of the daemon's environment ("Bearer ${TOKEN}"); it never enters the box.
+struct NetworkSecret {
+  std::string host;    // a name (normalized), no wildcard
+  std::string header;  // an HTTP header name
+  std::string value;   // as written, with its ${VAR} references
+};
+
 struct Policy {
   std::string version;  // "1.0"
   std::string name;
@@ -74,6 +82,12 @@ struct Policy {
 
   // network:
   bool network_enabled = false;
+  // network.allow / network.deny, each entry checked by the loader (policy/network_rules.h); with
+  // the network on, a name is reachable only if an allow entry matches and no deny entry does.
+  // Empty allow: nothing is ("*" must be written to allow every name).
+  std::vector<std::string> network_allow;
+  std::vector<std::string> network_deny;
+  std::vector<NetworkSecret> network_secrets;
 
   // commands:
   std::vector<std::string> allow;  // absolute paths (presets already expanded into it)
@@ -111,6 +125,9 @@ struct Policy {
   // Where each field was set, keyed by its dotted path ("resources.memory"), for explain.
   std::map<std::string, SourcePos> positions;
 
+  // The network is on with allow: ["*"] and no deny or secrets: every name (what Docker's bridge
+  // gives). The egress proxy still refuses private and local addresses on the native backend.
+  bool NetworkUnfiltered() const;
   const Language* FindLanguage(const std::string& lang) const;
   // Exact path membership in commands.allow / commands.deny.
   bool Allows(const std::string& path) const;

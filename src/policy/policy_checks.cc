@@ -1,6 +1,9 @@
 #include "policy/policy_checks.h"
 
+#include <functional>
+
 #include "policy/languages.h"
+#include "policy/network_rules.h"
 #include "policy/units.h"
 
 namespace lsb {
@@ -21,6 +24,41 @@ size_t IndexOf(const std::vector<std::string>& list, const std::string& item) {
     if (list[i] == item) return i;
   }
   return list.size();
+}
+
+using Report = std::function<void(SourcePos, std::string, std::string)>;
+
+// network: lists only with the network on; the Docker backend only with the open network (its
+// bridge) until it enforces lists; every secret's host reachable by the allowlist.
+void CheckNetwork(const Policy& p, const Report& report) {
+  const bool lists = !p.network_allow.empty() || !p.network_deny.empty() || !p.network_secrets.empty();
+  if (!p.network_enabled) {
+    if (lists)
+      report(PosOf(p, {"network.allow", "network.deny", "network.secrets"}),
+             "network.allow, deny and secrets only mean something with network.enabled: true",
+             "add enabled: true under network:, or remove the lists");
+    return;
+  }
+  if (p.backend == "docker" && !p.NetworkUnfiltered())
+    report(PosOf(p, {"network.allow", "network.enabled"}),
+           "network: the docker backend does not enforce network.allow/deny/secrets yet (docs/network.md)",
+           "write backend: native (or auto) for a name allowlist, or allow: [\"*\"] with no deny or secrets for "
+           "the engine's bridge network");
+  for (size_t i = 0; i < p.network_secrets.size(); ++i) {
+    const NetworkSecret& s = p.network_secrets[i];
+    bool reachable = false;
+    for (const auto& text : p.network_allow) {
+      auto rule = ParseNetworkRule(text);
+      if (rule.ok() && rule->kind != NetworkRule::Kind::kAnyName && rule->kind != NetworkRule::Kind::kAddress &&
+          RuleCovers(*rule, NetworkRule{NetworkRule::Kind::kName, s.host, {}, 0, rule->port, s.host}))
+        reachable = true;
+    }
+    if (!reachable)
+      report(PosOf(p, {"network.secrets"}),
+             "network.secrets[" + std::to_string(i) + "].host: '" + s.host + "' is not named by network.allow",
+             "add '" + s.host + "' (or a wildcard above it) to network.allow: a secret is only sent to a host the "
+             "allowlist names, \"*\" does not count");
+  }
 }
 
 }  // namespace
@@ -60,12 +98,7 @@ std::vector<PolicyDiagnostic> CheckPolicyConsistency(const Policy& p,
            "remove the line, or add runtime: runsc under container:");
   }
 
-  if (p.network_enabled && p.backend == "native") {
-    report(PosOf(p, {"network.enabled"}),
-           "network.enabled: true cannot be enforced by the native backend, which gives the box only an empty "
-           "network namespace",
-           "use backend: docker for a policy with network, or write enabled: false");
-  }
+  CheckNetwork(p, report);
   if (p.image == "host" && p.backend == "docker") {
     report(PosOf(p, {"container.image", "backend"}),
            "container.image: 'host' (the host's system directories) exists only on the native backend",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "policy/network_rules.h"
 #include "policy/units.h"
 
 namespace lsb {
@@ -55,6 +56,31 @@ Status CheckRequestedLimits(const PolicyOverrides& o) {
   return OkStatus();
 }
 
+// A request's network.allow: each entry parsed and covered by an entry of the policy's.
+static Status NarrowAllowlist(Policy& p, const std::vector<std::string>& asked) {
+  if (!p.network_enabled)
+    return Error::PermissionDenied("network.allow", "network.allow: policy '" + p.name +
+                                                        "' has no network; a request cannot give it an allowlist");
+  std::vector<NetworkRule> policy_rules;
+  for (const auto& text : p.network_allow)
+    if (auto r = ParseNetworkRule(text); r.ok()) policy_rules.push_back(*r);
+  std::vector<std::string> narrowed;
+  for (const auto& text : asked) {
+    auto rule = ParseNetworkRule(text);
+    if (!rule.ok())
+      return Error::InvalidArgument("network.allow", "network.allow: '" + text + "': " + rule.error().message);
+    bool covered = std::any_of(policy_rules.begin(), policy_rules.end(),
+                               [&](const NetworkRule& wide) { return RuleCovers(wide, *rule); });
+    if (!covered)
+      return Error::PermissionDenied("network.allow", "network.allow: '" + text + "' is not within policy '" + p.name +
+                                                          "''s allowlist; a request may narrow it, never widen it");
+    if (std::find(narrowed.begin(), narrowed.end(), rule->text) == narrowed.end()) narrowed.push_back(rule->text);
+  }
+  p.network_allow = std::move(narrowed);
+  p.positions.erase("network.allow");
+  return OkStatus();
+}
+
 Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
   LSB_TRY(CheckRequestedLimits(o));
   Policy p = policy;
@@ -84,6 +110,7 @@ Result<Policy> TightenPolicy(const Policy& policy, const PolicyOverrides& o) {
     if (p.network_enabled != *o.network_enabled) p.positions.erase("network.enabled");
     p.network_enabled = *o.network_enabled;
   }
+  if (o.network_allow) LSB_TRY(NarrowAllowlist(p, *o.network_allow));
   return p;
 }
 

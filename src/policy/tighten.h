@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "policy/policy.h"
@@ -20,6 +22,8 @@ struct PolicyOverrides {
   std::optional<uint64_t> open_files;
   std::optional<uint64_t> file_size_bytes;
   std::optional<bool> network_enabled;  // may only turn the network off
+  // Replaces network.allow; every entry must be covered by one of the policy's (narrowing only).
+  std::optional<std::vector<std::string>> network_allow;
 };
 
 // Whether each given value is one a box can run with at all: positive, memory at least

@@ -42,6 +42,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TmpfsSpec, path, size_bytes, mod
 // program; the Docker backend mounts it as a container tmpfs).
 inline constexpr const char* kJobDir = "/run/job";
 
+// Where a box with the network on reaches the egress proxy, inside its own network namespace
+// (docs/network.md): the one listening socket there, made by the host and served outside the box.
+inline constexpr const char* kEgressProxyIp = "127.0.0.1";
+inline constexpr uint16_t kEgressProxyPort = 3128;
+inline constexpr const char* kEgressProxyAddress = "127.0.0.1:3128";
+
 // kSetup: how init builds the box's inner view, once.
 struct BoxSetup {
   int protocol = kProtocolVersion;
@@ -72,6 +78,9 @@ struct BoxSetup {
   // exists in the image).
   std::vector<std::string> image_env;
   std::string image_workdir;
+  // With the network on through the egress proxy (native backend): kEgressProxyAddress. init then
+  // refuses, with a network_attempt alert, every inet destination but this one. "" otherwise.
+  std::string egress_proxy;
 };
 // The largest number of layers an image root may have: overlayfs itself stacks at most 500 lower
 // layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
@@ -80,7 +89,7 @@ inline constexpr size_t kMaxImageLayers = 128;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs,
                                                 job_dir, hostname, network_enabled, allow, deny,
                                                 uid, gid, trace, gvisor_accept_weaker,
-                                                layers, image_env, image_workdir)
+                                                layers, image_env, image_workdir, egress_proxy)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {
@@ -110,6 +119,21 @@ struct InitReady {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(InitReady, protocol, landlock_abi, mode, controls_off)
 
+// What the egress proxy saw of one connection (an Event of kind "egress"; docs/network.md).
+struct EgressInfo {
+  std::string host;        // the name (or address) the program asked for
+  uint16_t port = 0;
+  std::string method;      // "GET", "CONNECT", ...
+  std::string path;        // the request's path for plain HTTP (query dropped); "" for CONNECT
+  std::string resolved;    // the address the proxy connected to, "" when it did not
+  uint64_t bytes_up = 0;   // program -> upstream
+  uint64_t bytes_down = 0; // upstream -> program
+  uint64_t duration_ms = 0;
+  bool operator==(const EgressInfo&) const = default;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EgressInfo, host, port, method, path, resolved, bytes_up,
+                                                bytes_down, duration_ms)
+
 // kEvent: something the program did that the host should know about.
 struct Event {
   std::string kind;      // "exec" | "connect" | "sendto" | "bind" | "syscall" | "output_limit" | "timeout"
@@ -125,9 +149,44 @@ struct Event {
   // kind "summary" (protocol/alert_coalescer.h): how many alerts of `rule` past the per-run bound
   // this one stands for; time_ms is the last of them. 0 for any other event.
   uint64_t count = 0;
+  // kind "egress" (the host's egress proxy, never init): the connection. Serialized only then.
+  EgressInfo egress;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Event, kind, severity, rule, message, pid, path,
-                                                argv, address, decision, time_ms, count)
+namespace detail {
+struct EventFields {
+  std::string kind;
+  Severity severity = Severity::kInfo;
+  AlertRule rule = AlertRule::kNone;
+  std::string message;
+  int pid = 0;
+  std::string path;
+  std::vector<std::string> argv;
+  std::string address, decision;
+  uint64_t time_ms = 0, count = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EventFields, kind, severity, rule, message, pid, path, argv,
+                                                address, decision, time_ms, count)
+}  // namespace detail
+inline void to_json(nlohmann::json& j, const Event& e) {
+  j = detail::EventFields{e.kind, e.severity, e.rule, e.message, e.pid, e.path, e.argv,
+                          e.address, e.decision, e.time_ms, e.count};
+  if (!e.egress.host.empty()) j["egress"] = e.egress;
+}
+inline void from_json(const nlohmann::json& j, Event& e) {
+  detail::EventFields f = j.get<detail::EventFields>();
+  e.kind = std::move(f.kind);
+  e.severity = f.severity;
+  e.rule = f.rule;
+  e.message = std::move(f.message);
+  e.pid = f.pid;
+  e.path = std::move(f.path);
+  e.argv = std::move(f.argv);
+  e.address = std::move(f.address);
+  e.decision = std::move(f.decision);
+  e.time_ms = f.time_ms;
+  e.count = f.count;
+  if (auto it = j.find("egress"); it != j.end()) e.egress = it->get<EgressInfo>();
+}
 
 // An alert of `rule`, raised with the rule's default severity (wire_values.h); the caller adds
 // what it knows (path, address, decision, time).

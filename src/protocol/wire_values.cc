@@ -43,7 +43,7 @@ constexpr std::array<Word<ErrorStage>, 3> kErrorStages{{
 
 // The alert rules: the one place a rule, its default severity and its description are written.
 // kNone first (the trace events' empty rule); AlertRules() leaves it out.
-constexpr std::array<AlertRuleInfo, 9> kRules{{
+constexpr std::array<AlertRuleInfo, 10> kRules{{
     {AlertRule::kNone, "", Severity::kInfo, false, "a trace event (monitoring.trace), not an alert"},
     {AlertRule::kNetworkAttempt, "network_attempt", Severity::kWarning, false,
      "connect/sendto to an inet address while the network is off (names the address)"},
@@ -57,6 +57,9 @@ constexpr std::array<AlertRuleInfo, 9> kRules{{
     {AlertRule::kOutputFlood, "output_flood", Severity::kWarning, true, "the program was killed at the output cap"},
     {AlertRule::kInterpreterRestarted, "interpreter_restarted", Severity::kWarning, false,
      "a session's interpreter was restarted after a timeout (variables lost)"},
+    {AlertRule::kNetworkDenied, "network_denied", Severity::kWarning, false,
+     "the egress proxy refused a connection: a name or address the policy does not allow, a TLS name other "
+     "than the CONNECT target, a limit (names the host)"},
 }};
 
 constexpr std::array<ExecStatus, 7> kAllExecStatuses{ExecStatus::kOk,     ExecStatus::kError,  ExecStatus::kTimeout,

@@ -42,6 +42,7 @@ enum class AlertRule {
   kTimeout,
   kOutputFlood,
   kInterpreterRestarted,
+  kNetworkDenied,
 };
 
 // InitError.stage: where init failed. kSetup: building the box (it refused to start); kRun: one

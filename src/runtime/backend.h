@@ -57,6 +57,10 @@ class Box {
   // Called by the runner before each run, so per-run figures restart where the backend can
   // (native, cgroup v1: the memory peak). Counters stay cumulative.
   virtual void BeginRun() {}
+  // Events the host side of the box saw itself since the last call: the egress proxy's connections
+  // (docs/network.md). With `run_ended`, it first waits (bounded) until the box's open connections
+  // have ended, so a run's result holds its own. Default: none.
+  virtual std::vector<protocol::Event> TakeHostEvents(bool /*run_ended*/) { return {}; }
   // A live sample for monitoring, cheap enough to take every second; nullopt when the backend
   // cannot tell. Called on the thread that drives the box.
   virtual std::optional<BoxUsage> Usage() { return std::nullopt; }

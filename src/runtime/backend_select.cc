@@ -16,6 +16,7 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.loopback_up = lo && std::string(lo) == "up";
   n.image_source = opts.image_source;
   n.image_puller = opts.image_puller;
+  n.egress = opts.egress;
   return std::unique_ptr<Backend>(new native::NativeBackend(n));
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "egress/egress_options.h"
 #include "image/image_puller.h"
 #include "image/image_source.h"
 #include "policy/policy.h"
@@ -32,6 +33,7 @@ struct BackendOptions {
   // map (runtime/native/box_root.h); absent = only the map resolves images.
   std::shared_ptr<const image::ImageSource> image_source;
   std::shared_ptr<image::ImagePuller> image_puller;
+  egress::EgressOptions egress;  // native: the egress proxy's pins and limits (docs/network.md)
 };
 
 // Names accepted by MakeBackend, "auto" first.

@@ -351,6 +351,7 @@ Result<bool> BoxSession::Step(RunState& st, const RunCallbacks& cb) {
     return false;
   }
   LSB_TRY(OnFrame(st, **f, cb));
+  TakeHostEvents(st, cb, /*run_ended=*/false);
   return !st.exited;
 }
 
@@ -405,10 +406,9 @@ Status BoxSession::OnFrame(RunState& st, const protocol::Frame& fr, const RunCal
     }
     case FrameType::kEvent: {
       LSB_ASSIGN_OR_RETURN(protocol::Event ev, ParseJson<protocol::Event>(fr.payload, "event"));
-      if (!ApplyAlertRule(policy_, ev)) return OkStatus();  // the policy turned this rule off
-      if (!st.alerts.Admit(ev)) return OkStatus();          // past the bound: counted into a summary
-      if (cb.on_event) cb.on_event(ev);
-      if (ev.rule != AlertRule::kNone) st.r.alerts.push_back(std::move(ev));
+      // Only the host's egress proxy reports egress events: one claiming to be is init's lie.
+      if (ev.kind == "egress" || !ev.egress.host.empty()) return OkStatus();
+      AdmitEvent(st, std::move(ev), cb);
       return OkStatus();
     }
     case FrameType::kExit: {
@@ -430,7 +430,19 @@ Status BoxSession::OnFrame(RunState& st, const protocol::Frame& fr, const RunCal
   }
 }
 
+void BoxSession::AdmitEvent(RunState& st, protocol::Event ev, const RunCallbacks& cb) {
+  if (!ApplyAlertRule(policy_, ev)) return;  // the policy turned this rule off
+  if (!st.alerts.Admit(ev)) return;          // past the bound: counted into a summary
+  if (cb.on_event) cb.on_event(ev);
+  if (ev.rule != AlertRule::kNone) st.r.alerts.push_back(std::move(ev));
+}
+
+void BoxSession::TakeHostEvents(RunState& st, const RunCallbacks& cb, bool run_ended) {
+  for (protocol::Event& ev : box_->TakeHostEvents(run_ended)) AdmitEvent(st, std::move(ev), cb);
+}
+
 ExecResult BoxSession::Conclude(RunState& st, const RunCallbacks& cb) {
+  TakeHostEvents(st, cb, /*run_ended=*/true);
   ExecResult& r = st.r;
   if (r.duration_ms == 0) r.duration_ms = ElapsedMs(st.start);
   for (protocol::Event& summary : st.alerts.TakeSummaries()) {

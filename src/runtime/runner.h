@@ -158,6 +158,9 @@ class BoxSession {
   void HostTimeout(RunState& st);
   Status OnFrame(RunState& st, const protocol::Frame& frame, const RunCallbacks& cb);
   ExecResult Conclude(RunState& st, const RunCallbacks& cb);
+  // The box's host-side events (Box::TakeHostEvents: the egress proxy), as init's events are taken.
+  void TakeHostEvents(RunState& st, const RunCallbacks& cb, bool run_ended);
+  void AdmitEvent(RunState& st, protocol::Event ev, const RunCallbacks& cb);
 
   Backend& backend_;
   Policy policy_;

@@ -121,6 +121,7 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.image_source = images.store;
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;
+  bopts.egress = config.egress;
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
   bopts.policies = PolicyList(policies);

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "egress/egress_options.h"
 #include "base/result.h"
 #include "image/registry_client.h"
 #include "image/store_puller.h"
@@ -21,6 +22,7 @@
 namespace lsb::server {
 
 struct DaemonConfig {
+  egress::EgressOptions egress;    // --egress-*: the native backend's egress proxy (docs/network.md)
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
   std::string policies_dir;        // "" = DefaultPolicyDir()

@@ -61,6 +61,7 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   o.timeout_ms = body.timeout_ms;
   o.timeout_grace_ms = body.timeout_grace_ms;
   o.network_enabled = body.network;
+  o.network_allow = body.network_allow;
   auto tight = TightenPolicy(**base, o);  // refused before any box is started
   if (!tight.ok()) return FromTightening(tight.error(), where);
   ExecutionPlan plan{std::move(*tight), {}, {}, owner, NewExecutionId()};

@@ -57,7 +57,8 @@ ApiOr<std::optional<uint64_t>> OptGrace(const json& j, const char* key, const st
 
 const std::set<std::string>& KnownExecuteKeys(bool session) {
   static const std::set<std::string> one = {"code", "language", "policy", "stdin", "timeout", "timeout_grace",
-                                            "memory", "cpu", "env", "files", "network", "command", "collect"};
+                                            "memory", "cpu", "env", "files", "network", "command", "collect",
+                                            "network_allow"};
   static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env", "command", "collect"};
   return session ? ses : one;
 }
@@ -204,6 +205,18 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
   if (Present(j, "network")) {
     if (!j.at("network").is_boolean()) return Field(where, "network", "must be true or false");
     b.network = j.at("network").get<bool>();
+  }
+  if (Present(j, "network_allow")) {
+    // Narrows the policy's network.allow (policy/tighten.h checks each entry is within it).
+    const json& a = j.at("network_allow");
+    if (!a.is_array() || a.size() > 256) return Field(where, "network_allow", "must be a list of at most 256 strings");
+    std::vector<std::string> entries;
+    for (const auto& e : a) {
+      if (!e.is_string() || e.get_ref<const std::string&>().size() > 300)
+        return Field(where, "network_allow", "must be a list of names such as \"pypi.org\" or \"*.github.com:443\"");
+      entries.push_back(e.get<std::string>());
+    }
+    b.network_allow = std::move(entries);
   }
   if (Present(j, "env")) {
     const json& e = j.at("env");

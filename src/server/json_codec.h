@@ -37,6 +37,7 @@ struct ExecuteBody {
   std::optional<uint64_t> memory_bytes;
   std::optional<double> cpu;
   std::optional<bool> network;
+  std::optional<std::vector<std::string>> network_allow;  // may only narrow network.allow
   std::map<std::string, std::string> env;
   std::vector<FileBody> files;
   std::vector<std::string> command;  // instead of code (exactly one of them)

@@ -596,7 +596,7 @@ class ClientWaitsForThePolicyTest(DaemonTestCase):
 NET_ON_POLICY = """\
 version: "1.0"
 name: net-on
-description: "Sub-agents that need the network (Docker only)"
+description: "Sub-agents that need the network (every name: Docker's bridge, or the native egress proxy)"
 backend: docker
 container:
   image: python:3.12-slim
@@ -605,6 +605,7 @@ container:
     /tmp: "size=16M,noexec,nosuid"
 network:
   enabled: true
+  allow: ["*"]
 commands:
   allow: ["/usr/bin/python3"]
 resources:
@@ -614,24 +615,33 @@ resources:
 
 
 class NetworkOnSubAgentsTest(DaemonTestCase):
-    """Sub-agents under a policy that turns the network on: Docker only (docs/policy.md)."""
+    """Sub-agents under a policy that turns the network on for every name (docs/network.md)."""
     extra_policies = {"net-on.yaml": NET_ON_POLICY}
 
-    def test_native_refuses_a_network_on_policy(self):
+    # Issue 19: the native backend no longer refuses the network; it gives the box only its egress
+    # proxy (docs/network.md), so a direct connection still reaches nothing.
+    def test_native_serves_a_network_on_policy_through_the_egress_proxy(self):
         if TEST_BACKEND != "native":
-            self.skipTest("the Docker backend serves network-on policies: "
+            self.skipTest("the Docker backend serves network-on policies on its bridge: "
                           "test_docker_network_on_sub_agents_cannot_reach_each_other")
-        with self.assertRaises(SandboxError) as cm:
-            self.client(policy="net-on").execute("print(1)")
-        self.assertIn("network", cm.exception.message)
+        r = self.client(policy="net-on").execute(
+            "import os, socket\n"
+            "print(os.environ['HTTPS_PROXY'])\n"
+            "s = socket.socket(); s.settimeout(2)\n"
+            "try:\n"
+            "    s.connect(('192.0.2.1', 80)); print('reached')\n"
+            "except OSError as e:\n"
+            "    print('unreachable')\n")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["stdout"], "http://127.0.0.1:3128\nunreachable\n", r)
 
     # Network-on boxes join the backend's own bridge network, llm-sandbox-isolated, whose
     # inter-container traffic is off (com.docker.network.bridge.enable_icc=false): sub-agent B must
     # not reach sub-agent A's listener at A's address (on the engine's default bridge it did).
     def test_docker_network_on_sub_agents_cannot_reach_each_other(self):
         if TEST_BACKEND != "docker":
-            self.skipTest("the native backend refuses network-on policies: "
-                          "test_native_refuses_a_network_on_policy")
+            self.skipTest("the native backend serves network-on policies through its egress proxy: "
+                          "test_native_serves_a_network_on_policy_through_the_egress_proxy")
         c = self.client(policy="net-on")
         a = c.session(language="python")
         with a, c.session(language="python") as b:

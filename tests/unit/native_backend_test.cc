@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sched.h>
@@ -92,17 +94,37 @@ TEST(NativeBackend, SetupForUsesTheImageMap) {
   EXPECT_EQ(s->allow, p.allow);
 }
 
-TEST(NativeBackend, NetworkEnabledIsRefusedNotSharedWithTheHost) {
+// Issue 19: network on is the box's own namespace with only the egress proxy (was: refused).
+TEST(NativeBackend, NetworkEnabledIsTheEgressProxyNeverTheHostsNamespace) {
   NativeBackend b;
   Policy p = HostPolicy();
   p.network_enabled = true;
-  bool refused = false;
+  p.network_allow = {"pypi.org"};
+  bool proxy = false;
   for (const auto& c : b.Explain(p))
-    if (c.control == "network.enabled") refused = !c.enforced && c.how.find("Docker backend") != std::string::npos;
-  EXPECT_TRUE(refused);
+    if (c.control == "network.enabled") proxy = c.enforced && c.how.find("egress proxy") != std::string::npos;
+  EXPECT_TRUE(proxy);
+  LaunchPlan plan = b.PlanLaunch(p);
+  EXPECT_TRUE(plan.new_net);
+  EXPECT_TRUE(plan.egress.enabled);
+  EXPECT_EQ(plan.egress.allow, p.network_allow);
+  EXPECT_EQ(plan.refused, "");
+  // The allowlist is part of the box's shape: a pool never hands a box made for another list.
+  Policy other = p;
+  other.network_allow = {"files.pythonhosted.org"};
+  EXPECT_NE(*b.BoxShape(p, {}), *b.BoxShape(other, {}));
+}
+
+TEST(NativeBackend, NetworkSecretsAreRefusedUntilInjected) {
+  NativeBackend b;
+  Policy p = HostPolicy();
+  p.network_enabled = true;
+  p.network_allow = {"api.example.com"};
+  p.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "Bearer ${T}"}};
   auto st = b.Check(p);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("network.enabled"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("network.secrets"), std::string::npos) << st.error().message;
+  EXPECT_FALSE(b.PlanLaunch(p).refused.empty());
 }
 
 // A box whose "init" is /bin/cat: it echoes the stream, so the outer box can be inspected live.
@@ -274,14 +296,33 @@ TEST_F(RootBox, SetupLargerThanTheSocketBufferStillArrivesWhole) {
   EXPECT_EQ(first->payload, payload);
 }
 
-TEST_F(RootBox, NetworkEnabledIsRefusedAtStart) {
+TEST_F(RootBox, NetworkSecretsAreRefusedAtStart) {
   // Fail closed: Start never makes a box whose network the policy wants but the backend will not
-  // give (sharing the host's namespace would expose its loopback services).
+  // give as asked (here: headers it cannot inject yet).
+  Policy p = HostPolicy();
+  p.network_enabled = true;
+  p.network_allow = {"api.example.com"};
+  p.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "Bearer ${T}"}};
+  auto box = backend_->Start(p, {});
+  ASSERT_FALSE(box.ok());
+  EXPECT_NE(box.error().message.find("network.secrets"), std::string::npos) << box.error().message;
+}
+
+// The box's network namespace is its own and listens only on the egress proxy's address, made by
+// the launcher's child there (the host's namespace does not get it).
+TEST_F(RootBox, NetworkOnBoxHasOnlyTheProxyListenerInItsOwnNamespace) {
   Policy p = HostPolicy();
   p.network_enabled = true;
   auto box = backend_->Start(p, {});
-  ASSERT_FALSE(box.ok());
-  EXPECT_NE(box.error().message.find("network.enabled"), std::string::npos) << box.error().message;
+  ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
+  pid_t pid = static_cast<NativeBox*>(box->get())->init_pid();
+  char a[64] = {}, b[64] = {};
+  ASSERT_GT(::readlink("/proc/self/ns/net", a, sizeof a - 1), 0);
+  ASSERT_GT(::readlink(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), b, sizeof b - 1), 0);
+  EXPECT_STRNE(a, b);
+  std::string tcp = Slurp("/proc/" + std::to_string(pid) + "/net/tcp");
+  EXPECT_NE(tcp.find("0100007F:0C38 00000000:0000 0A"), std::string::npos) << tcp;  // 127.0.0.1:3128 LISTEN
+  EXPECT_EQ(std::count(tcp.begin(), tcp.end(), '\n'), 2) << tcp;                    // header + that one
 }
 
 TEST_F(RootBox, InitThatCannotExecIsAClearError) {

@@ -67,7 +67,11 @@ TEST(NativeBoxShape, WhatTheBoxIsBuiltWithChangesItWhatTheRunTakesDoesNot) {
       {"deny", [](Policy& p) { p.deny.push_back("/bin/sh"); }},
       {"user", [](Policy& p) { p.uid = 1001; }},
       {"trace", [](Policy& p) { p.trace = true; }},
-      {"network (refused here)", [](Policy& p) { p.network_enabled = true; }},
+      {"network", [](Policy& p) { p.network_enabled = true; }},
+      {"network.allow", [](Policy& p) {
+         p.network_enabled = true;
+         p.network_allow = {"pypi.org"};
+       }},
   };
   for (const auto& [what, change] : per_box) {
     Policy p = BasePolicy();

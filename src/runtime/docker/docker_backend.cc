@@ -98,6 +98,11 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (policy.seccomp != "default")
     problems.push_back("container.seccomp '" + policy.seccomp + "': only the default profile is supported");
   if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
+  // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for.
+  if (policy.network_enabled && !policy.NetworkUnfiltered())
+    problems.push_back("network: the Docker backend does not enforce network.allow/deny/secrets yet (docs/network.md); "
+                       "run the policy on the native backend, or write allow: [\"*\"] with no deny or secrets for "
+                       "the engine's bridge network");
   if (problems.empty()) return OkStatus();
   std::string msg = "policy '" + policy.name + "' cannot be enforced on the Docker backend:";
   for (const auto& p : problems) msg += "\n  - " + p;

@@ -4,6 +4,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -19,6 +20,7 @@
 
 #include "base/enum_words.h"
 #include "base/fd_passing.h"
+#include "protocol/messages.h"
 
 namespace lsb::native {
 namespace {
@@ -57,6 +59,7 @@ enum class LaunchStage : int {
   kNamespaces,
   kUserLimits,
   kLoopback,
+  kEgressListener,
 };
 
 constexpr EnumWord<LaunchStage> kLaunchStages[] = {
@@ -72,6 +75,7 @@ constexpr EnumWord<LaunchStage> kLaunchStages[] = {
     {LaunchStage::kNamespaces, "unshare(mount, ipc, uts, net namespaces)"},
     {LaunchStage::kUserLimits, "set the box's per-user limits (/proc/sys/user/max_*, rlimits) in its user namespace"},
     {LaunchStage::kLoopback, "bring the loopback device up in the box's network namespace"},
+    {LaunchStage::kEgressListener, "make the egress proxy's listening socket in the box's network namespace"},
 };
 
 // What the child needs, all of it prepared before clone3 (the child only reads its copy).
@@ -80,8 +84,26 @@ struct ChildPlan {
   bool may_setgroups;
   int unshare_flags;
   bool loopback_up;
+  bool egress_listener;
   const BoxUserLimits* limits;
 };
+
+// The egress proxy's listening socket (docs/network.md), made here in the box's new network
+// namespace and handed to the parent, which serves it from outside: 127.0.0.1:kEgressProxyPort is
+// then the one thing in the box that leads anywhere. Raw calls only (child context).
+bool SendEgressListener(int sync) {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  struct sockaddr_in a {};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(protocol::kEgressProxyPort);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(s, 128) == 0;
+  char tag = 'L';
+  if (ok) ok = SendWithFds(sync, &tag, 1, &s, 1) == 1;
+  ::close(s);
+  return ok;
+}
 
 // Brings the new network namespace's loopback device up (SIOCSIFFLAGS): the box's own 127.0.0.1
 // and ::1, nobody else's. Raw calls only (child context).
@@ -129,6 +151,7 @@ bool ApplyUserLimits(const BoxUserLimits& l) {
   // Our new user namespace's full capabilities cover these; the parent works meanwhile.
   if (::unshare(p.unshare_flags) != 0) fail(LaunchStage::kNamespaces);
   if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(LaunchStage::kLoopback);
+  if (p.egress_listener && !SendEgressListener(sync)) fail(LaunchStage::kEgressListener);
   char go = 0;
   int attach[kMaxPassedFds];
   size_t n_attach = 0;
@@ -236,6 +259,20 @@ std::optional<Error> ChildFailure(int status_r) {
   return Error{what, msg[1]};
 }
 
+// The listening socket the child made in the box's network namespace (SendEgressListener), or the
+// child's own report of why it could not.
+Result<UniqueFd> ReceiveEgressListener(int sync, int status_r) {
+  char tag = 0;
+  int fds[kMaxPassedFds];
+  size_t n_fds = 0;
+  ssize_t n = RecvWithFds(sync, &tag, 1, fds, &n_fds);
+  for (size_t i = 1; i < n_fds; ++i) ::close(fds[i]);
+  if (n == 1 && tag == 'L' && n_fds >= 1) return UniqueFd(fds[0]);
+  if (n_fds >= 1) ::close(fds[0]);
+  if (auto failure = ChildFailure(status_r)) return *failure;
+  return Error{"the box's init process did not hand over the egress proxy's listening socket"};
+}
+
 }  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
@@ -264,8 +301,8 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   ChildPlan plan{sync_child.get(), sync_parent.get(), status.w.get(), child_end.get(), diag.w.get(),
-                 init_fd.get(),    !opts.idmap.deny_setgroups, unshare_flags, opts.loopback_up,
-                 &opts.user_limits};
+                 init_fd.get(),    !opts.idmap.deny_setgroups, unshare_flags, opts.loopback_up || opts.egress_listener,
+                 opts.egress_listener && opts.new_net, &opts.user_limits};
   // The new user namespace is owned by the creating thread's euid, and that uid is what the host
   // charges for everything the box counts against per-user limits (box_user_limits.h). Only this
   // thread's euid changes (a raw setresuid; glibc's would change every thread's), for the one
@@ -308,6 +345,10 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   if (opts.prepare) {
     LSB_ASSIGN_OR_RETURN(attach, opts.prepare(process->pid()));
   }
+  UniqueFd egress_listener;
+  if (opts.egress_listener && opts.new_net) {
+    LSB_ASSIGN_OR_RETURN(egress_listener, ReceiveEgressListener(sync_parent.get(), status.r.get()));
+  }
   auto released = ReleaseChild(sync_parent.get(), attach);
   sync_parent.reset();
   attach.clear();
@@ -327,7 +368,7 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
     unsent.remove_prefix(static_cast<size_t>(n));
   }
   if (auto failure = ChildFailure(status.r.get())) return *failure;
-  return LaunchedInit{std::move(process), std::move(host_end), std::move(diag.r)};
+  return LaunchedInit{std::move(process), std::move(host_end), std::move(diag.r), std::move(egress_listener)};
 }
 
 }  // namespace lsb::native

@@ -63,6 +63,9 @@ struct LaunchOptions {
   int init_fd = -1;           // O_PATH fd of llm-sandbox-init (init_binary.h)
   bool new_net = true;        // false: share the host's network namespace
   bool loopback_up = false;   // bring `lo` up in the new network namespace (the box's own)
+  // Make the egress proxy's listening socket (127.0.0.1:protocol::kEgressProxyPort) in the new
+  // network namespace (lo comes up with it) and return it in LaunchedInit; needs new_net.
+  bool egress_listener = false;
   IdMapPlan idmap;
   // The host uid that owns the box's user namespace (box_user_limits.h); 0 or our own euid: ours.
   // Another uid needs CAP_SETUID (root).
@@ -84,6 +87,7 @@ struct LaunchedInit {
   std::unique_ptr<ChildProcess> process;
   UniqueFd stream;       // host end of the socketpair (init's fds 0 and 1), CLOEXEC
   UniqueFd diagnostics;  // read end of init's fd 2, non-blocking, CLOEXEC
+  UniqueFd egress_listener;  // LaunchOptions.egress_listener: the listening socket in the box's netns
 };
 
 Result<LaunchedInit> LaunchInit(const LaunchOptions& opts);

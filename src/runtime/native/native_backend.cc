@@ -14,6 +14,7 @@
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
 #include "runtime/native/native_box.h"
+#include "egress/egress_proxy.h"
 
 namespace lsb::native {
 namespace {
@@ -84,17 +85,21 @@ std::vector<ControlSupport> NativeBackend::PlanControls(const Policy& policy) co
                                  : "the box's user namespace is owned by this (unprivileged) user; ") +
           "inside it, per uid: " + DescribeBoxUserLimits());
 
-  // Sharing the host's network namespace would expose the host's loopback services (Redis on
-  // 127.0.0.1:6379...) to the box, so network "on" is refused here, as the policy loader refuses
-  // it for backend: native; a policy with network needs the Docker backend.
+  // Never the host's network namespace (it would expose the host's loopback services): network
+  // "on" is the box's own namespace with only the egress proxy's socket in it (docs/network.md).
   if (policy.network_enabled)
-    add("network.enabled", false,
-        "network.enabled: true needs the Docker backend: the native backend only offers an empty "
-        "network namespace (sharing the host's would expose its loopback services)");
+    add("network.enabled", true,
+        std::string("the box's own network namespace, loopback only, where the one listening socket is the "
+                    "egress proxy at ") + protocol::kEgressProxyAddress +
+            " (served outside the box; names resolved and checked by the proxy) + init's connect watch and "
+            "Landlock (TCP connect to the proxy's port only)");
   else
     add("network.enabled", true,
         std::string("a new, empty network namespace (loopback only, ") + (opts_.loopback_up ? "up" : "down") +
             ") + init's seccomp/connect watch");
+  if (!policy.network_secrets.empty())
+    add("network.secrets", false,
+        "header injection by the egress proxy is not implemented yet; remove network.secrets (docs/network.md)");
   return out;
 }
 
@@ -157,6 +162,7 @@ Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
   protocol::BoxSetup s = PolicyBoxSetup(policy);
   s.mode = protocol::BoxMode::kBuildRoot;  // init assembles the root itself
   s.rootfs = root.rootfs;
+  if (policy.network_enabled) s.egress_proxy = protocol::kEgressProxyAddress;
   if (root.image) {
     // The image's config fills the policy's gaps (init: image_config.h, command_path.h).
     const image::ImageRoot& img = *root.image;
@@ -178,14 +184,15 @@ std::string NativeBackend::RefusalFix(const Policy& policy) const {
   if (policy.runtime == "runsc")
     return "run the daemon with --backend docker on an engine where gVisor's runtime runsc is registered "
            "(scripts/ensure-docker.sh adds it)";
-  if (policy.network_enabled) return "run the daemon with --backend docker, which gives a box a network";
+  if (!policy.network_secrets.empty()) return "remove network.secrets: the egress proxy does not inject headers yet";
   return Backend::RefusalFix(policy);
 }
 
 LaunchPlan NativeBackend::PlanLaunch(const Policy& policy) const {
   LaunchPlan plan;
   plan.limits = LimitsFor(policy, opts_);
-  plan.new_net = !policy.network_enabled;
+  plan.new_net = true;
+  if (policy.network_enabled) plan.egress = EgressPlan{true, policy.network_allow, policy.network_deny};
   if (auto st = Refusal(policy, PlanControls(policy)); !st.ok()) plan.refused = st.error().message;
   return plan;
 }
@@ -222,6 +229,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   lo.init_fd = init.fd.get();
   lo.new_net = plan.new_net;
   lo.loopback_up = opts_.loopback_up;
+  lo.egress_listener = plan.egress.enabled;
   lo.idmap = PlanFor(opts_);
   // Host-level per-user charges of this box go to an owner uid of its own, not to root's.
   if (Privileged()) lo.ns_owner = PickBoxOwner(OwnerBase(opts_), opts_.owner_id_count);
@@ -246,7 +254,14 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   };
   auto launched = LaunchInit(lo);
   if (!launched.ok()) return launched.error().Wrap("start native box (init " + init.path + ")");
-  auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(*launched));
+  std::unique_ptr<egress::EgressProxy> proxy;
+  if (plan.egress.enabled) {
+    LSB_ASSIGN_OR_RETURN(egress::EgressRules rules, egress::EgressRules::Parse(plan.egress.allow, plan.egress.deny));
+    auto made = egress::EgressProxy::Create(std::move(launched->egress_listener), std::move(rules), opts_.egress);
+    if (!made.ok()) return made.error().Wrap("start the box's egress proxy");
+    proxy = std::move(*made);
+  }
+  auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(*launched), std::move(proxy));
   box->HoldImage(std::move(lease).value());
   // A CLI's teardown helper, off the run's path, also clears what killed runs left behind.
   box->set_after_teardown([this] { (void)RemoveStaleGroups(); });

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "egress/egress_options.h"
 #include "image/image_puller.h"
 #include "image/image_source.h"
 #include "runtime/backend.h"
@@ -44,7 +45,16 @@ struct NativeOptions {
   // only the store could give is an error naming `llm-sandbox image pull|import`). Thread-safe.
   std::shared_ptr<const image::ImageSource> image_source;
   std::shared_ptr<image::ImagePuller> image_puller;
+  // The egress proxy of boxes with the network on (docs/network.md): pins, limits.
+  egress::EgressOptions egress;
 };
+
+// A box's network through the egress proxy: the policy's lists, as the proxy applies them.
+struct EgressPlan {
+  bool enabled = false;
+  std::vector<std::string> allow, deny;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EgressPlan, enabled, allow, deny)
 
 // What Launch builds a box from besides init's setup, derived from the policy by PlanLaunch: the
 // only way a policy reaches Launch, so BoxShape, which serializes it whole, sees everything a box
@@ -52,9 +62,10 @@ struct NativeOptions {
 struct LaunchPlan {
   CgroupLimits limits;
   bool new_net = true;  // a new, empty network namespace (false would share the host's)
+  EgressPlan egress;    // the network on: only the egress proxy, in that namespace
   std::string refused;  // why Start refuses the policy (Refusal of PlanControls); "" = it starts
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LaunchPlan, limits, new_net, refused)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LaunchPlan, limits, new_net, egress, refused)
 
 class NativeBackend : public Backend {
  public:

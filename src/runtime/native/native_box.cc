@@ -14,14 +14,24 @@ namespace {
 constexpr size_t kDiagKeep = 16 << 10;  // the tail is where init's last words are
 }
 
-NativeBox::NativeBox(std::string id, std::unique_ptr<BoxCgroups> cgroups, LaunchedInit init)
+NativeBox::NativeBox(std::string id, std::unique_ptr<BoxCgroups> cgroups, LaunchedInit init,
+                     std::unique_ptr<egress::EgressProxy> proxy)
     : id_(std::move(id)),
       cgroups_(std::move(cgroups)),
       process_(std::move(init.process)),
       stream_(std::move(init.stream)),
-      diag_(std::move(init.diagnostics)) {}
+      diag_(std::move(init.diagnostics)),
+      proxy_(std::move(proxy)) {}
+
+std::vector<protocol::Event> NativeBox::TakeHostEvents(bool run_ended) {
+  if (!proxy_) return {};
+  // The program has exited: its connections close within moments; a background process the run
+  // left behind may keep one open, and the result does not wait for it longer than this.
+  return proxy_->TakeEvents(run_ended ? std::chrono::milliseconds(500) : std::chrono::milliseconds(0));
+}
 
 NativeBox::~NativeBox() {
+  proxy_.reset();  // its connections end, its threads are joined
   stream_.reset();  // init sees EOF; it is killed anyway
   if (detached_) return;  // the helper tears down
   process_->Kill();
@@ -76,6 +86,7 @@ bool NativeBox::ArmTeardownHelper() {
 
 bool NativeBox::DetachTeardown() {
   if (!ArmTeardownHelper()) return false;
+  proxy_.reset();
   process_->Kill();  // the box is over; the helper sees init go and removes the rest
   // init is dying and will be reaped by whoever inherits it; the helper, our child, too.
   process_->Release();

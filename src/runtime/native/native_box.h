@@ -10,6 +10,7 @@
 
 #include "base/unique_fd.h"
 #include "image/store_lease.h"
+#include "egress/egress_proxy.h"
 #include "runtime/backend.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/launcher.h"
@@ -18,7 +19,9 @@ namespace lsb::native {
 
 class NativeBox : public Box {
  public:
-  NativeBox(std::string id, std::unique_ptr<BoxCgroups> cgroups, LaunchedInit init);
+  // `proxy`: the box's egress proxy when its network is on (served until the box goes), or null.
+  NativeBox(std::string id, std::unique_ptr<BoxCgroups> cgroups, LaunchedInit init,
+            std::unique_ptr<egress::EgressProxy> proxy = nullptr);
   ~NativeBox() override;
 
   int stream_fd() const override { return stream_.get(); }
@@ -28,7 +31,9 @@ class NativeBox : public Box {
   std::string Diagnostics() override;
   void BeginRun() override {
     if (cgroups_) cgroups_->ResetPeak();
+    if (proxy_) proxy_->BeginRun();
   }
+  std::vector<protocol::Event> TakeHostEvents(bool run_ended) override;
 
   std::optional<BoxUsage> Usage() override;
 
@@ -68,6 +73,7 @@ class NativeBox : public Box {
   pid_t teardown_helper_ = -1;  // ArmTeardownHelper's process: it removes the cgroups
   bool detached_ = false;       // DetachTeardown() handed everything to the helper
   std::function<void()> after_teardown_;
+  std::unique_ptr<egress::EgressProxy> proxy_;  // stopped first: it serves a socket of the box's
 };
 
 }  // namespace lsb::native

@@ -69,5 +69,22 @@ TEST(DecideNetwork, OffRefusesInetConnectAndSendButNotBindOrUnix) {
   EXPECT_EQ(DecideNetwork("connect", true, true), 0);
 }
 
+// The network on through the egress proxy: the proxy's address is the one inet destination.
+TEST(DecideDestination, WithTheEgressProxyOnlyItIsReachable) {
+  WatchConfig cfg;
+  cfg.network_enabled = true;
+  cfg.egress_proxy = "127.0.0.1:3128";
+  EXPECT_EQ(DecideDestination("connect", true, "127.0.0.1:3128", cfg), 0);
+  EXPECT_EQ(DecideDestination("connect", true, "127.0.0.1:3129", cfg), ENETUNREACH);
+  EXPECT_EQ(DecideDestination("connect", true, "[::1]:3128", cfg), ENETUNREACH);
+  EXPECT_EQ(DecideDestination("sendto", true, "8.8.8.8:53", cfg), ENETUNREACH);
+  EXPECT_EQ(DecideDestination("bind", true, "0.0.0.0:8000", cfg), 0);
+  EXPECT_EQ(DecideDestination("connect", false, "unix:/x", cfg), 0);
+  cfg.egress_proxy.clear();  // the network on without the proxy (Docker's bridge): every destination
+  EXPECT_EQ(DecideDestination("connect", true, "8.8.8.8:53", cfg), 0);
+  cfg.network_enabled = false;
+  EXPECT_EQ(DecideDestination("connect", true, "8.8.8.8:53", cfg), ENETUNREACH);
+}
+
 }  // namespace
 }  // namespace lsb::init

@@ -123,11 +123,12 @@ TEST(WireValues, TheAlertRuleTableHoldsEachRuleOnceWithItsDefaultSeverity) {
     EXPECT_EQ(&RuleInfo(r.rule), &r);
     EXPECT_FALSE(std::string(r.what).empty()) << r.name;
   }
-  EXPECT_EQ(seen.size(), static_cast<size_t>(AlertRule::kInterpreterRestarted));  // every rule but kNone
+  EXPECT_EQ(seen.size(), static_cast<size_t>(AlertRule::kNetworkDenied));  // every rule but kNone
   EXPECT_EQ(DefaultSeverity(AlertRule::kEscapeSyscall), Severity::kCritical);
   EXPECT_EQ(DefaultSeverity(AlertRule::kOomKill), Severity::kCritical);
   EXPECT_EQ(DefaultSeverity(AlertRule::kNetworkAttempt), Severity::kWarning);
   EXPECT_EQ(DefaultSeverity(AlertRule::kDeniedExec), Severity::kWarning);
+  EXPECT_EQ(DefaultSeverity(AlertRule::kNetworkDenied), Severity::kWarning);
   std::set<AlertRule> outcomes;
   for (const auto& r : AlertRules())
     if (AlertCoalescer::IsOutcomeRule(r.rule)) outcomes.insert(r.rule);

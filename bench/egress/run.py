@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The egress proxy's cost on loopback (docs/network.md; issue 19's targets: >= 0.8x throughput,
+<= 1 ms added median latency): a 10 MB download and a small request, each timed inside a native box
+through its egress proxy and directly from the host against the same server on 127.0.0.1, with the
+same client code (urllib, one connection per request). Needs root and a built llm-sandbox.
+
+  LSB_BUILD_DIR=build python3 bench/egress/run.py [--rounds 5] [--small 200]
+"""
+import argparse
+import http.server
+import json
+import os
+import socketserver
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("LSB_BUILD_DIR") or os.path.join(ROOT, "build")
+BIG = 10 * 1024 * 1024
+PAYLOAD = b"x" * BIG
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        body = PAYLOAD if self.path == "/big" else b"ok"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+# The same measurement code runs in the box (through the proxy) and on the host (direct).
+CLIENT = r'''
+import json, statistics, time, urllib.request
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        n = 0
+        while True:
+            b = r.read(1 << 16)
+            if not b:
+                return n
+            n += len(b)
+def measure(base, rounds, small):
+    big = []
+    for _ in range(rounds):
+        t = time.perf_counter(); n = fetch(base + "/big"); big.append(time.perf_counter() - t)
+        assert n == %d, n
+    lat = []
+    for _ in range(small):
+        t = time.perf_counter(); fetch(base + "/small"); lat.append(time.perf_counter() - t)
+    return {"mb_per_s": %d / statistics.median(big) / 1e6, "small_median_ms": statistics.median(lat) * 1000}
+''' % (BIG, BIG)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--small", type=int, default=200)
+    a = ap.parse_args()
+    srv = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    # Direct: the same client in a process of its own (as the box's is), no proxy in its environment.
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    code = CLIENT + f'\nprint(json.dumps(measure("http://127.0.0.1:{port}", {a.rounds}, {a.small})))\n'
+    p = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"the direct client failed: {p.stderr}")
+    direct = json.loads(p.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory() as d:
+        policy = os.path.join(d, "bench-egress.yaml")
+        with open(policy, "w") as f:
+            f.write(f'''version: "1.0"
+name: bench-egress
+backend: native
+container:
+  image: python:3.12-slim
+  tmpfs:
+    /tmp: "size=16M"
+network:
+  enabled: true
+  allow: ["bench.test", "127.0.0.1:{port}"]
+commands:
+  allow: ["/usr/bin/python3"]
+resources:
+  memory: "256M"
+  timeout: 300
+''')
+        code = CLIENT + f'\nprint(json.dumps(measure("http://bench.test:{port}", {a.rounds}, {a.small})))\n'
+        p = subprocess.run([os.path.join(BUILD, "llm-sandbox"), "run", "--policy", policy, "--images",
+                            os.path.join(ROOT, "config", "images.yaml"), "--egress-resolve", "bench.test:127.0.0.1", "-"],
+                           input=code, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"the box failed: {p.stdout} {p.stderr}")
+        proxied = json.loads(p.stdout.strip().splitlines()[-1])
+    out = {
+        "download_10MB_direct_MB_s": round(direct["mb_per_s"], 1),
+        "download_10MB_proxy_MB_s": round(proxied["mb_per_s"], 1),
+        "throughput_ratio": round(proxied["mb_per_s"] / direct["mb_per_s"], 3),
+        "small_request_direct_median_ms": round(direct["small_median_ms"], 3),
+        "small_request_proxy_median_ms": round(proxied["small_median_ms"], 3),
+        "added_latency_median_ms": round(proxied["small_median_ms"] - direct["small_median_ms"], 3),
+    }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+// What an operator sets for every box's egress proxy (docs/network.md "Limits"), and the defaults
+// enforced when nothing is set.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "policy/network_rules.h"
+
+namespace lsb::egress {
+
+struct EgressOptions {
+  // --egress-resolve NAME:ADDR: where NAME points, instead of asking DNS (tests, air-gapped
+  // operators). A pin never makes an address allowed: the address is checked like any other.
+  std::map<std::string, std::vector<IpAddress>> pins;
+  uint32_t max_connections = 32;                // open at once, per box; more are refused
+  uint64_t max_bytes_per_run = 1ull << 30;      // both directions, per execution
+  uint64_t idle_timeout_ms = 60000;             // no byte either way for this long: closed
+  uint64_t connect_timeout_ms = 10000;          // to the upstream address
+  uint64_t head_timeout_ms = 10000;             // for the request head / TLS ClientHello
+  size_t max_events_per_run = 4096;             // kept for the runner; more are counted, not kept
+};
+
+// "NAME:ADDR" (ADDR an IPv4 or IPv6 literal, "[...]" allowed) -> the pin. The error says what is wrong.
+Result<std::pair<std::string, IpAddress>> ParseResolvePin(const std::string& text);
+
+// The operator's flags, the same for `llm-sandbox run` and `serve` (docs/network.md):
+// --egress-resolve NAME:ADDR (repeatable), --egress-max-connections N, --egress-max-bytes BYTES,
+// --egress-idle-timeout SECONDS. False: `flag` is none of them.
+Result<bool> ApplyEgressFlag(const std::string& flag, const std::string& value, EgressOptions& opts);
+
+}  // namespace lsb::egress
