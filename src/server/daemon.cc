@@ -132,8 +132,10 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   return backend;
 }
 
-// The image store, opened now so a bad one is said at start (not at the first execution that
-// needs it); without a store directory (no --store, no HOME) images come from the image map only.
+// The image store. One named by --store is opened now, so a bad one is said at start (not at the
+// first execution that needs it); the default one is created on first use, like run's and mcp's
+// (a daemon whose images all come from the image map writes nothing there). Without a store
+// directory (no --store, no HOME) images come from the image map only.
 Result<image::StoreAndPuller> OpenImageStore(const DaemonConfig& config) {
   auto wired = image::MakeStoreAndPuller(config.image_store, config.pull);
   if (!wired.ok()) {
@@ -141,7 +143,8 @@ Result<image::StoreAndPuller> OpenImageStore(const DaemonConfig& config) {
     Log("no image store (no HOME for its default place; --store DIR gives one): images come from the image map only");
     return image::StoreAndPuller{};
   }
-  if (auto opened = wired->store->Get(); !opened.ok()) return opened.error().Wrap("--store");
+  if (!config.image_store.empty())
+    if (auto opened = wired->store->Get(); !opened.ok()) return opened.error().Wrap("--store");
   Log("image store " + wired->store->root() + " (images not in the image map; pulled on first use by container.pull)");
   return wired;
 }

@@ -37,7 +37,9 @@ ApiOr<std::shared_ptr<const sched::UnpackedArchive>> PlanArchive(ServerContext& 
 }
 
 ApiError FromRunSpec(const Error& e, const std::string& where) {
-  if (e.code == ErrorCode::kPermissionDenied) return {ApiCode::kForbidden, where + e.message};
+  // A command the policy does not allow is 403; every other refusal of a request, env included
+  // (docs/api.md "Environment"), is a bad request naming its field.
+  if (e.code == ErrorCode::kPermissionDenied && e.field == "command") return {ApiCode::kForbidden, where + e.message};
   return BadRequest(where + e.message);
 }
 

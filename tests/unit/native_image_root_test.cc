@@ -200,6 +200,9 @@ TEST(ImagePull, AFailedPullNamesTheImageAndThePolicy) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("container.pull: missing"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("connection refused"), std::string::npos);
+  // What was searched and how to get the image, as when nothing could pull it.
+  EXPECT_NE(r.error().message.find("is not in the image map"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("llm-sandbox image pull"), std::string::npos) << r.error().message;
 }
 
 TEST(ImagePull, WithoutAStoreOrPullerTheErrorSaysSo) {

@@ -26,6 +26,15 @@ Error NotFound(const std::string& image, const std::string& looked_up,
   return Error{ErrorCode::kNotFound, msg, "container.image"};
 }
 
+// A pull that failed: the same account of what was searched (a user whose image map lacks the
+// name learns that here, not from a DNS error), with the pull's own error and kind.
+Error PullFailed(const std::string& image, const std::string& looked_up, const RootSources& sources,
+                 const std::string& pull, const Error& why) {
+  Error e = NotFound(image, looked_up, sources, "container.pull: " + pull + ", and pulling it failed: " + why.message);
+  e.code = why.code;
+  return e;
+}
+
 }  // namespace
 
 Result<BoxRoot> ResolveBoxRoot(const std::string& image, const std::string& pull, const RootSources& sources,
@@ -58,7 +67,7 @@ Result<BoxRoot> ResolveBoxRoot(const std::string& image, const std::string& pull
     if (!sources.puller)
       return NotFound(image, looked_up, sources, "container.pull: always, but no registry client is configured here");
     auto pulled = sources.puller->Pull(*ref);
-    if (!pulled.ok()) return pulled.error().Wrap("container.image '" + image + "': pull " + ref->Familiar() + " (container.pull: always)");
+    if (!pulled.ok()) return PullFailed(image, looked_up, sources, pull, pulled.error());
   }
   auto stored = sources.store->Resolve(*ref);
   if (stored.ok()) {
@@ -75,7 +84,7 @@ Result<BoxRoot> ResolveBoxRoot(const std::string& image, const std::string& pull
                        pull + ")"};
   if (!pull_first) {
     auto pulled = sources.puller->Pull(*ref);
-    if (!pulled.ok()) return pulled.error().Wrap("container.image '" + image + "': pull " + ref->Familiar() + " (container.pull: missing)");
+    if (!pulled.ok()) return PullFailed(image, looked_up, sources, pull, pulled.error());
   }
   auto after = sources.store->Resolve(*ref);
   if (!after.ok()) return after.error().Wrap("container.image '" + image + "': after pulling " + ref->Familiar());
