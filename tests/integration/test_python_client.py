@@ -570,8 +570,9 @@ class ClientWaitsForThePolicyTest(DaemonTestCase):
     extra_policies = {"long-runs.yaml": slow_policy()}
 
     def test_sync_execute_session_and_batch_outlast_the_client_timeout(self):
-        c = self.client(policy="long-runs", timeout=1)
-        code = "import time; time.sleep(2.5); print('finished')"
+        # 2 s, not less: creating the session (a box) must fit in it on a loaded CI machine.
+        c = self.client(policy="long-runs", timeout=2)
+        code = "import time; time.sleep(3.5); print('finished')"
         r = c.execute(code)
         self.assertEqual((r["status"], r["stdout"]), ("ok", "finished\n"), r)
         with c.session(language="python") as s:
