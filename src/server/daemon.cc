@@ -297,12 +297,14 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
     : policies_(std::move(policies)), backend_(std::move(backend)) {
   size_t workers = WorkerCount(c, *policies_);
   executions_ = std::make_unique<ExecutionStore>(c.async_results);
+  jobs_ = std::make_unique<BackgroundJobs>();
   executor_ = std::make_unique<sched::Executor>(workers, c.queue ? c.queue : 4 * workers);
   sessions_ = std::make_unique<sched::SessionManager>(c.max_sessions);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
   ctx_->executions = executions_.get();
+  ctx_->jobs = jobs_.get();
 }
 
 DaemonCore::~DaemonCore() {
@@ -347,6 +349,8 @@ void DaemonCore::FinishWork(int grace_ms) {
     boxes_.KillAll();
   }
   executor_->Shutdown();
+  jobs_->JoinAll();        // async batches: their remaining tasks were just answered 503
+  executions_->Close();    // long-polls answer now, whatever the state
   if (pool_) {
     boxes_.set_pool(nullptr);
     pool_->Shutdown();  // warm boxes and used ones still waiting for the reaper

@@ -102,6 +102,8 @@ class DaemonCore {
   std::unique_ptr<monitor::Monitor> monitor_;
   image::StoreAndPuller images_;  // empty: no image store here
   Router router_;
+  // Async batches (they use everything above): joined by FinishWork, else first thing destroyed.
+  std::unique_ptr<BackgroundJobs> jobs_;
 };
 
 // True when `host` is a loopback address (or "localhost").

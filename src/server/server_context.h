@@ -16,6 +16,7 @@
 #include "scheduler/executor.h"
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
+#include "server/background_jobs.h"
 #include "server/execution_store.h"
 #include "server/policy_runnable.h"
 
@@ -49,6 +50,7 @@ struct ServerContext {
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
+  BackgroundJobs* jobs = nullptr;              // async batches' threads (background_jobs.h); with `executions`
   const image::SharedStore* images = nullptr;  // the image store (GET /v1/images); null: none here
   PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)
 };
