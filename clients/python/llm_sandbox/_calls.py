@@ -348,6 +348,13 @@ def session_snapshot(session_id: str, base_timeout: float) -> Call:
     return _post_json(f"/v1/sessions/{_sid(session_id)}/snapshot", {}, base_timeout, decode_json)
 
 
+def session_fork(session_id: str, count: int, base_timeout: float) -> Call:
+    """POST .../fork: {"sessions": [Session info], "fork": {what was and was not carried}}."""
+    # Each child costs a create; they open concurrently, but give the wait room for several waves.
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/fork", {"count": int(count)},
+                      max(base_timeout, 4 * TIMEOUT_MARGIN), decode_json)
+
+
 def _new_session(resp: Response) -> Any:
     info = decode_json(resp)
     if not isinstance(info, dict) or "session_id" not in info:
