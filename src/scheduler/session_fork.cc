@@ -136,10 +136,25 @@ Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const 
     }
     ex.bytes += a->bytes;
     ex.trees.push_back(std::move(*a));
+    ex.tars.push_back(std::move(t->tar));
   }
   (void)RunSnippet(parent, WithPath(kCleanup, ex.state_path), "fork: cleanup");  // no report: an error, ignored
   if (!copied.ok()) return copied.error();
   return ex;
+}
+
+Result<std::vector<UnpackedArchive>> ReadForkTrees(const Policy& policy, const std::vector<std::string>& tars,
+                                                   const ArchiveLimits& archive) {
+  if (tars.size() != policy.tmpfs.size())
+    return Error{ErrorCode::kInvalidArgument, "the saved files name " + std::to_string(tars.size()) +
+                                                  " writable paths; policy '" + policy.name + "' has " +
+                                                  std::to_string(policy.tmpfs.size()) + " now"};
+  std::vector<UnpackedArchive> trees;
+  for (size_t i = 0; i < tars.size(); ++i) {
+    LSB_ASSIGN_OR_RETURN(UnpackedArchive a, ReadArchive(tars[i], policy.tmpfs[i].path, archive));
+    trees.push_back(std::move(a));
+  }
+  return trees;
 }
 
 Result<ForkImport> ImportFork(Session& child, const ForkExport& state) {

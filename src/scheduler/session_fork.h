@@ -28,6 +28,7 @@ inline constexpr size_t kMaxForkCount = 16;
 
 struct ForkExport {
   std::vector<UnpackedArchive> trees;  // one per writable path, the state file among them
+  std::vector<std::string> tars;       // the same trees as the box gave them (what pause writes)
   std::string state_path;              // where the children find the pickled state
   std::vector<std::string> values, modules, skipped;  // global names: carried, and not
   uint64_t bytes = 0;                  // file bytes carried (state file included)
@@ -40,5 +41,8 @@ struct ForkImport {
 // Both need a Use that owns their session; the parent must be a python session.
 Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const ArchiveLimits& archive);
 Result<ForkImport> ImportFork(Session& child, const ForkExport& state);
+// The trees of an export from their tars (a paused session's files on disk), checked again.
+Result<std::vector<UnpackedArchive>> ReadForkTrees(const Policy& policy, const std::vector<std::string>& tars,
+                                                   const ArchiveLimits& archive);
 
 }  // namespace lsb::sched

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "base/state_dir.h"
 #include "runtime/backend_select.h"
 #include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
@@ -305,6 +306,12 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
   ctx_->executions = executions_.get();
   ctx_->jobs = jobs_.get();
+  std::string paused_dir = c.paused_dir;
+  if (paused_dir.empty() && !DefaultStateDir().empty()) paused_dir = DefaultStateDir() + "/paused-sessions";
+  if (!paused_dir.empty() && paused_dir != "none") {
+    paused_ = std::make_unique<sched::PausedSessions>(paused_dir, c.max_paused);
+    ctx_->paused = paused_.get();
+  }
 }
 
 DaemonCore::~DaemonCore() {
