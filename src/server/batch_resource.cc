@@ -76,8 +76,8 @@ ApiOr<BatchPlan> PlanBatch(ServerContext& ctx, HttpRequest& req) {
 }
 
 // Runs every planned task (blocking) and answers {"results": [...], "concurrency": {...}}.
-json RunBatch(ServerContext& ctx, const BatchPlan& b) {
-  const auto& plans = b.plans;
+json RunBatch(ServerContext& ctx, BatchPlan& b) {
+  auto& plans = b.plans;
   const size_t n = plans.size();
   const size_t concurrency = b.concurrency;
   const json& granted = b.granted;

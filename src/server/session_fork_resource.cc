@@ -109,7 +109,7 @@ Reply Fork(ServerContext& ctx, HttpRequest& req) {
   json sessions = json::array();
   std::set<std::string> unloaded;
   for (size_t i = 0; i < *count; ++i) {
-    sessions.push_back(SessionJson((*children[i])->Info()));
+    sessions.push_back(SessionJson((**children[i])->Info()));
     unloaded.insert(not_loaded[i].begin(), not_loaded[i].end());
   }
   auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
