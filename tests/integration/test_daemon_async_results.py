@@ -137,7 +137,7 @@ class AsyncResultsTest(unittest.TestCase):
         r = self.get(xid, wait=30, token=BOB)
         self.assertEqual(r.status, 404, r.body[:300])
         self.assertLess(time.monotonic() - t0, 10, "a stranger's long-poll must not wait on the owner's execution")
-        bid = self.post("/v1/batch", {"tasks": ["print(1)"], "async": True}).json()["execution_id"]
+        bid = self.post("/v1/batch", {"tasks": [{"code": "print(1)"}], "async": True}).json()["execution_id"]
         self.assertEqual(self.get(bid, wait=5, token=BOB).status, 404)
         self.assertEqual(self.get(xid, wait=50).json()["result"]["stdout"], "slept\n")
 
@@ -162,7 +162,7 @@ class AsyncResultsTest(unittest.TestCase):
         self.assertEqual(client.execution(handle.id).result(timeout=60)["stdout"], "42\n")
 
     def test_async_batch_keeps_its_whole_answer(self):
-        r = self.post("/v1/batch", {"tasks": ["print(1)", {"code": "import sys; sys.exit(3)"}, {"code": "1", "policy": "nope"}],
+        r = self.post("/v1/batch", {"tasks": [{"code": "print(1)"}, {"code": "import sys; sys.exit(3)"}, {"code": "1", "policy": "nope"}],
                                     "concurrency": 2, "async": True})
         self.assertEqual(r.status, 202, r.body[:500])
         OpenApi().check("POST", "/v1/batch", 202, r.json())

@@ -109,7 +109,8 @@ class SessionForkTest(unittest.TestCase):
         # Later writes and processes stay where they were made.
         self.run_in(kids[0], "x = 1\nmark = 'first'\nopen('/tmp/a.txt', 'w').write('first')\n"
                              "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
-                             "'import time; time.sleep(1000)  # lsbforkmarker'], start_new_session=True)")
+                             "'import time; time.sleep(1000)  # lsbforkmarker'], start_new_session=True, "
+                             "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
         self.run_in(parent, "x = 2\nopen('/tmp/a.txt', 'w').write('parent later')")
         second = self.look(kids[1])
         self.assertEqual((second["x"], second["a"], second["mark"], second["procs"]), (41, "parent", None, 0), second)
@@ -145,7 +146,7 @@ class SessionForkTest(unittest.TestCase):
         self.assertEqual(self.call("POST", "/v1/sessions/ses-0000000000000000/fork", {"count": 1}).status, 404)
 
     def test_hostile_parent_state_hurts_only_its_forks(self):
-        # The parent plants a value whose unpickling runs a command, a FIFO and a symlink out of
+        # The parent plants a value whose unpickling calls a function (open: it creates a file), a FIFO and a symlink out of
         # the box. The value is unpickled inside the child's box only (the same owner's, under the
         # same policy: nothing the owner could not run there anyway), never on the host; only
         # regular files and directories are copied.
@@ -153,7 +154,7 @@ class SessionForkTest(unittest.TestCase):
         parent = self.session()
         self.run_in(parent, "import os\nos.mkfifo('/tmp/fifo')\nos.symlink('/etc/shadow', '/tmp/link')\n"
                             "class Evil:\n    def __reduce__(self):\n"
-                            f"        return (os.system, ('echo pwned > {marker}',))\n"
+                            f"        return (open, ('{marker}', 'w'))\n"
                             "evil = Evil()\nplain = 3")
         r = self.fork(parent, 1)
         self.assertEqual(r.status, 201, r.body[:500])

@@ -20,7 +20,8 @@ import subprocess, sys
 x = 41
 notes = {'kept': [1, 2, 3]}
 open('/tmp/work.txt', 'w').write('before the pause')
-subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)  # lsbpausemarker'], start_new_session=True)
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)  # lsbpausemarker'], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 def helper():
     return 1
 print('ready')
