@@ -1,6 +1,8 @@
 #include "scheduler/paused_sessions.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -8,6 +10,7 @@
 
 #include "base/io.h"
 #include "base/random_id.h"
+#include "base/unique_fd.h"
 
 namespace lsb::sched {
 namespace fs = std::filesystem;
@@ -16,6 +19,15 @@ using nlohmann::json;
 namespace {
 // meta.json is small (names, a setup); anything larger was not written by Save.
 constexpr uintmax_t kMaxMetaBytes = 4u << 20;
+
+// A new file, readable by the daemon's user only (base/io.h's WriteFile writes existing ones).
+Status WriteNewFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return Error::FromErrno("open " + path + " for writing");
+  LSB_TRY(WriteAll(fd.get(), data));
+  if (::fsync(fd.get()) != 0) return Error::FromErrno("fsync " + path);
+  return OkStatus();
+}
 
 json Strings(const std::vector<std::string>& v) { return json(v); }
 std::vector<std::string> StringsOf(const json& j, const char* key) {
@@ -63,9 +75,9 @@ Status PausedSessions::Save(const PausedRecord& r) {
                {"state_path", r.state_path}, {"values", Strings(r.values)},
                {"modules", Strings(r.modules)}, {"skipped", Strings(r.skipped)},
                {"trees", r.tars.size()}, {"paused_at", r.paused_at}};
-  Status st = WriteFile((tmp / "meta.json").string(), meta.dump());
+  Status st = WriteNewFile((tmp / "meta.json").string(), meta.dump());
   for (size_t i = 0; st.ok() && i < r.tars.size(); ++i)
-    st = WriteFile((tmp / ("tree-" + std::to_string(i) + ".tar")).string(), r.tars[i]);
+    st = WriteNewFile((tmp / ("tree-" + std::to_string(i) + ".tar")).string(), r.tars[i]);
   if (st.ok()) {
     fs::rename(tmp, fs::path(dir_) / r.id, ec);
     if (ec) st = Error{"pause: cannot rename the record into place: " + ec.message()};
