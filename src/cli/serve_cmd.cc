@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -45,6 +46,10 @@ constexpr const char* kServeUsage =
     "                           the largest file that body carries)\n"
     "  --async-keep N           asynchronous executions kept, pending or finished (default 1000)\n"
     "  --async-keep-bytes BYTES their results' JSON in all; the oldest finished go first (default 64M)\n"
+    "  --async-keep-for SECONDS a finished asynchronous result is kept this long (default 3600)\n"
+    "  --paused-dir DIR|none    where paused sessions are kept (default: <state dir>/paused-sessions;\n"
+    "                           none: pause and resume answer 501)\n"
+    "  --max-paused N           paused sessions kept at most (default 64)\n"
     "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"
@@ -219,6 +224,21 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   }
   if (o.Is("--async-keep")) {
     if (!ParseCount(v, &c.async_results.max_entries)) return Error{"--async-keep wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--max-paused")) {
+    if (!ParseCount(v, &c.max_paused)) return Error{"--max-paused wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--paused-dir")) {
+    if (v.empty() || (v != "none" && v[0] != '/')) return Error{"--paused-dir wants an absolute directory or none"};
+    c.paused_dir = v;
+    return true;
+  }
+  if (o.Is("--async-keep-for")) {
+    size_t secs = 0;
+    if (!ParseCount(v, &secs)) return Error{"--async-keep-for wants a positive number of seconds"};
+    c.async_results.keep_for = std::chrono::seconds(secs);
     return true;
   }
   if (o.Is("--shutdown-grace")) {

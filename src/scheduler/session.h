@@ -106,6 +106,7 @@ class Session {
   const Policy& policy() const { return policy_; }
   const std::string& id() const { return id_; }
   const std::string& owner() const { return config_.owner; }
+  const SessionConfig& config() const { return config_; }  // what a fork's children open with
   // True when idle past the idle timeout or past the max lifetime.
   bool Expired(std::chrono::steady_clock::time_point now) const;
   // Ends the session: a running operation is killed, the box destroyed. Idempotent.

@@ -31,6 +31,7 @@ int HttpStatus(ApiCode code) {
     case ApiCode::kUnsupportedMediaType: return 415;
     case ApiCode::kTooManyRequests: return 429;
     case ApiCode::kInternal: return 500;
+    case ApiCode::kNotImplemented: return 501;
     case ApiCode::kSandboxError: return 502;
     case ApiCode::kUnavailable: return 503;
   }
@@ -50,6 +51,7 @@ const char* CodeName(ApiCode code) {
     case ApiCode::kUnsupportedMediaType: return "unsupported_media_type";
     case ApiCode::kTooManyRequests: return "too_many_requests";
     case ApiCode::kInternal: return "internal";
+    case ApiCode::kNotImplemented: return "not_implemented";
     case ApiCode::kSandboxError: return "sandbox_error";
     case ApiCode::kUnavailable: return "unavailable";
   }

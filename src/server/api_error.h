@@ -26,6 +26,7 @@ enum class ApiCode {
   kUnsupportedMediaType,  // 415
   kTooManyRequests,       // 429 (+ Retry-After)
   kInternal,              // 500
+  kNotImplemented,        // 501: the operation cannot be done here (the message names why)
   kSandboxError,          // 502: the sandbox itself failed
   kUnavailable,           // 503 (+ Retry-After)
 };

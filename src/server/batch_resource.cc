@@ -1,12 +1,15 @@
 // POST /v1/batch: many tasks, each in a fresh box, run concurrently (at most `concurrency` at a
 // time, and never more than the executor's workers: the answer's "concurrency" says what was
 // granted and why when less than asked), answered in request order. A task that is
-// invalid or fails gets {"error": {...}} in its slot; the others still run.
+// invalid or fails gets {"error": {...}} in its slot; the others still run. With "async": true
+// (or ?async=true, Prefer: respond-async) it is answered 202 with an id at once, and its whole
+// answer is kept like an asynchronous execution's result (execution_store.h).
 #include <algorithm>
 #include <optional>
 #include <semaphore>
 #include <thread>
 
+#include "server/async_form.h"
 #include "server/execute_plan.h"
 #include "server/json_budget.h"
 #include "server/routes.h"
@@ -16,50 +19,68 @@ namespace {
 
 using nlohmann::json;
 
-Reply Batch(ServerContext& ctx, HttpRequest& req) {
+// A batch checked and planned: every task's plan (or its refusal) and the concurrency granted.
+struct BatchPlan {
+  std::vector<std::optional<ApiOr<ExecutionPlan>>> plans;
+  size_t concurrency = 1;
+  json granted;
+  bool async = false;
+};
+
+ApiOr<BatchPlan> PlanBatch(ServerContext& ctx, HttpRequest& req) {
   auto j = ParseObject(req.body);
-  if (!j.ok()) return ErrorResponse(j.error());
+  if (!j.ok()) return j.error();
   for (const auto& [k, _] : j->items())
-    if (k != "tasks" && k != "concurrency") return ErrorResponse(BadRequest(k + ": unknown field"));
+    if (k != "tasks" && k != "concurrency" && k != "async") return BadRequest(k + ": unknown field");
+  auto async = TakeAsyncFlag(*j, req);
+  if (!async.ok()) return async.error();
   if (!j->contains("tasks") || !(*j)["tasks"].is_array())
-    return ErrorResponse(BadRequest("tasks: is required (an array of execute bodies)"));
+    return BadRequest("tasks: is required (an array of execute bodies)");
   const json& tasks = (*j)["tasks"];
   if (tasks.size() > ctx.limits.max_batch_tasks)
-    return ErrorResponse({ApiCode::kPayloadTooLarge, "tasks: " + std::to_string(tasks.size()) +
-                                                         " tasks; a batch may have at most " +
-                                                         std::to_string(ctx.limits.max_batch_tasks)});
+    return ApiError{ApiCode::kPayloadTooLarge, "tasks: " + std::to_string(tasks.size()) +
+                                                   " tasks; a batch may have at most " +
+                                                   std::to_string(ctx.limits.max_batch_tasks)};
+  BatchPlan b;
+  b.async = *async;
   // Never more at once than the executor's workers; a request asking for more is told so.
   const size_t workers = ctx.executor.workers();
-  size_t concurrency = workers;
-  json granted = {{"requested", nullptr}, {"granted", workers}};
+  b.concurrency = workers;
+  b.granted = {{"requested", nullptr}, {"granted", workers}};
   if (j->contains("concurrency") && !(*j)["concurrency"].is_null()) {
     const json& c = (*j)["concurrency"];
-    if (!c.is_number_integer() || c.get<int64_t>() < 1)
-      return ErrorResponse(BadRequest("concurrency: must be a positive integer"));
+    if (!c.is_number_integer() || c.get<int64_t>() < 1) return BadRequest("concurrency: must be a positive integer");
     size_t requested = static_cast<size_t>(c.get<int64_t>());
-    concurrency = std::min(workers, requested);
-    granted = {{"requested", requested}, {"granted", concurrency}};
+    b.concurrency = std::min(workers, requested);
+    b.granted = {{"requested", requested}, {"granted", b.concurrency}};
     if (requested > workers)
-      granted["reason"] = "the daemon runs at most " + std::to_string(workers) +
-                          " executions at once (serve --max-concurrency; the default is sized by box cost, "
-                          "docs/api.md \"Concurrency and queue\")";
+      b.granted["reason"] = "the daemon runs at most " + std::to_string(workers) +
+                            " executions at once (serve --max-concurrency; the default is sized by box cost, "
+                            "docs/api.md \"Concurrency and queue\")";
   }
   // Admission for the batch as a whole: refuse it while the executor has no room at all.
-  if (ctx.executor.queued() >= ctx.executor.queue_limit())
-    return ErrorResponse(FromAdmission(sched::Admission::kQueueFull));
+  if (ctx.executor.queued() >= ctx.executor.queue_limit()) return FromAdmission(sched::Admission::kQueueFull);
 
   size_t n = tasks.size();
-  std::vector<std::optional<ApiOr<ExecutionPlan>>> plans(n);
+  b.plans.resize(n);
   for (size_t i = 0; i < n; ++i) {
     std::string where = "tasks[" + std::to_string(i) + "].";
     auto body = ParseExecuteBody(tasks[i], false, where);
     if (!body.ok()) {
-      plans[i].emplace(body.error());
+      b.plans[i].emplace(body.error());
       continue;
     }
-    plans[i].emplace(PlanExecution(ctx, req.owner, std::move(*body), where));
+    b.plans[i].emplace(PlanExecution(ctx, req.owner, std::move(*body), where));
   }
+  return b;
+}
 
+// Runs every planned task (blocking) and answers {"results": [...], "concurrency": {...}}.
+json RunBatch(ServerContext& ctx, BatchPlan& b) {
+  auto& plans = b.plans;
+  const size_t n = plans.size();
+  const size_t concurrency = b.concurrency;
+  const json& granted = b.granted;
   // One waiter thread per running task, at most `concurrency` at once; each blocks in RunPlan.
   // Each result becomes its JSON at once, cut to its share of the response's byte budget (as
   // encoded: a NUL costs six bytes), so neither the answer nor the daemon's memory while the
@@ -93,7 +114,29 @@ Reply Batch(ServerContext& ctx, HttpRequest& req) {
 
   json out = json::array();
   for (auto& r : results) out.push_back(std::move(r));
-  return JsonResponse(200, {{"results", std::move(out)}, {"concurrency", std::move(granted)}});
+  return {{"results", std::move(out)}, {"concurrency", granted}};
+}
+
+// The asynchronous form: 202 with the id now; the batch runs on a background job (each task on
+// the executor as in the synchronous form) and its whole answer becomes the kept result.
+Reply SubmitBatch(ServerContext& ctx, const std::string& owner, BatchPlan b) {
+  if (!ctx.executions || !ctx.jobs) return ErrorResponse(BadRequest("async: this daemon keeps no asynchronous results"));
+  const std::string id = NewExecutionId();
+  ExecutionStore& store = *ctx.executions;
+  if (!store.Add(id, owner, "", ExecutionKind::kBatch)) return ErrorResponse(AsyncStoreFull(store));
+  auto plan = std::make_shared<BatchPlan>(std::move(b));
+  ctx.jobs->Spawn([&ctx, &store, id, plan] {
+    store.Start(id);
+    store.Finish(id, RunBatch(ctx, *plan));
+  });
+  return AsyncAccepted(id);
+}
+
+Reply Batch(ServerContext& ctx, HttpRequest& req) {
+  auto b = PlanBatch(ctx, req);
+  if (!b.ok()) return ErrorResponse(b.error());
+  if (b->async) return SubmitBatch(ctx, req.owner, std::move(*b));
+  return JsonResponse(200, RunBatch(ctx, *b));
 }
 
 }  // namespace

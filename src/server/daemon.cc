@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "base/state_dir.h"
 #include "runtime/backend_select.h"
 #include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
@@ -297,12 +298,20 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
     : policies_(std::move(policies)), backend_(std::move(backend)) {
   size_t workers = WorkerCount(c, *policies_);
   executions_ = std::make_unique<ExecutionStore>(c.async_results);
+  jobs_ = std::make_unique<BackgroundJobs>();
   executor_ = std::make_unique<sched::Executor>(workers, c.queue ? c.queue : 4 * workers);
   sessions_ = std::make_unique<sched::SessionManager>(c.max_sessions);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
   ctx_->executions = executions_.get();
+  ctx_->jobs = jobs_.get();
+  std::string paused_dir = c.paused_dir;
+  if (paused_dir.empty() && !DefaultStateDir().empty()) paused_dir = DefaultStateDir() + "/paused-sessions";
+  if (!paused_dir.empty() && paused_dir != "none") {
+    paused_ = std::make_unique<sched::PausedSessions>(paused_dir, c.max_paused);
+    ctx_->paused = paused_.get();
+  }
 }
 
 DaemonCore::~DaemonCore() {
@@ -347,6 +356,8 @@ void DaemonCore::FinishWork(int grace_ms) {
     boxes_.KillAll();
   }
   executor_->Shutdown();
+  jobs_->JoinAll();        // async batches: their remaining tasks were just answered 503
+  executions_->Close();    // long-polls answer now, whatever the state
   if (pool_) {
     boxes_.set_pool(nullptr);
     pool_->Shutdown();  // warm boxes and used ones still waiting for the reaper

@@ -52,6 +52,9 @@ struct DaemonConfig {
   uint64_t min_transfer_rate = 64u << 10;
   ServerLimits limits;
   ExecutionStoreLimits async_results;   // kept asynchronous results (--async-keep, --async-keep-bytes)
+  // Paused sessions (docs/api.md "Pause and resume"): "" = <state dir>/paused-sessions; "none" = off (501).
+  std::string paused_dir;
+  size_t max_paused = 64;               // --max-paused
   bool monitoring = true;               // --monitoring off: no metrics, events, audit, webhooks
   lsb::monitor::MonitorOptions monitor;  // audit log, webhooks (docs/monitoring.md)
 };
@@ -102,6 +105,9 @@ class DaemonCore {
   std::unique_ptr<monitor::Monitor> monitor_;
   image::StoreAndPuller images_;  // empty: no image store here
   Router router_;
+  std::unique_ptr<sched::PausedSessions> paused_;
+  // Async batches (they use everything above): joined by FinishWork, else first thing destroyed.
+  std::unique_ptr<BackgroundJobs> jobs_;
 };
 
 // True when `host` is a loopback address (or "localhost").

@@ -1,11 +1,12 @@
 // POST /v1/execute: one program in a fresh box. With ?stream=true (or Accept: text/event-stream)
 // the answer is server-sent events: stdout/stderr chunks and alerts as they happen, then one
-// "result" (or "error") event last. With Prefer: respond-async (or ?async=true) it is queued and
+// "result" (or "error") event last. With "async": true (or Prefer: respond-async, ?async=true) it is queued and
 // answered 202 with its id; the result is fetched later from GET /v1/executions/{id}.
 #include <memory>
 #include <optional>
 #include <thread>
 
+#include "server/async_form.h"
 #include "server/execute_plan.h"
 #include "server/routes.h"
 #include "server/sse_queue.h"
@@ -76,12 +77,6 @@ Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out)
   return Reply::Streamed();
 }
 
-bool WantsAsync(const HttpRequest& req) {
-  std::string a = req.Query("async");
-  if (a == "true" || a == "1") return true;
-  return req.Header("prefer").find("respond-async") != std::string::npos;
-}
-
 // The asynchronous form: queued now, answered 202 with the id; the result waits in the store
 // (execution_store.h) for GET /v1/executions/{id}. Refused like the synchronous form when the
 // executor has no room (429), so no more work is accepted than the daemon would run.
@@ -89,12 +84,7 @@ Reply SubmitAsync(ServerContext& ctx, ExecutionPlan plan) {
   if (!ctx.executions) return ErrorResponse(BadRequest("async: this daemon keeps no asynchronous results"));
   const std::string id = plan.execution_id;
   ExecutionStore& store = *ctx.executions;
-  if (!store.Add(id, plan.owner, plan.policy.name))
-    return ErrorResponse({ApiCode::kTooManyRequests,
-                          "async: " + std::to_string(store.limits().max_entries) +
-                              " asynchronous executions are pending, the most kept (serve --async-keep); "
-                              "retry after the Retry-After seconds",
-                          1});
+  if (!store.Add(id, plan.owner, plan.policy.name)) return ErrorResponse(AsyncStoreFull(store));
   auto shared = std::make_shared<const ExecutionPlan>(std::move(plan));
   std::string policy = shared->policy.name;
   auto admission = SubmitPlan(
@@ -106,12 +96,7 @@ Reply SubmitAsync(ServerContext& ctx, ExecutionPlan plan) {
     store.Forget(id);
     return ErrorResponse(FromAdmission(admission));
   }
-  std::string location = "/v1/executions/" + id;
-  HttpResponse res = JsonResponse(202, {{"execution_id", id}, {"state", ExecutionStateName(ExecutionState::kQueued)}, {"location", location}});
-  res.headers.emplace_back("Location", location);
-  res.headers.emplace_back("X-Execution-Id", id);
-  res.headers.emplace_back("Preference-Applied", "respond-async");
-  return res;
+  return AsyncAccepted(id);
 }
 
 }  // namespace
@@ -120,12 +105,14 @@ void AddExecuteRoutes(Router& router, ServerContext& ctx) {
   router.Add("POST", "/v1/execute", [&ctx](HttpRequest& req, ResponseStream& out) -> Reply {
     auto j = ParseObject(req.body);
     if (!j.ok()) return ErrorResponse(j.error());
+    auto async = TakeAsyncFlag(*j, req);
+    if (!async.ok()) return ErrorResponse(async.error());
     auto body = ParseExecuteBody(*j, false);
     if (!body.ok()) return ErrorResponse(body.error());
     auto plan = PlanExecution(ctx, req.owner, std::move(*body));
     if (!plan.ok()) return ErrorResponse(plan.error());
     bool stream = WantsStream(req);
-    if (WantsAsync(req)) {
+    if (*async) {
       if (stream) return ErrorResponse(BadRequest("async: choose the streaming form or the asynchronous one, not both"));
       return SubmitAsync(ctx, std::move(*plan));
     }

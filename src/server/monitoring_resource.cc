@@ -3,6 +3,7 @@
 // dashboard), GET /v1/history (older executions, from the audit log), GET /v1/overview (the
 // daemon's and host's totals), GET / (the dashboard page itself, embedded in the binary).
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 
@@ -170,6 +171,20 @@ Reply Overview(ServerContext& ctx, HttpRequest& req) {
             {"filters", {{"policies", choices.policies}, {"statuses", choices.statuses}, {"rules", choices.rules}}}});
 }
 
+// ?wait=SECONDS of GET /v1/executions/{id}: 0 (absent) to kMaxExecutionWaitSeconds, fractions allowed.
+ApiOr<std::chrono::milliseconds> ExecutionWait(const HttpRequest& req) {
+  std::string w = req.Query("wait");
+  if (w.empty()) return std::chrono::milliseconds(0);
+  char* end = nullptr;
+  errno = 0;
+  double secs = std::strtod(w.c_str(), &end);
+  if (errno != 0 || end != w.c_str() + w.size() || !(secs >= 0) || secs > kMaxExecutionWaitSeconds)
+    return BadRequest("wait: '" + w + "' is not a number of seconds from 0 to " +
+                      std::to_string(static_cast<int>(kMaxExecutionWaitSeconds)) +
+                      "; ask again after a long-poll that ended unfinished");
+  return std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+}
+
 }  // namespace
 
 void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
@@ -199,9 +214,15 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
     return Overview(ctx, req);
   });
   router.Add("GET", "/v1/executions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
-    // An asynchronous execution's state or result first (execution_store.h), monitoring or not.
-    if (ctx.executions)
-      if (auto a = ctx.executions->Find(req.params.at("id"), req.owner)) return JsonResponse(200, *a);
+    // An asynchronous execution's state or result first (execution_store.h), monitoring or not;
+    // ?wait=SECONDS long-polls while it is pending.
+    auto wait = ExecutionWait(req);
+    if (!wait.ok()) return ErrorResponse(wait.error());
+    if (ctx.executions) {
+      auto a = *wait > std::chrono::milliseconds(0) ? ctx.executions->Wait(req.params.at("id"), req.owner, *wait)
+                                                     : ctx.executions->Find(req.params.at("id"), req.owner);
+      if (a) return JsonResponse(200, *a);
+    }
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());
     auto e = ctx.monitor->FindExecution(req.params.at("id"), req.owner);
     if (!e) return ErrorResponse(NotFound("no execution " + req.params.at("id") +

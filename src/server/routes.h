@@ -9,6 +9,8 @@ namespace lsb::server {
 void AddExecuteRoutes(Router& r, ServerContext& ctx);   // execute_resource.cc
 void AddSessionRoutes(Router& r, ServerContext& ctx);   // sessions_resource.cc
 void AddSessionStateRoutes(Router& r, ServerContext& ctx);  // session_state_resource.cc: reset, snapshot
+void AddSessionForkRoutes(Router& r, ServerContext& ctx);   // session_fork_resource.cc: fork
+void AddSessionPauseRoutes(Router& r, ServerContext& ctx);  // session_pause_resource.cc: pause, resume
 void AddBatchRoutes(Router& r, ServerContext& ctx);     // batch_resource.cc
 void AddPolicyRoutes(Router& r, ServerContext& ctx);    // policies_resource.cc
 void AddHealthRoutes(Router& r, ServerContext& ctx);    // health_resource.cc

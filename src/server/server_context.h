@@ -12,10 +12,12 @@
 #include "runtime/backend.h"
 #include "scheduler/archive_in.h"
 #include "scheduler/box_registry.h"
+#include "scheduler/paused_sessions.h"
 #include "scheduler/workspace_io.h"
 #include "scheduler/executor.h"
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
+#include "server/background_jobs.h"
 #include "server/execution_store.h"
 #include "server/policy_runnable.h"
 
@@ -49,6 +51,8 @@ struct ServerContext {
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
+  sched::PausedSessions* paused = nullptr;     // paused sessions on disk; null: pause/resume answer 501
+  BackgroundJobs* jobs = nullptr;              // async batches' threads (background_jobs.h); with `executions`
   const image::SharedStore* images = nullptr;  // the image store (GET /v1/images); null: none here
   PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)
 };

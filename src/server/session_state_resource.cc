@@ -70,6 +70,8 @@ void AddSessionStateRoutes(Router& router, ServerContext& ctx) {
   router.Add("POST", "/v1/sessions/{id}/reset", [&ctx](HttpRequest& req, ResponseStream&) { return Reset(ctx, req); });
   router.Add("POST", "/v1/sessions/{id}/snapshot",
              [&ctx](HttpRequest& req, ResponseStream&) { return Snapshot(ctx, req); });
+  AddSessionForkRoutes(router, ctx);
+  AddSessionPauseRoutes(router, ctx);
 }
 
 }  // namespace lsb::server

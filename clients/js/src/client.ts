@@ -12,6 +12,7 @@ import { fromBase64 } from "./output.js";
 import {
   DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport, transportError,
 } from "./http.js";
+import { ExecutionHandle } from "./handle.js";
 import { Session } from "./session.js";
 import { SSEParser, type SSEMessage } from "./sse.js";
 import { PolicyTimeouts } from "./timeouts.js";
@@ -86,12 +87,46 @@ export class SandboxClient {
    * serve.
    */
   async execute(code: string | string[], opts: ExecuteOptions = {}): Promise<ExecResult> {
-    const body = executeBody(code, opts, this.policy);
-    const limit = body.timeout ?? await this.policyTimeouts.seconds(body.policy);
-    return this.transport.json<ExecResult>({
-      method: "POST", path: "/v1/execute", json: body, signal: opts.signal,
-      timeoutMs: httpTimeoutMs(this.timeout, limit),
-    });
+    // Built on submit(): the daemon keeps the result under its id until it was fetched, so a
+    // connection that breaks while the program runs does not lose it.
+    return (await this.submit(code, opts)).result();
+  }
+
+  /**
+   * Queues code like execute() (refusals such as 400/403 are thrown here) and returns a handle at
+   * once: `await handle.result(timeout)` is the ExecResult, `handle.id` names it to execution().
+   */
+  async submit(code: string | string[], opts: ExecuteOptions = {}): Promise<ExecutionHandle<ExecResult>> {
+    const body = { ...executeBody(code, opts, this.policy), async: true };
+    return this.execution<ExecResult>(await this.acceptedId(await this.transport.json<{ execution_id?: unknown }>({
+      method: "POST", path: "/v1/execute", json: body, signal: opts.signal, timeoutMs: httpTimeoutMs(this.timeout),
+    })));
+  }
+
+  /** Queues a batch (see batch()); the handle's result is its whole answer {results, concurrency}. */
+  async submitBatch(tasks: readonly BatchTask[], opts: { concurrency?: number; policy?: string } = {}):
+      Promise<ExecutionHandle<{ results: BatchEntry[]; concurrency: unknown }>> {
+    const body: Record<string, unknown> = { tasks: batchTasks(tasks, opts.policy ?? this.policy), async: true };
+    if (opts.concurrency !== undefined) body.concurrency = opts.concurrency;
+    return this.execution(await this.acceptedId(await this.transport.json<{ execution_id?: unknown }>({
+      method: "POST", path: "/v1/batch", json: body, timeoutMs: httpTimeoutMs(this.timeout),
+    })));
+  }
+
+  /** A handle of an asynchronous execution by its id (e.g. one submitted by another process). */
+  execution<R = ExecResult>(executionId: string): ExecutionHandle<R> {
+    return new ExecutionHandle<R>(executionId, (wait) => this.transport.json<ExecutionState>({
+      method: "GET",
+      path: `/v1/executions/${segment(executionId)}` + (wait > 0 ? `?wait=${wait.toFixed(3)}` : ""),
+      timeoutMs: httpTimeoutMs(this.timeout) + wait * 1000,
+    }));
+  }
+
+  private acceptedId(answer: { execution_id?: unknown }): string {
+    if (typeof answer?.execution_id !== "string") {
+      throw new ProtocolError(`async answer without an execution_id: ${JSON.stringify(answer).slice(0, 200)}`);
+    }
+    return answer.execution_id;
   }
 
   /**

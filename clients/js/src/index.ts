@@ -6,6 +6,7 @@
  */
 export { SandboxClient, DEFAULT_POLICY, DEFAULT_URL, isBatchError, type ClientOptions } from "./client.js";
 export { Session, type ArchiveWritten } from "./session.js";
+export { ExecutionHandle, LONG_POLL_S } from "./handle.js";
 export { archiveEntry, packDir, unpackTar, DEFAULT_IGNORE } from "./workspace.js";
 export { outputBytes } from "./output.js";
 export { SSEParser, type SSEMessage } from "./sse.js";

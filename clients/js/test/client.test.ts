@@ -131,6 +131,21 @@ describe("asynchronous executions", () => {
     await assert.rejects(client.waitExecution(id, { timeout: 0.1 }), RequestTimedOut);
     assert.equal((await client.waitExecution(id)).stdout, "slow\n");
   });
+
+  test("submit returns a handle whose result long-polls; execution(id) finds it again; a short timeout keeps it", async () => {
+    const h = await client.submit("import time\ntime.sleep(1)\nprint('handled')");
+    assert.match(h.id, /^ex-/);
+    await assert.rejects(h.result(0.2), RequestTimedOut);
+    const r = await client.execution(h.id).result(60);
+    assert.equal(r.stdout, "handled\n");
+    assert.equal((await h.status()).state, "finished");
+    await assert.rejects(client.submit("1", { policy: "no-such-policy" }), SandboxError);
+  });
+
+  test("submitBatch keeps the batch's whole answer", async () => {
+    const answer = await (await client.submitBatch(["print(1)", "print(2)"], { concurrency: 2 })).result(60);
+    assert.deepEqual(answer.results.map((x) => (x as ExecResult).stdout), ["1\n", "2\n"]);
+  });
 });
 
 describe("sessions", () => {

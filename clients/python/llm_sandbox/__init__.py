@@ -15,11 +15,12 @@ from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, MethodNo
                      NotFound, PayloadTooLarge, PolicyViolation, ProtocolError, RateLimited,
                      RequestTimedOut, SandboxError, SandboxFailure, ServerError, Unauthorized,
                      Unavailable, UnsupportedMediaType)
+from .handle import AsyncExecutionHandle, ExecutionHandle
 from .session import Session
 
 __all__ = [
     "__version__", "SandboxClient", "Session", "AsyncSandboxClient", "AsyncSession",
-    "StreamEvent", "output_bytes", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
+    "ExecutionHandle", "AsyncExecutionHandle", "StreamEvent", "output_bytes", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
     "Unauthorized", "Forbidden", "PolicyViolation", "NotFound", "Conflict", "PayloadTooLarge",
     "RateLimited", "Unavailable", "SandboxFailure", "ServerError", "ConnectionFailed",
     "RequestTimedOut", "ProtocolError", "archive_entry", "DEFAULT_IGNORE",

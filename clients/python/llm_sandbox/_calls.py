@@ -348,6 +348,13 @@ def session_snapshot(session_id: str, base_timeout: float) -> Call:
     return _post_json(f"/v1/sessions/{_sid(session_id)}/snapshot", {}, base_timeout, decode_json)
 
 
+def session_fork(session_id: str, count: int, base_timeout: float) -> Call:
+    """POST .../fork: {"sessions": [Session info], "fork": {what was and was not carried}}."""
+    # Each child costs a create; they open concurrently, but give the wait room for several waves.
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/fork", {"count": int(count)},
+                      max(base_timeout, 4 * TIMEOUT_MARGIN), decode_json)
+
+
 def _new_session(resp: Response) -> Any:
     info = decode_json(resp)
     if not isinstance(info, dict) or "session_id" not in info:
@@ -439,6 +446,12 @@ def ready(base_timeout: float) -> Call:
 
 #: How often wait_execution asks GET /v1/executions/{id} while the execution is not finished.
 POLL_INTERVAL = 0.25
+#: Seconds one long-poll (GET /v1/executions/{id}?wait=) may wait; the daemon allows up to 60.
+LONG_POLL = 30.0
+#: How often a handle asks again after its long-poll's connection broke, waiting twice as long
+#: each time from RECONNECT_DELAY (about 25 s in all), before the error is raised.
+RECONNECT_TRIES = 8
+RECONNECT_DELAY = 0.1
 
 
 def execute_async(body: Dict[str, Any], base_timeout: float) -> Call:
@@ -446,10 +459,24 @@ def execute_async(body: Dict[str, Any], base_timeout: float) -> Call:
     return _post_json("/v1/execute?async=true", body, base_timeout, _key("execution_id"))
 
 
-def get_execution(execution_id: str, base_timeout: float) -> Call:
-    """GET /v1/executions/{id}: {"state": "queued"|"running"|"finished", "result"?, "error"?}."""
-    return Call("GET", f"/v1/executions/{quote(str(execution_id), safe='')}",
-                http_timeout=base_timeout, parse=decode_json)
+def get_execution(execution_id: str, base_timeout: float, wait: Optional[float] = None) -> Call:
+    """GET /v1/executions/{id}: {"state": "queued"|"running"|"finished", "result"?, "error"?};
+    with ``wait`` (seconds) the daemon answers once it finished or the wait is over."""
+    path = f"/v1/executions/{quote(str(execution_id), safe='')}"
+    if wait is not None and wait > 0:
+        wait = min(float(wait), LONG_POLL)
+        path += f"?wait={wait:.3f}"
+        base_timeout += wait
+    return Call("GET", path, http_timeout=base_timeout, parse=decode_json)
+
+
+def batch_async(tasks: List[Dict[str, Any]], *, concurrency: Optional[int],
+                base_timeout: float) -> Call:
+    """POST /v1/batch with "async": true: 202 with the execution id whose result is the answer."""
+    body: Dict[str, Any] = {"tasks": tasks, "async": True}
+    if concurrency is not None:
+        body["concurrency"] = concurrency
+    return _post_json("/v1/batch", body, base_timeout, _key("execution_id"))
 
 
 def finished_result(view: Any) -> Optional[Dict[str, Any]]:

@@ -16,6 +16,7 @@ from . import _calls, _policy_timeouts, _workspace
 from ._calls import Call, FilesArg, Response, StreamEvent
 from ._http import STREAM_READ, TransportBase, connection_failed, timed_out
 from .client import ClientBase
+from .handle import AsyncExecutionHandle
 from .errors import (ConnectionFailed, NotFound, ProtocolError, RateLimited, RequestTimedOut,
                      SandboxError, Unavailable)
 from .session import SessionBase
@@ -325,12 +326,35 @@ class AsyncSandboxClient(ClientBase):
                       policy: Optional[str] = None, memory: Union[str, int, None] = None,
                       cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
                       collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
-        name = policy or self._policy
-        body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
+        """See SandboxClient.execute: ``await (await submit(...)).result()``."""
+        handle = await self.submit(code, language=language, stdin=stdin, timeout=timeout, env=env,
+                                   files=files, policy=policy, memory=memory, cpu=cpu,
+                                   command=command, collect=collect)
+        return await handle.result()
+
+    async def submit(self, code: Optional[str] = None, *, language: Optional[str] = None,
+                     stdin: Optional[str] = None, timeout: Optional[float] = None,
+                     env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
+                     policy: Optional[str] = None, memory: Union[str, int, None] = None,
+                     cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
+                     collect: Optional[Sequence[str]] = None) -> AsyncExecutionHandle:
+        """See SandboxClient.submit."""
+        body = _calls.execute_body(code, policy=policy or self._policy, language=language, stdin=stdin,
                                    timeout=timeout, memory=memory, cpu=cpu, env=env, files=files,
                                    command=command, collect=collect)
-        return await self._run(_calls.execute(body, self.timeout,
-                                              await self._limit(name, timeout)))
+        return self.execution(await self._run(_calls.execute_async(body, self.timeout)))
+
+    async def submit_batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
+                           concurrency: Optional[int] = None,
+                           policy: Optional[str] = None) -> AsyncExecutionHandle:
+        """See SandboxClient.submit_batch."""
+        encoded = _calls.batch_tasks(tasks, policy=policy or self._policy)
+        return self.execution(await self._run(_calls.batch_async(encoded, concurrency=concurrency,
+                                                                 base_timeout=self.timeout)))
+
+    def execution(self, execution_id: str) -> AsyncExecutionHandle:
+        """See SandboxClient.execution."""
+        return AsyncExecutionHandle(self._run, self.timeout, execution_id)
 
     async def stream(self, code: str, *, language: Optional[str] = None,
                      stdin: Optional[str] = None, timeout: Optional[float] = None,

@@ -20,6 +20,7 @@ from ._http import (DEFAULT_MAX_RETRY_WAIT, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGE
 from . import _policy_timeouts
 from ._policy_timeouts import PolicyTimeouts
 from .errors import ConnectionFailed, RateLimited, RequestTimedOut, SandboxError, Unavailable
+from .handle import ExecutionHandle
 from .session import Session
 
 DEFAULT_URL = "http://localhost:8080"
@@ -155,12 +156,39 @@ class SandboxClient(ClientBase):
         command: ``["python3", "-m", "unittest"]`` instead of code (allowed by the policy's
         commands.allow). collect: paths or glob patterns (``["/tmp/out/*.png"]``) whose files
         come back in result["collected"] after the program ends.
+
+        Built on :meth:`submit`: the daemon keeps the result under its execution id until this
+        call fetched it, so a connection that breaks while the program runs does not lose it.
         """
-        name = policy or self._policy
-        body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
+        return self.submit(code, language=language, stdin=stdin, timeout=timeout, env=env,
+                           files=files, policy=policy, memory=memory, cpu=cpu, command=command,
+                           collect=collect).result()
+
+    def submit(self, code: Optional[str] = None, *, language: Optional[str] = None, stdin: Optional[str] = None,
+               timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,
+               files: FilesArg = None, policy: Optional[str] = None,
+               memory: Union[str, int, None] = None,
+               cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
+               collect: Optional[Sequence[str]] = None) -> ExecutionHandle:
+        """Queues code like :meth:`execute` (same arguments; refusals such as 400/403 are raised
+        here) and returns an :class:`ExecutionHandle` at once: ``handle.result(timeout)`` waits
+        for the ExecResult, ``handle.id`` names it to :meth:`execution` later."""
+        body = _calls.execute_body(code, policy=policy or self._policy, language=language, stdin=stdin,
                                    timeout=timeout, memory=memory, cpu=cpu, env=env, files=files,
                                    command=command, collect=collect)
-        return self._run(_calls.execute(body, self.timeout, self._limit(name, timeout)))
+        return self.execution(self._run(_calls.execute_async(body, self.timeout)))
+
+    def submit_batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,
+                     concurrency: Optional[int] = None, policy: Optional[str] = None) -> ExecutionHandle:
+        """Queues a batch (see :meth:`batch`); ``handle.result()`` is its whole answer,
+        ``{"results": [...], "concurrency": {...}}``."""
+        encoded = _calls.batch_tasks(tasks, policy=policy or self._policy)
+        return self.execution(self._run(_calls.batch_async(encoded, concurrency=concurrency,
+                                                           base_timeout=self.timeout)))
+
+    def execution(self, execution_id: str) -> ExecutionHandle:
+        """A handle of an asynchronous execution by its id (e.g. one submitted before a crash)."""
+        return ExecutionHandle(self._run, self.timeout, execution_id)
 
     def stream(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,
                timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,

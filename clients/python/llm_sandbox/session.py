@@ -93,6 +93,16 @@ class Session(SessionBase):
         self._info = self._client._run(_calls.session_snapshot(self.session_id, self._client.timeout))
         return self._info
 
+    def fork(self, count: int = 1) -> List["Session"]:
+        """New sessions, each in its own box, starting with this session's globals (those that
+        pickle), imported modules and tmpfs files; no process is carried. What was and was not
+        carried is in ``child.fork_report`` (docs/api.md "Fork")."""
+        answer = self._client._run(_calls.session_fork(self.session_id, count, self._client.timeout))
+        children = [Session(self._client, info) for info in answer["sessions"]]
+        for c in children:
+            c.fork_report = answer.get("fork")
+        return children
+
     def info(self) -> Dict[str, Any]:
         """The session's current state (executions, state, expires_at...)."""
         self._info = self._client._run(_calls.session_info(self.session_id, self._client.timeout))

@@ -89,6 +89,13 @@ class FakeDaemon:
         self.answer_policy_lookups = True
         self.policy_timeout_ms: Optional[int] = 30000
         self.lookups: List[Request] = []
+        # execute() is submit() + result(): the fake plays the daemon's asynchronous form, keeping
+        # the script's 200 answer under an id (202) and answering it from GET /v1/executions/{id}
+        # (logged apart in .polls), so scripts keep answering as the synchronous form did.
+        self.kept: Dict[str, Reply] = {}
+        self.polls: List[Request] = []
+        self.poll_delay = 0.0  # seconds a long-poll takes (the program "runs" that long)
+        self.drop_polls = 0    # how many long-polls get their connection closed unanswered
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -106,9 +113,21 @@ class FakeDaemon:
                         req.path.startswith("/v1/policies"):
                     fake.lookups.append(req)
                     status, headers, payload = fake.policy_answer(req)
+                elif req.method == "GET" and req.path.startswith("/v1/executions/") and \
+                        req.path.rsplit("/", 1)[1] in fake.kept:
+                    fake.polls.append(req)
+                    time.sleep(fake.poll_delay)
+                    if fake.drop_polls > 0:
+                        fake.drop_polls -= 1
+                        self.close_connection = True
+                        return
+                    status, headers, payload = fake.finished_view(req.path.rsplit("/", 1)[1])
                 else:
                     fake.requests.append(req)
                     status, headers, payload = fake.script(req)
+                    if req.method == "POST" and req.path == "/v1/execute" and \
+                            req.query.get("async") == "true" and status == 200:
+                        status, headers, payload = fake.keep(status, headers, payload)
                 try:
                     self._reply(status, headers, payload)
                 except (BrokenPipeError, ConnectionResetError):
@@ -156,6 +175,21 @@ class FakeDaemon:
         name = req.path.rsplit("/", 1)[1]
         resources = {} if self.policy_timeout_ms is None else {"timeout_ms": self.policy_timeout_ms}
         return json_reply(200, {"name": name, "policy": {"resources": resources}, "explain": []})
+
+    def keep(self, status: int, headers: Dict[str, str], payload: Union[bytes, List[bytes]]) -> Reply:
+        kept_id = f"ex-kept-{len(self.kept)}"
+        self.kept[kept_id] = (status, headers, payload)
+        return json_reply(202, {"execution_id": kept_id, "state": "queued"})
+
+    def finished_view(self, kept_id: str) -> Reply:
+        _, headers, payload = self.kept[kept_id]
+        if isinstance(payload, list):
+            payload = b"".join(payload)
+        try:
+            result = json.loads(payload)
+        except ValueError:  # a garbled answer stays garbled
+            return 200, headers, payload
+        return json_reply(200, {"execution_id": kept_id, "state": "finished", "result": result})
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -299,42 +333,33 @@ class SyncClientTest(FakeServerTest):
         with self.assertRaises(RequestTimedOut):
             self.client(timeout=0.2).health()
 
-    def test_sandbox_timeout_extends_http_wait(self) -> None:
-        def slow(req: Request) -> Reply:
-            time.sleep(0.5)
-            return json_reply(200, RESULT)
-        self.fake.script = slow
-        # The HTTP timeout is 0.2 s but the program may run 1 s: the client must wait.
+    def test_long_poll_outlasts_the_client_timeout(self) -> None:
+        # execute() is submit() + result(): the 202 comes at once, then the long-poll's HTTP wait
+        # is the client's timeout plus the wait it asked for, so a program running longer than the
+        # client's 0.2 s is waited for, with no policy lookup needed.
+        self.fake.poll_delay = 0.6
         self.assertEqual(self.client(timeout=0.2).execute("x", timeout=1)["exit_code"], 0)
-        self.assertEqual(self.fake.lookups, [])  # the call named its limit: nothing to look up
+        self.assertEqual(self.client(timeout=0.2).execute("x")["exit_code"], 0)
+        self.assertEqual(self.fake.lookups, [])
+        self.assertEqual(len(self.fake.polls), 2)
+        self.assertTrue(all(float(p.query["wait"]) > 0 for p in self.fake.polls), self.fake.polls)
 
-    def test_policy_timeout_extends_http_wait(self) -> None:
-        # No timeout in the call: the policy's (looked up once, then cached) is what the program
-        # may run, so the client's own 0.2 s must not cut the answer off.
-        def slow(req: Request) -> Reply:
-            time.sleep(0.6)
-            return json_reply(200, RESULT)
-        self.fake.script = slow
-        self.fake.policy_timeout_ms = 1000
-        c = self.client(timeout=0.2)
-        self.assertEqual(c.execute("x")["exit_code"], 0)
-        self.assertEqual([r.path for r in self.fake.lookups], ["/v1/policies/code-sandbox"])
-        self.assertEqual(c.execute("x")["exit_code"], 0)
-        self.assertEqual(len(self.fake.lookups), 1, "the policy's timeout is cached")
-        # Without the policy's timeout (an older daemon), the client's own timeout applies.
-        self.fake.policy_timeout_ms = None
-        with self.assertRaises(RequestTimedOut):
-            self.client(timeout=0.2).execute("x")
+    def test_a_broken_long_poll_is_asked_again_by_id(self) -> None:
+        self.fake.drop_polls = 2  # the first two long-polls' connections close without an answer
+        self.assertEqual(self.client().execute("x")["stdout"], "42\n")
+        self.assertEqual(len(self.fake.polls), 3)
+        self.assertEqual(len({p.path for p in self.fake.polls}), 1)
+        self.assertEqual([r.path for r in self.fake.requests], ["/v1/execute"], "no code ran twice")
 
     def test_busy_policy_lookup_is_neither_retried_nor_remembered(self) -> None:
         self.fake.answer_policy_lookups = False
         self.fake.script = lambda req: (error_reply(503, "unavailable", "draining", Retry_After="0")
-                                        if req.method == "GET" else json_reply(200, RESULT))
+                                        if req.method == "GET" else json_reply(200, {"results": [RESULT]}))
         c = self.client()
-        self.assertEqual(c.execute("x")["stdout"], "42\n")
-        self.assertEqual(c.execute("x")["stdout"], "42\n")
+        self.assertEqual(c.batch(["x"])[0]["stdout"], "42\n")
+        self.assertEqual(c.batch(["x"])[0]["stdout"], "42\n")
         self.assertEqual([(r.method, r.path) for r in self.fake.requests],
-                         [("GET", "/v1/policies/code-sandbox"), ("POST", "/v1/execute")] * 2)
+                         [("GET", "/v1/policies/code-sandbox"), ("POST", "/v1/batch")] * 2)
 
     def test_default_policy_timeout_and_batch_and_session(self) -> None:
         def slow(req: Request) -> Reply:
@@ -347,10 +372,9 @@ class SyncClientTest(FakeServerTest):
         self.fake.script = slow
         self.fake.policy_timeout_ms = 1000
         c = SandboxClient(base_url=self.fake.url, policy=None, timeout=0.2)
-        self.assertEqual(c.execute("x")["exit_code"], 0)
+        self.assertEqual(c.batch(["x"])[0]["exit_code"], 0)
         self.assertEqual([r.path for r in self.fake.lookups],
                          ["/v1/policies", "/v1/policies/code-sandbox"])
-        self.assertEqual(self.client(timeout=0.2).batch(["x"])[0]["exit_code"], 0)
         self.assertEqual(self.client(timeout=0.2).session().execute("x")["exit_code"], 0)
 
     def test_retries_honor_retry_after(self) -> None:

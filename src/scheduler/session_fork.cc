@@ -1,0 +1,166 @@
+#include "scheduler/session_fork.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/random_id.h"
+
+namespace lsb::sched {
+namespace {
+
+using nlohmann::json;
+
+// The report line of the snippets below: the last line of stdout starting with this marker (code
+// an import runs may print too).
+constexpr std::string_view kReportMarker = "\x1elsb-fork ";
+
+// Runs in the parent's globals: every value pickled alone (so one that does not pickle is named,
+// not fatal), modules by name, the interpreter's top-level imports; then the report.
+constexpr const char* kExport = R"PY(
+def _lsb_fork_export(path, g):
+    import json, pickle, sys, types
+    values, modules, skipped = {}, {}, []
+    for k, v in list(g.items()):
+        if k.startswith('__') or k == '_lsb_fork_export':
+            continue
+        if isinstance(v, types.ModuleType):
+            modules[k] = v.__name__
+            continue
+        try:
+            values[k] = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            skipped.append(k)
+    imported = sorted(n for n, m in list(sys.modules.items()) if m is not None and '.' not in n)
+    with open(path, 'wb') as f:
+        pickle.dump({'values': values, 'modules': modules, 'imported': imported}, f)
+    print('\x1elsb-fork ' + json.dumps({'values': sorted(values), 'modules': sorted(modules),
+                                         'skipped': sorted(skipped)}))
+try:
+    _lsb_fork_export(%PATH%, globals())
+finally:
+    del _lsb_fork_export
+)PY";
+
+constexpr const char* kImport = R"PY(
+def _lsb_fork_import(path, g):
+    import importlib, json, os, pickle
+    with open(path, 'rb') as f:
+        st = pickle.load(f)
+    os.unlink(path)
+    failed = []
+    for n in st['imported']:
+        try:
+            importlib.import_module(n)
+        except BaseException:
+            pass
+    for k, name in st['modules'].items():
+        try:
+            g[k] = importlib.import_module(name)
+        except BaseException:
+            failed.append(k)
+    for k, b in st['values'].items():
+        try:
+            g[k] = pickle.loads(b)
+        except BaseException:
+            failed.append(k)
+    print('\x1elsb-fork ' + json.dumps({'failed': sorted(failed)}))
+try:
+    _lsb_fork_import(%PATH%, globals())
+finally:
+    del _lsb_fork_import
+)PY";
+
+constexpr const char* kCleanup = "import os\ntry:\n    os.unlink(%PATH%)\nexcept OSError:\n    pass\n";
+
+std::string WithPath(const char* code, const std::string& path) {
+  std::string s = code;
+  std::string lit = json(path).dump();  // a JSON string is a python string literal here (ASCII path)
+  for (size_t at; (at = s.find("%PATH%")) != std::string::npos;) s.replace(at, 6, lit);
+  return s;
+}
+
+// Runs a snippet in the session's interpreter and returns its report, or why it failed.
+Result<json> RunSnippet(Session& s, const std::string& code, const char* what) {
+  ExecRequest req;
+  req.code = code;
+  req.language = "python";
+  LSB_ASSIGN_OR_RETURN(ExecResult r, s.Execute(req));
+  const std::string& out = r.stdout_data;
+  size_t at = out.rfind(kReportMarker);
+  if (r.status != ExecStatus::kOk || at == std::string::npos)
+    return Error{std::string(what) + " failed (" + protocol::Name(r.status) + "): " +
+                 (r.truncated ? "the output was cut; " : "") + r.stderr_data.substr(0, 2000)};
+  size_t end = out.find('\n', at);
+  auto j = json::parse(out.substr(at + kReportMarker.size(), end == std::string::npos ? std::string::npos
+                                                                                       : end - at - kReportMarker.size()),
+                       nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error{std::string(what) + ": the interpreter's report is not JSON"};
+  return j;
+}
+
+std::vector<std::string> Names(const json& j, const char* key) {
+  std::vector<std::string> out;
+  if (j.contains(key) && j[key].is_array())
+    for (const auto& v : j[key])
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const ArchiveLimits& archive) {
+  const Policy& policy = parent.policy();
+  if (!parent.RunsInInterpreter(""))
+    return Error{ErrorCode::kInvalidArgument,
+                 "fork: only a python session can be forked (its interpreter holds the state); this one's language is " +
+                     parent.config().language};
+  if (policy.tmpfs.empty())
+    return Error{ErrorCode::kInvalidArgument,
+                 "fork: policy '" + policy.name + "' has no writable path to carry the state through"};
+  ForkExport ex;
+  ex.state_path = policy.tmpfs.front().path + "/" + RandomHex(".lsb-fork-", 8);
+  LSB_ASSIGN_OR_RETURN(json report, RunSnippet(parent, WithPath(kExport, ex.state_path), "fork: saving the interpreter state"));
+  ex.values = Names(report, "values");
+  ex.modules = Names(report, "modules");
+  ex.skipped = Names(report, "skipped");
+  Status copied = OkStatus();
+  for (const auto& m : policy.tmpfs) {
+    auto t = parent.GetTree(m.path, tree);
+    if (!t.ok()) {
+      copied = Error{t.error().code, "fork: copying " + m.path + ": " + t.error().message};
+      break;
+    }
+    auto a = ReadArchive(t->tar, m.path, archive);
+    if (!a.ok()) {
+      copied = Error{a.error().code, "fork: copying " + m.path + ": " + a.error().message};
+      break;
+    }
+    ex.bytes += a->bytes;
+    ex.trees.push_back(std::move(*a));
+    ex.tars.push_back(std::move(t->tar));
+  }
+  (void)RunSnippet(parent, WithPath(kCleanup, ex.state_path), "fork: cleanup");  // no report: an error, ignored
+  if (!copied.ok()) return copied.error();
+  return ex;
+}
+
+Result<std::vector<UnpackedArchive>> ReadForkTrees(const Policy& policy, const std::vector<std::string>& tars,
+                                                   const ArchiveLimits& archive) {
+  if (tars.size() != policy.tmpfs.size())
+    return Error{ErrorCode::kInvalidArgument, "the saved files name " + std::to_string(tars.size()) +
+                                                  " writable paths; policy '" + policy.name + "' has " +
+                                                  std::to_string(policy.tmpfs.size()) + " now"};
+  std::vector<UnpackedArchive> trees;
+  for (size_t i = 0; i < tars.size(); ++i) {
+    LSB_ASSIGN_OR_RETURN(UnpackedArchive a, ReadArchive(tars[i], policy.tmpfs[i].path, archive));
+    trees.push_back(std::move(a));
+  }
+  return trees;
+}
+
+Result<ForkImport> ImportFork(Session& child, const ForkExport& state) {
+  for (const auto& t : state.trees) LSB_TRY(child.PutArchive(t));
+  LSB_ASSIGN_OR_RETURN(json report, RunSnippet(child, WithPath(kImport, state.state_path), "fork: loading the state"));
+  return ForkImport{Names(report, "failed")};
+}
+
+}  // namespace lsb::sched
