@@ -246,7 +246,7 @@ protocol::Event ServeConnection(int client, const ConnectionContext& ctx) {
   std::vector<std::string> masked;
   for (const HeaderSecret* sec : secrets) {
     injected.emplace_back(sec->header, sec->value);
-    masked.push_back(sec->value);
+    masked.insert(masked.end(), sec->masked.begin(), sec->masked.end());
   }
   StreamMask mask(std::move(masked));
   if (connect) {

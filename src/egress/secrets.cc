@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -60,6 +61,7 @@ Result<std::vector<HeaderSecret>> ResolveSecrets(const std::vector<NetworkSecret
     const NetworkSecret& s = secrets[i];
     const std::string entry = "network.secrets[" + std::to_string(i) + "] (" + s.host + ", " + s.header + ")";
     std::string value;
+    std::vector<std::string> parts;
     for (size_t k = 0; k < s.value.size(); ++k) {
       if (s.value[k] != '$') {
         value += s.value[k];
@@ -75,10 +77,11 @@ Result<std::vector<HeaderSecret>> ResolveSecrets(const std::vector<NetworkSecret
         return Error::InvalidArgument("network.secrets", entry + ": a '$' must start ${NAME} or be written $$");
       std::string name = s.value.substr(k + 2, close - k - 2);
       k = close;
+      const char* env = nullptr;
       if (auto f = file_values.find(name); f != file_values.end()) {
-        value += f->second;
-      } else if (const char* env = std::getenv(name.c_str())) {
-        value += env;
+        parts.push_back(f->second);
+      } else if ((env = std::getenv(name.c_str())) != nullptr) {
+        parts.emplace_back(env);
       } else {
         return Error::InvalidArgument(
             "network.secrets", entry + " needs ${" + name + "}, which is set in neither " +
@@ -86,13 +89,18 @@ Result<std::vector<HeaderSecret>> ResolveSecrets(const std::vector<NetworkSecret
                                                       : "the secrets file '" + file_name + "'") +
                                    " nor the environment of this daemon or CLI: set it there (never in the box)");
       }
+      value += parts.back();
     }
     if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
       return Error::InvalidArgument("network.secrets", entry + ": the value holds a CR, LF or NUL, which would split the header");
     if (value.size() > kMaxSecretBytes)
       return Error::InvalidArgument("network.secrets", entry + ": the value is over 8 KiB");
     if (value.empty()) return Error::InvalidArgument("network.secrets", entry + ": the value is empty");
-    out.push_back(HeaderSecret{s.host, s.header, std::move(value)});
+    std::vector<std::string> masked{value};
+    for (std::string& p : parts)
+      if (p.size() >= kMinMaskedBytes && std::find(masked.begin(), masked.end(), p) == masked.end())
+        masked.push_back(std::move(p));
+    out.push_back(HeaderSecret{s.host, s.header, std::move(value), std::move(masked)});
   }
   return out;
 }

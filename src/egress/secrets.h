@@ -20,7 +20,12 @@ struct HeaderSecret {
   std::string host;    // normalized name
   std::string header;  // as the policy wrote it
   std::string value;   // the secret itself
+  // What the proxy masks in the host's answers: the value and each variable's value in it (those
+  // of at least kMinMaskedBytes: a shorter one would mask noise).
+  std::vector<std::string> masked;
 };
+
+inline constexpr size_t kMinMaskedBytes = 4;
 
 inline constexpr size_t kMaxSecretBytes = 8 << 10;      // one resolved value
 inline constexpr size_t kMaxSecretsFileBytes = 1 << 20;  // the whole file

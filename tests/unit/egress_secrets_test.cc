@@ -48,10 +48,15 @@ TEST(EgressSecrets, FileFirstThenEnvironmentAndLiteralDollars) {
                           file, "f");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ((*r)[0].value, "Bearer from-file");
+  EXPECT_EQ((*r)[0].masked, (std::vector<std::string>{"Bearer from-file", "from-file"}));
   EXPECT_EQ((*r)[1].value, "${LSB_UT_ENV_TOKEN}=file-wins");
   auto env = ResolveSecrets({Secret("api.test", "X-Key", "${LSB_UT_ENV_TOKEN}")}, {}, "");
   ASSERT_TRUE(env.ok());
   EXPECT_EQ((*env)[0].value, "from-env");
+  // A variable's value shorter than 4 bytes is not masked on its own (it would mask noise).
+  auto shorter = ResolveSecrets({Secret("api.test", "X-Key", "k=${V}")}, {{"V", "abc"}}, "f");
+  ASSERT_TRUE(shorter.ok());
+  EXPECT_EQ((*shorter)[0].masked, (std::vector<std::string>{"k=abc"}));
 }
 
 TEST(EgressSecrets, AMissingVariableIsAClearErrorThatNamesNoValue) {
@@ -102,7 +107,10 @@ TEST(EgressSecrets, SecretsFileFormatAndMode) {
 
 TEST(EgressStreamMask, MasksWholeAndSplitOccurrences) {
   StreamMask m({"SECRET-VALUE"});
-  std::string out = m.Feed("a SECRET-VALUE b SECRET-") + m.Feed("VAL") + m.Feed("UE c SECRET") + m.Flush();
+  std::string out = m.Feed("a SECRET-VALUE b SECRET-");  // one call per statement: in order
+  out += m.Feed("VAL");
+  out += m.Feed("UE c SECRET");
+  out += m.Flush();
   EXPECT_EQ(out, "a ************ b ************ c SECRET");
   StreamMask one({"xy"});
   std::string bytes;
@@ -193,10 +201,12 @@ TEST(EgressProxy, InjectsASecretForItsHostOnlyMasksItsEchoAndKeepsItOutOfEvents)
   EgressOptions opts;
   opts.pins["api.test"] = {*ParseIpLiteral("127.0.0.1")};
   opts.pins["other.test"] = {*ParseIpLiteral("127.0.0.1")};
-  auto rules = EgressRules::Parse({"api.test", "other.test", "127.0.0.1:" + port}, {});
+  auto rules = EgressRules::Parse({"api.test", "other.test", "127.0.0.1:" + port, "127.0.0.1:443"}, {});
   ASSERT_TRUE(rules.ok());
-  auto made = EgressProxy::Create(std::move(listener), std::move(*rules), opts,
-                                  {HeaderSecret{"api.test", "Authorization", "Bearer " + token}});
+  auto secrets = ResolveSecrets({Secret("api.test", "Authorization", "Bearer ${LSB_UT_TOKEN}")},
+                                {{"LSB_UT_TOKEN", token}}, "f");
+  ASSERT_TRUE(secrets.ok());
+  auto made = EgressProxy::Create(std::move(listener), std::move(*rules), opts, *secrets);
   ASSERT_TRUE(made.ok());
   auto& proxy = *made;
   proxy->BeginRun();
@@ -211,9 +221,11 @@ TEST(EgressProxy, InjectsASecretForItsHostOnlyMasksItsEchoAndKeepsItOutOfEvents)
   EXPECT_EQ(up.seen[0].find("fake"), std::string::npos) << up.seen[0];
   EXPECT_EQ(up.seen[1].find(token), std::string::npos) << up.seen[1];
   EXPECT_EQ(up.seen[1].find("Authorization"), std::string::npos) << up.seen[1];
-  // The echo came back with the value masked, in the body and in the header line.
+  // The echo came back with the value masked, in the body and in the header line, and so did the
+  // variable's value on its own (the query).
   EXPECT_EQ(a.find(token), std::string::npos) << a;
-  EXPECT_NE(a.find("Authorization: Bearer " + std::string(token.size(), '*')), std::string::npos) << a;
+  EXPECT_NE(a.find("/v1?k=" + std::string(token.size(), '*')), std::string::npos) << a;
+  EXPECT_NE(a.find("Authorization: " + std::string(("Bearer " + token).size(), '*')), std::string::npos) << a;
   EXPECT_EQ(c.rfind("HTTP/1.1 403", 0), 0u) << c;
   EXPECT_NE(c.find("network.secrets"), std::string::npos) << c;
   auto events = proxy->TakeEvents(std::chrono::milliseconds(2000));
