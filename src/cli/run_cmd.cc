@@ -148,7 +148,7 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--registry-mirror", a.pull.docker_hub_mirrors, "a Docker Hub mirror tried first (repeatable)")
       ->allow_extra_args(false);
   std::vector<std::string> resolve;
-  std::string max_conn, max_bytes, idle;
+  std::string max_conn, max_bytes, idle, secrets_file, upstream_ca;
   app.add_option("--egress-resolve", resolve,
                  "NAME:ADDR: the egress proxy resolves NAME to ADDR, not through DNS (repeatable; tests and "
                  "air-gapped operators; the address is still checked)")
@@ -158,6 +158,8 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--egress-max-connections", max_conn, "open proxied connections of the box (default 32)");
   app.add_option("--egress-max-bytes", max_bytes, "proxied bytes of the run, both ways (default 1G)");
   app.add_option("--egress-idle-timeout", idle, "seconds a proxied connection may be idle (default 60)");
+  app.add_option("--secrets-file", secrets_file, "NAME=value lines (mode 600) for network.secrets' ${NAME}");
+  app.add_option("--egress-upstream-ca", upstream_ca, "CA certificates (PEM) trusted for secret hosts' TLS");
   app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
   app.footer("llm-sandbox run [options] -- COMMAND [ARG...] runs a command (allowed by the policy's "
              "commands.allow) instead of a program: llm-sandbox run -- python3 -m unittest");
@@ -182,6 +184,8 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   if (!max_conn.empty()) egress_flags.emplace_back("--egress-max-connections", max_conn);
   if (!max_bytes.empty()) egress_flags.emplace_back("--egress-max-bytes", max_bytes);
   if (!idle.empty()) egress_flags.emplace_back("--egress-idle-timeout", idle);
+  if (!secrets_file.empty()) egress_flags.emplace_back("--secrets-file", secrets_file);
+  if (!upstream_ca.empty()) egress_flags.emplace_back("--egress-upstream-ca", upstream_ca);
   for (const auto& [flag, value] : egress_flags) {
     auto took = egress::ApplyEgressFlag(flag, value, a.egress);
     if (!took.ok()) {

@@ -73,6 +73,10 @@ constexpr const char* kServeUsage =
     "  --egress-max-connections N   open proxied connections per box (default 32)\n"
     "  --egress-max-bytes BYTES     proxied bytes per execution, both ways (default 1G)\n"
     "  --egress-idle-timeout SECS   a proxied connection idle this long is closed (default 60)\n"
+    "  --secrets-file FILE          NAME=value lines (mode 600) for network.secrets' ${NAME}, read at\n"
+    "                           every box start; the daemon's environment is the fallback\n"
+    "  --egress-upstream-ca FILE    trust only these CA certificates (PEM) when the proxy speaks TLS to a\n"
+    "                           secret's host (default: the host's trust store)\n"
     "\n"
     "monitoring (docs/monitoring.md):\n"
     "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
@@ -352,7 +356,9 @@ Took MonitoringOption(OptionCursor& o, ServeInputs& in) {
 
 // The egress proxy of boxes with the network on (docs/network.md).
 Took EgressOption(OptionCursor& o, ServeInputs& in) {
-  for (const char* flag : {"--egress-resolve", "--egress-max-connections", "--egress-max-bytes", "--egress-idle-timeout"})
+  for (const char* flag :
+       {"--egress-resolve", "--egress-max-connections", "--egress-max-bytes", "--egress-idle-timeout", "--secrets-file",
+        "--egress-upstream-ca"})
     if (o.Is(flag)) return egress::ApplyEgressFlag(flag, o.value(), in.c.egress);
   return false;
 }

@@ -1,5 +1,7 @@
 #include "egress/egress_options.h"
 
+#include "egress/box_ca.h"
+#include "egress/secrets.h"
 #include "policy/units.h"
 
 namespace lsb::egress {
@@ -31,6 +33,16 @@ Result<bool> ApplyEgressFlag(const std::string& flag, const std::string& value, 
     LSB_ASSIGN_OR_RETURN(auto pin, ParseResolvePin(value));
     auto& list = opts.pins[pin.first];
     if (list.size() < 16) list.push_back(pin.second);
+    return true;
+  }
+  if (flag == "--secrets-file") {
+    if (auto file = ReadSecretsFile(value); !file.ok()) return file.error();
+    opts.secrets_file = value;
+    return true;
+  }
+  if (flag == "--egress-upstream-ca") {
+    if (auto ctx = UpstreamContext(value); !ctx.ok()) return Error::InvalidArgument(flag, ctx.error().message);
+    opts.upstream_ca_file = value;
     return true;
   }
   if (flag == "--egress-max-connections") {

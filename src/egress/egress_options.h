@@ -21,6 +21,12 @@ struct EgressOptions {
   uint64_t connect_timeout_ms = 10000;          // to the upstream address
   uint64_t head_timeout_ms = 10000;             // for the request head / TLS ClientHello
   size_t max_events_per_run = 4096;             // kept for the runner; more are counted, not kept
+  // --secrets-file PATH: NAME=value lines for network.secrets' ${NAME} (secrets.h), read again at
+  // every box start (a rotated token reaches the next box); "" for the environment only.
+  std::string secrets_file;
+  // --egress-upstream-ca FILE: the only CA certificates (PEM) the proxy trusts when it speaks TLS
+  // to a secret's host itself; "" is the host's trust store. For tests and private CAs.
+  std::string upstream_ca_file;
 };
 
 // "NAME:ADDR" (ADDR an IPv4 or IPv6 literal, "[...]" allowed) -> the pin. The error says what is wrong.
@@ -28,7 +34,9 @@ Result<std::pair<std::string, IpAddress>> ParseResolvePin(const std::string& tex
 
 // The operator's flags, the same for `llm-sandbox run` and `serve` (docs/network.md):
 // --egress-resolve NAME:ADDR (repeatable), --egress-max-connections N, --egress-max-bytes BYTES,
-// --egress-idle-timeout SECONDS. False: `flag` is none of them.
+// --egress-idle-timeout SECONDS, --secrets-file PATH (checked now: it must parse and be mode 600),
+// --egress-upstream-ca FILE.
+// False: `flag` is none of them.
 Result<bool> ApplyEgressFlag(const std::string& flag, const std::string& value, EgressOptions& opts);
 
 }  // namespace lsb::egress

@@ -15,18 +15,28 @@ namespace lsb::egress {
 
 using Clock = std::chrono::steady_clock;
 
-Result<std::unique_ptr<EgressProxy>> EgressProxy::Create(UniqueFd listener, EgressRules rules, EgressOptions opts) {
+Result<std::unique_ptr<EgressProxy>> EgressProxy::Create(UniqueFd listener, EgressRules rules, EgressOptions opts,
+                                                         std::vector<HeaderSecret> secrets, std::shared_ptr<BoxCa> ca) {
   if (!listener) return Error{"the egress proxy has no listening socket"};
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop) return Error::FromErrno("eventfd for the egress proxy");
-  return std::unique_ptr<EgressProxy>(new EgressProxy(std::move(listener), std::move(stop), std::move(rules), std::move(opts)));
+  SslCtxPtr upstream_tls;
+  if (ca) {
+    LSB_ASSIGN_OR_RETURN(upstream_tls, UpstreamContext(opts.upstream_ca_file));
+  }
+  return std::unique_ptr<EgressProxy>(new EgressProxy(std::move(listener), std::move(stop), std::move(rules), std::move(opts),
+                                                     std::move(secrets), std::move(ca), std::move(upstream_tls)));
 }
 
-EgressProxy::EgressProxy(UniqueFd listener, UniqueFd stop, EgressRules rules, EgressOptions opts)
+EgressProxy::EgressProxy(UniqueFd listener, UniqueFd stop, EgressRules rules, EgressOptions opts,
+                         std::vector<HeaderSecret> secrets, std::shared_ptr<BoxCa> ca, SslCtxPtr upstream_tls)
     : listener_(std::move(listener)),
       stop_(std::move(stop)),
       rules_(std::move(rules)),
       opts_(std::move(opts)),
+      secrets_(std::move(secrets)),
+      ca_(std::move(ca)),
+      upstream_tls_(std::move(upstream_tls)),
       resolver_(opts_.pins),
       host_own_(HostAddresses()) {}
 
@@ -137,7 +147,8 @@ void EgressProxy::AcceptLoop() {
     workers_.emplace_back();
     Worker* w = &workers_.back();
     w->thread = std::thread([this, w, fd = std::move(client)]() mutable {
-      ConnectionContext ctx{&rules_, &resolver_, &host_own_, &opts_, &bytes_used_, Waits{stop_.get()}};
+      ConnectionContext ctx{&rules_, &resolver_, &host_own_, &opts_, &bytes_used_, &secrets_, ca_.get(), upstream_tls_.get(),
+                            Waits{stop_.get()}};
       protocol::Event e = ServeConnection(fd.get(), ctx);
       fd.reset();
       Record(std::move(e));

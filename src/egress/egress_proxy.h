@@ -16,16 +16,23 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "egress/box_ca.h"
 #include "egress/egress_options.h"
 #include "egress/egress_rules.h"
 #include "egress/resolver.h"
+#include "egress/secrets.h"
 #include "protocol/messages.h"
 
 namespace lsb::egress {
 
 class EgressProxy {
  public:
-  static Result<std::unique_ptr<EgressProxy>> Create(UniqueFd listener, EgressRules rules, EgressOptions opts);
+  // `secrets`: network.secrets resolved (secrets.h), the headers added for their hosts; `ca`
+  // (box_ca.h, its certificate in the box's trust bundle) lets the proxy add them over HTTPS too:
+  // without it a CONNECT to such a host is refused.
+  static Result<std::unique_ptr<EgressProxy>> Create(UniqueFd listener, EgressRules rules, EgressOptions opts,
+                                                     std::vector<HeaderSecret> secrets = {},
+                                                     std::shared_ptr<BoxCa> ca = nullptr);
   ~EgressProxy();
   EgressProxy(const EgressProxy&) = delete;
   EgressProxy& operator=(const EgressProxy&) = delete;
@@ -42,7 +49,8 @@ class EgressProxy {
   uint32_t open_connections() const;
 
  private:
-  EgressProxy(UniqueFd listener, UniqueFd stop, EgressRules rules, EgressOptions opts);
+  EgressProxy(UniqueFd listener, UniqueFd stop, EgressRules rules, EgressOptions opts, std::vector<HeaderSecret> secrets,
+              std::shared_ptr<BoxCa> ca, SslCtxPtr upstream_tls);
   struct Worker {
     std::thread thread;
     bool done = false;
@@ -56,6 +64,9 @@ class EgressProxy {
   UniqueFd stop_;  // eventfd, readable once stopping
   EgressRules rules_;
   EgressOptions opts_;
+  std::vector<HeaderSecret> secrets_;
+  std::shared_ptr<BoxCa> ca_;
+  SslCtxPtr upstream_tls_;
   Resolver resolver_;
   std::vector<IpAddress> host_own_;
   std::atomic<uint64_t> bytes_used_{0};

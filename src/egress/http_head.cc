@@ -118,17 +118,20 @@ Result<ProxyTarget> ParseAbsoluteTarget(std::string_view target) {
 
 Result<ProxyTarget> ParseConnectTarget(std::string_view target) { return HostPort(target, 0, true); }
 
-std::string UpstreamHead(const RequestHead& head, const ProxyTarget& target) {
+std::string UpstreamHead(const RequestHead& head, const ProxyTarget& target,
+                         const std::vector<std::pair<std::string, std::string>>& injected, uint16_t default_port) {
   static const char* kDropped[] = {"host", "connection", "proxy-connection", "keep-alive", "proxy-authorization",
                                    "proxy-authenticate", "te", "trailer", "upgrade"};
   std::string host = target.host.find(':') != std::string::npos ? "[" + target.host + "]" : target.host;
-  if (target.port != 80) host += ":" + std::to_string(target.port);
+  if (target.port != default_port) host += ":" + std::to_string(target.port);
   std::string out = head.method + " " + target.path + " " + head.version + "\r\nHost: " + host + "\r\n";
   for (const auto& [name, value] : head.headers) {
     std::string lower = Lower(name);
     if (std::any_of(std::begin(kDropped), std::end(kDropped), [&](const char* d) { return lower == d; })) continue;
+    if (std::any_of(injected.begin(), injected.end(), [&](const auto& h) { return Lower(h.first) == lower; })) continue;
     out += name + ": " + value + "\r\n";
   }
+  for (const auto& [name, value] : injected) out += name + ": " + value + "\r\n";
   out += "Connection: close\r\n\r\n";
   return out;
 }

@@ -38,8 +38,11 @@ Result<ProxyTarget> ParseAbsoluteTarget(std::string_view target);
 Result<ProxyTarget> ParseConnectTarget(std::string_view target);
 // The request head sent upstream: origin form, Host set to the checked target (so a forged Host
 // cannot reach another site at the same address), hop-by-hop and Proxy-* headers dropped,
-// "Connection: close" (one request per connection).
-std::string UpstreamHead(const RequestHead& head, const ProxyTarget& target);
+// "Connection: close" (one request per connection). `injected` (network.secrets) replaces any
+// header of the same name the program sent. `default_port` is left out of Host (443 inside TLS).
+std::string UpstreamHead(const RequestHead& head, const ProxyTarget& target,
+                         const std::vector<std::pair<std::string, std::string>>& injected = {},
+                         uint16_t default_port = 80);
 // `path` without its query, for events (a query may carry tokens).
 std::string PathForEvents(const std::string& path);
 

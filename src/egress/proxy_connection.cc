@@ -6,6 +6,8 @@
 
 #include "egress/http_head.h"
 #include "egress/relay.h"
+#include "egress/tls_end.h"
+#include "egress/tls_relay.h"
 #include "egress/tls_client_hello.h"
 
 namespace lsb::egress {
@@ -120,6 +122,90 @@ Result<std::string> CheckedClientHello(int client, std::string hello, const Prox
   return hello;
 }
 
+// A short answer inside a terminated tunnel (best effort).
+void TlsAnswer(TlsEnd& end, int status, const std::string& reason, const std::string& why) {
+  std::string body = "llm-sandbox egress proxy: " + why + "\n";
+  (void)end.Write("HTTP/1.1 " + std::to_string(status) + " " + reason +
+                      "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body,
+                  Clock::now() + std::chrono::seconds(2));
+  end.Close(Clock::now() + std::chrono::seconds(2));
+}
+
+// CONNECT to a host with network.secrets (its SNI already checked): the proxy is the TLS server,
+// with the box CA's certificate for the host, reads the request inside, adds the headers, and
+// speaks TLS to the upstream itself, verifying its certificate and name.
+protocol::Event Intercept(int client, const std::string& hello, const ProxyTarget& target,
+                          const std::vector<IpAddress>& addrs, const std::vector<std::pair<std::string, std::string>>& injected,
+                          StreamMask& mask, const ConnectionContext& ctx, Outcome& o) {
+  const Waits& w = ctx.waits;
+  auto deadline = Clock::now() + std::chrono::milliseconds(ctx.opts->head_timeout_ms);
+  auto server_ctx = ctx.ca->ServerContextFor(target.host);
+  if (!server_ctx.ok()) return Fail(client, o, server_ctx.error().message, w, false);
+  auto down = TlsEnd::Server(server_ctx->get(), client, hello, w);
+  if (!down.ok()) return Fail(client, o, down.error().message, w, false);
+  if (auto st = (*down)->Handshake(deadline); !st.ok())
+    return Fail(client, o, "TLS with the program: " + st.error().message, w, false);
+  std::string req;
+  std::vector<char> chunk(16 << 10);
+  while (req.find("\r\n\r\n") == std::string::npos) {
+    if (req.size() > kMaxHeadBytes) {
+      o.decision = "denied";
+      o.why = "the request head exceeds 16 KiB";
+      TlsAnswer(**down, 431, "Request Header Fields Too Large", o.why);
+      return Finish(o);
+    }
+    auto n = (*down)->Read(chunk.data(), chunk.size(), deadline);
+    if (!n.ok() || *n == 0) return Fail(client, o, "no request inside the TLS tunnel", w, false);
+    req.append(chunk.data(), *n);
+  }
+  const size_t head_end = req.find("\r\n\r\n") + 4;
+  auto head = ParseRequestHead(std::string_view(req).substr(0, head_end));
+  std::string bad = !head.ok() ? "malformed request: " + head.error().message
+                    : head->target.empty() || head->target[0] != '/'
+                        ? std::string("inside the tunnel a request names a path (origin form), not '") + head->target + "'"
+                        : std::string();
+  if (!bad.empty()) {
+    o.decision = "denied";
+    o.why = bad;
+    TlsAnswer(**down, 400, "Bad Request", bad);
+    return Finish(o);
+  }
+  o.info.method = head->method;
+  o.info.path = PathForEvents(head->target);
+  ProxyTarget inner = target;
+  inner.path = head->target;
+  const std::string first = UpstreamHead(*head, inner, injected, 443) + req.substr(head_end);
+  auto upstream = ConnectFirst(addrs, target.port, ctx, o);
+  if (!upstream.ok()) {
+    o.decision = "failed";
+    o.why = upstream.error().message;
+    TlsAnswer(**down, 502, "Bad Gateway", o.why);
+    return Finish(o);
+  }
+  auto up = TlsEnd::Client(ctx.upstream_tls, upstream->get(), target.host, w);
+  Status st = up.ok() ? (*up)->Handshake(Clock::now() + std::chrono::milliseconds(ctx.opts->connect_timeout_ms))
+                      : Status(up.error());
+  if (st.ok()) st = (*up)->Write(first, deadline);
+  if (!st.ok()) {
+    o.decision = "failed";
+    o.why = "TLS with " + target.host + ": " + st.error().message;
+    TlsAnswer(**down, 502, "Bad Gateway", o.why);
+    return Finish(o);
+  }
+  if (ctx.bytes_used) ctx.bytes_used->fetch_add(first.size());
+  RelayLimits limits{ctx.opts->idle_timeout_ms, ctx.bytes_used, ctx.opts->max_bytes_per_run, &mask};
+  RelayResult r = RelayTls(**down, **up, limits, w);
+  o.info.bytes_up = r.up + first.size();
+  o.info.bytes_down = r.down;
+  o.decision = r.ended.rfind("byte limit", 0) == 0 ? "denied" : "allowed";
+  o.why = r.ended;
+  std::string names;
+  for (const auto& h : injected) names += (names.empty() ? "" : ", ") + h.first;
+  o.why += std::string(o.why.empty() ? "" : "; ") + "TLS terminated by the proxy; network.secrets header(s) added: " + names;
+  return Finish(o);
+}
+
 }  // namespace
 
 protocol::Event ServeConnection(int client, const ConnectionContext& ctx) {
@@ -144,8 +230,25 @@ protocol::Event ServeConnection(int client, const ConnectionContext& ctx) {
   auto addrs = ResolveChecked(*target, ctx);
   if (!addrs.ok() && addrs.error().IsPermissionDenied()) return Deny(client, o, 403, "Forbidden", addrs.error().message, w);
   if (!addrs.ok()) return Fail(client, o, addrs.error().message, w);
+  std::vector<const HeaderSecret*> secrets;
+  if (ctx.secrets) secrets = SecretsFor(*ctx.secrets, target->host);
+  // Fail closed: without a box CA a tunnel's bytes are the program's own TLS, where the header
+  // cannot be added.
+  if (connect && !secrets.empty() && (!ctx.ca || !ctx.upstream_tls))
+    return Deny(client, o, 403, "Forbidden",
+                "network.secrets adds a header for '" + target->host +
+                    "', which over HTTPS needs the proxy to terminate TLS (not implemented yet): reach it over "
+                    "http://, or remove the secret",
+                w);
   auto deadline = Clock::now() + std::chrono::milliseconds(ctx.opts->head_timeout_ms);
   std::string first;  // what goes upstream before the relay
+  std::vector<std::pair<std::string, std::string>> injected;
+  std::vector<std::string> masked;
+  for (const HeaderSecret* sec : secrets) {
+    injected.emplace_back(sec->header, sec->value);
+    masked.insert(masked.end(), sec->masked.begin(), sec->masked.end());
+  }
+  StreamMask mask(std::move(masked));
   if (connect) {
     // The tunnel's TLS is checked before anything reaches the upstream: a hello naming another
     // server never leaves the proxy.
@@ -160,20 +263,27 @@ protocol::Event ServeConnection(int client, const ConnectionContext& ctx) {
       return Finish(o);  // the tunnel is open: no HTTP answer fits any more; closing it is the answer
     }
     if (!hello.ok()) return Fail(client, o, "no TLS ClientHello: " + hello.error().message, w, false);
+    if (!secrets.empty()) return Intercept(client, *hello, *target, *addrs, injected, mask, ctx, o);
     first = std::move(*hello);
   } else {
-    first = UpstreamHead(*head, *target) + buf.substr(head_end);
+    first = UpstreamHead(*head, *target, injected) + buf.substr(head_end);
   }
   auto upstream = ConnectFirst(*addrs, target->port, ctx, o);
   if (!upstream.ok()) return Fail(client, o, upstream.error().message, w, !connect);
   if (ctx.bytes_used) ctx.bytes_used->fetch_add(first.size());
   if (!WriteAll(upstream->get(), first, deadline, w).ok()) return Fail(client, o, "the upstream closed the connection", w, !connect);
-  RelayLimits limits{ctx.opts->idle_timeout_ms, ctx.bytes_used, ctx.opts->max_bytes_per_run};
+  RelayLimits limits{ctx.opts->idle_timeout_ms, ctx.bytes_used, ctx.opts->max_bytes_per_run,
+                     secrets.empty() ? nullptr : &mask};
   RelayResult r = Relay(client, upstream->get(), limits, w);
   o.info.bytes_up = r.up + first.size();
   o.info.bytes_down = r.down;
   o.decision = "allowed";
   o.why = r.ended;
+  if (!secrets.empty()) {
+    std::string names;
+    for (const HeaderSecret* sec : secrets) names += (names.empty() ? "" : ", ") + sec->header;
+    o.why += std::string(o.why.empty() ? "" : "; ") + "network.secrets header(s) added: " + names;
+  }
   if (r.ended.rfind("byte limit", 0) == 0) {
     o.decision = "denied";  // cut by a limit: an alert names it
   }

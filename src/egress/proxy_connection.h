@@ -7,9 +7,11 @@
 #include <atomic>
 #include <vector>
 
+#include "egress/box_ca.h"
 #include "egress/egress_options.h"
 #include "egress/egress_rules.h"
 #include "egress/resolver.h"
+#include "egress/secrets.h"
 #include "egress/socket_io.h"
 #include "protocol/messages.h"
 
@@ -21,6 +23,9 @@ struct ConnectionContext {
   const std::vector<IpAddress>* host_own = nullptr;
   const EgressOptions* opts = nullptr;
   std::atomic<uint64_t>* bytes_used = nullptr;  // the execution's
+  const std::vector<HeaderSecret>* secrets = nullptr;  // network.secrets, resolved; may be null
+  BoxCa* ca = nullptr;              // with secrets: terminates the program's TLS to their hosts
+  SSL_CTX* upstream_tls = nullptr;  // with ca: verifies those hosts' certificates
   Waits waits;
 };
 

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <vector>
 
 namespace lsb::egress {
@@ -20,13 +22,23 @@ struct Direction {
   size_t start = 0, end = 0;
   bool eof = false, shut = false;
   uint64_t total = 0;
+  StreamMask* mask = nullptr;  // what this direction must not pass on verbatim
   bool pending() const { return end > start; }
   bool done() const { return shut; }
 };
 
+// `bytes` (at most the buffer's size) become what waits for `to`.
+void Put(Direction& d, const std::string& bytes) {
+  std::copy(bytes.begin(), bytes.end(), d.buf.begin());
+  d.start = 0;
+  d.end = bytes.size();
+}
+
 // Reads what `from` has; false (with `why`) on a hard error or the byte budget.
 bool Fill(Direction& d, const RelayLimits& l, std::string* why) {
-  ssize_t n = ::recv(d.from, d.buf.data(), d.buf.size(), 0);
+  // With a mask, what it holds back and the new bytes must fit the buffer together.
+  const size_t room = d.buf.size() - (d.mask ? d.mask->max_hold() : 0);
+  ssize_t n = ::recv(d.from, d.buf.data(), room, 0);
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return true;
     *why = "connection reset";
@@ -34,6 +46,7 @@ bool Fill(Direction& d, const RelayLimits& l, std::string* why) {
   }
   if (n == 0) {
     d.eof = true;
+    if (d.mask) Put(d, d.mask->Flush());
     return true;
   }
   if (l.bytes_used && l.max_bytes && l.bytes_used->fetch_add(static_cast<uint64_t>(n)) + static_cast<uint64_t>(n) > l.max_bytes) {
@@ -43,6 +56,7 @@ bool Fill(Direction& d, const RelayLimits& l, std::string* why) {
   d.start = 0;
   d.end = static_cast<size_t>(n);
   d.total += static_cast<uint64_t>(n);
+  if (d.mask) Put(d, d.mask->Feed(std::string_view(d.buf.data(), d.end)));
   return true;
 }
 
@@ -61,6 +75,7 @@ bool Drain(Direction& d, std::string* why) {
 
 RelayResult Relay(int client, int upstream, const RelayLimits& limits, const Waits& w) {
   Direction up{client, upstream}, down{upstream, client};
+  down.mask = limits.mask_down;
   RelayResult r;
   auto idle = std::chrono::milliseconds(limits.idle_timeout_ms);
   // Over once the upstream's side is done (it closed and the program has every byte): an HTTP

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "egress/socket_io.h"
+#include "egress/stream_mask.h"
 
 namespace lsb::egress {
 
@@ -15,6 +16,7 @@ struct RelayLimits {
   uint64_t idle_timeout_ms = 60000;
   std::atomic<uint64_t>* bytes_used = nullptr;  // this execution's bytes so far, shared by its connections
   uint64_t max_bytes = 0;                       // 0: no bound
+  StreamMask* mask_down = nullptr;              // masks secret values on their way to the program
 };
 
 struct RelayResult {

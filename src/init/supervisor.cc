@@ -88,6 +88,13 @@ Status Supervisor::WriteProgram(const RunSpec& spec, const std::string& code) {
     }
     ::closedir(d);
   }
+  if (!setup_.egress_ca_pem.empty()) {
+    if (n == kEgressCaFileName) return Error{"file_name \"" + n + "\" is the box's CA bundle; choose another name"};
+    const std::string ca = setup_.job_dir + "/" + kEgressCaFileName;
+    UniqueFd cfd(::open(ca.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!cfd) return Error::FromErrno("write the box's CA bundle to " + ca);
+    LSB_TRY(WriteAll(cfd.get(), EgressCaBundle(setup_.egress_ca_pem)));
+  }
   std::string path = setup_.job_dir + "/" + n;
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
   if (!fd) return Error::FromErrno("write the program to " + path);
@@ -113,6 +120,7 @@ Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nof
   std::map<std::string, std::string> env =
       RunEnvironment(spec.env, setup_.image_env, workdir, [](const std::string& w) { Diag(w); });
   AddEgressProxyEnv(env, setup_.egress_proxy);
+  if (!setup_.egress_ca_pem.empty()) AddEgressCaEnv(env, setup_.job_dir + "/" + kEgressCaFileName);
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
   // A bare name on the run's PATH; a path the image lacks by its name on the image's PATH, as
   // the allowlist was resolved (command_path.h), and argv[0] says where it runs from.

@@ -200,8 +200,12 @@ class Explainer {
           No("not enforced by the docker backend yet"));
     if (!p_.network_secrets.empty())
       Add("network.secrets", std::to_string(p_.network_secrets.size()) + " header(s)", "network.secrets",
-          No("header injection is not implemented yet (docs/network.md); a policy with secrets is refused"),
-          No("header injection is not implemented yet"));
+          Yes("the egress proxy adds each header to plain-HTTP requests for its host only, the value filled at box "
+              "start from --secrets-file or the daemon's environment (a missing variable refuses the box) and "
+              "masked in what that host sends back; it never enters the box, events or logs. Over HTTPS the "
+              "proxy terminates TLS with a per-box CA whose certificate (not key) the box trusts, and verifies "
+              "the upstream's certificate against the host's store (docs/network.md)"),
+          No("not enforced by the docker backend yet"));
   }
 
   void Commands() {

@@ -81,6 +81,10 @@ struct BoxSetup {
   // With the network on through the egress proxy (native backend): kEgressProxyAddress. init then
   // refuses, with a network_attempt alert, every inet destination but this one. "" otherwise.
   std::string egress_proxy;
+  // With network.secrets: the box CA's certificate (PEM; never its key), which init adds to the
+  // trust bundle it writes for the program (egress_env.h), so the proxy can terminate TLS to the
+  // secrets' hosts. "" otherwise.
+  std::string egress_ca_pem;
 };
 // The largest number of layers an image root may have: overlayfs itself stacks at most 500 lower
 // layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
@@ -89,7 +93,7 @@ inline constexpr size_t kMaxImageLayers = 128;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs,
                                                 job_dir, hostname, network_enabled, allow, deny,
                                                 uid, gid, trace, gvisor_accept_weaker,
-                                                layers, image_env, image_workdir, egress_proxy)
+                                                layers, image_env, image_workdir, egress_proxy, egress_ca_pem)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <set>
 
+#include "policy/network_rules.h"
 #include "policy/units.h"
 
 namespace lsb::server {
@@ -313,6 +314,14 @@ json PolicyJson(const Policy& p) {
                      {"nosuid", t.nosuid}, {"nodev", t.nodev}, {"options", t.options}});
   json langs = json::object();
   for (const auto& [name, l] : p.languages) langs[name] = {{"command", l.command}, {"file_name", l.file_name}};
+  // A secret's host, header and the variables it names: never the value as written, in case it
+  // holds a literal part.
+  json secrets = json::array();
+  for (const auto& s : p.network_secrets) {
+    auto vars = SecretVariables(s.value);
+    secrets.push_back({{"host", s.host}, {"header", s.header},
+                       {"variables", vars.ok() ? json(*vars) : json::array()}});
+  }
   return {{"version", p.version},
           {"name", p.name},
           {"description", p.description},
@@ -321,7 +330,8 @@ json PolicyJson(const Policy& p) {
           {"container",
            {{"image", p.image}, {"read_only", p.read_only}, {"tmpfs", tmpfs}, {"user_namespace", p.user_namespace},
             {"seccomp", p.seccomp}, {"uid", p.uid}, {"gid", p.gid}, {"workdir", p.workdir}, {"env", p.env}}},
-          {"network", {{"enabled", p.network_enabled}}},
+          {"network",
+           {{"enabled", p.network_enabled}, {"allow", p.network_allow}, {"deny", p.network_deny}, {"secrets", secrets}}},
           {"commands", {{"allow", p.allow}, {"deny", p.deny}, {"allow_presets", p.allow_presets}}},
           {"languages", langs},
           {"default_language", p.default_language},

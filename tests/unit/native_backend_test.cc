@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <fcntl.h>
 #include <linux/nsfs.h>
@@ -115,16 +117,22 @@ TEST(NativeBackend, NetworkEnabledIsTheEgressProxyNeverTheHostsNamespace) {
   EXPECT_NE(*b.BoxShape(p, {}), *b.BoxShape(other, {}));
 }
 
-TEST(NativeBackend, NetworkSecretsAreRefusedUntilInjected) {
+TEST(NativeBackend, NetworkSecretsAreEnforcedByTheProxyAndPartOfTheBoxShape) {
   NativeBackend b;
   Policy p = HostPolicy();
   p.network_enabled = true;
   p.network_allow = {"api.example.com"};
   p.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "Bearer ${T}"}};
-  auto st = b.Check(p);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("network.secrets"), std::string::npos) << st.error().message;
-  EXPECT_FALSE(b.PlanLaunch(p).refused.empty());
+  bool found = false;
+  for (const auto& c : b.Explain(p))
+    if (c.control == "network.secrets") found = c.enforced;
+  EXPECT_TRUE(found);
+  LaunchPlan plan = b.PlanLaunch(p);
+  EXPECT_TRUE(plan.refused.find("network.secrets") == std::string::npos) << plan.refused;
+  ASSERT_EQ(plan.egress.secrets.size(), 1u);
+  Policy other = p;
+  other.network_secrets[0].value = "Bearer ${U}";
+  EXPECT_NE(*b.BoxShape(p, {}), *b.BoxShape(other, {}));
 }
 
 // A box whose "init" is /bin/cat: it echoes the stream, so the outer box can be inspected live.
@@ -296,16 +304,16 @@ TEST_F(RootBox, SetupLargerThanTheSocketBufferStillArrivesWhole) {
   EXPECT_EQ(first->payload, payload);
 }
 
-TEST_F(RootBox, NetworkSecretsAreRefusedAtStart) {
-  // Fail closed: Start never makes a box whose network the policy wants but the backend will not
-  // give as asked (here: headers it cannot inject yet).
+TEST_F(RootBox, AMissingSecretVariableRefusesTheBox) {
+  // Fail closed: never a box whose requests would go without the header the policy wants.
+  ::unsetenv("LSB_UT_UNSET_SECRET");
   Policy p = HostPolicy();
   p.network_enabled = true;
   p.network_allow = {"api.example.com"};
-  p.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "Bearer ${T}"}};
+  p.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "Bearer ${LSB_UT_UNSET_SECRET}"}};
   auto box = backend_->Start(p, {});
   ASSERT_FALSE(box.ok());
-  EXPECT_NE(box.error().message.find("network.secrets"), std::string::npos) << box.error().message;
+  EXPECT_NE(box.error().message.find("${LSB_UT_UNSET_SECRET}"), std::string::npos) << box.error().message;
 }
 
 // The box's network namespace is its own and listens only on the egress proxy's address, made by

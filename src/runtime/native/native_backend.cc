@@ -15,6 +15,7 @@
 #include "runtime/native/launcher.h"
 #include "runtime/native/native_box.h"
 #include "egress/egress_proxy.h"
+#include "egress/secrets.h"
 
 namespace lsb::native {
 namespace {
@@ -98,8 +99,12 @@ std::vector<ControlSupport> NativeBackend::PlanControls(const Policy& policy) co
         std::string("a new, empty network namespace (loopback only, ") + (opts_.loopback_up ? "up" : "down") +
             ") + init's seccomp/connect watch");
   if (!policy.network_secrets.empty())
-    add("network.secrets", false,
-        "header injection by the egress proxy is not implemented yet; remove network.secrets (docs/network.md)");
+    add("network.secrets", true,
+        "the egress proxy adds " + std::to_string(policy.network_secrets.size()) +
+            " header(s) to plain-HTTP requests for their hosts, values from --secrets-file or this process's "
+            "environment (never the box's), masked in what those hosts send back; over HTTPS the proxy "
+            "terminates TLS with the box's own CA (made at box start, only its certificate in the box's trust "
+            "bundle) and verifies the upstream against the host's trust store");
   return out;
 }
 
@@ -184,7 +189,6 @@ std::string NativeBackend::RefusalFix(const Policy& policy) const {
   if (policy.runtime == "runsc")
     return "run the daemon with --backend docker on an engine where gVisor's runtime runsc is registered "
            "(scripts/ensure-docker.sh adds it)";
-  if (!policy.network_secrets.empty()) return "remove network.secrets: the egress proxy does not inject headers yet";
   return Backend::RefusalFix(policy);
 }
 
@@ -192,7 +196,8 @@ LaunchPlan NativeBackend::PlanLaunch(const Policy& policy) const {
   LaunchPlan plan;
   plan.limits = LimitsFor(policy, opts_);
   plan.new_net = true;
-  if (policy.network_enabled) plan.egress = EgressPlan{true, policy.network_allow, policy.network_deny};
+  if (policy.network_enabled)
+    plan.egress = EgressPlan{true, policy.network_allow, policy.network_deny, policy.network_secrets};
   if (auto st = Refusal(policy, PlanControls(policy)); !st.ok()) plan.refused = st.error().message;
   return plan;
 }
@@ -221,6 +226,28 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
 
 Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
+  // Before anything starts: a secret that cannot be filled refuses the box (never a request
+  // without the header it expects).
+  std::vector<egress::HeaderSecret> secrets;
+  if (!plan.egress.secrets.empty()) {
+    std::map<std::string, std::string> file_values;
+    if (!opts_.egress.secrets_file.empty()) {
+      LSB_ASSIGN_OR_RETURN(file_values, egress::ReadSecretsFile(opts_.egress.secrets_file));
+    }
+    LSB_ASSIGN_OR_RETURN(secrets, egress::ResolveSecrets(plan.egress.secrets, file_values, opts_.egress.secrets_file));
+  }
+  // The box's own CA, for HTTPS to the secrets' hosts: its certificate goes to init, its key stays here.
+  std::shared_ptr<egress::BoxCa> ca;
+  protocol::BoxSetup box_setup = setup;
+  if (!secrets.empty()) {
+    std::vector<std::string> hosts;
+    for (const auto& s : secrets)
+      if (std::find(hosts.begin(), hosts.end(), s.host) == hosts.end()) hosts.push_back(s.host);
+    auto made = egress::BoxCa::Create(hosts);
+    if (!made.ok()) return made.error().Wrap("make the box's CA for network.secrets over HTTPS");
+    ca = std::move(*made);
+    box_setup.egress_ca_pem = ca->cert_pem();
+  }
   // Before the root is mounted: from here on the store keeps the image's layers (store_lease.h).
   auto lease = image::ImageLease::Take(setup.layers);
   if (!lease.ok()) return lease.error();
@@ -234,7 +261,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   // Host-level per-user charges of this box go to an owner uid of its own, not to root's.
   if (Privileged()) lo.ns_owner = PickBoxOwner(OwnerBase(opts_), opts_.owner_id_count);
   lo.user_limits = DefaultBoxUserLimits();
-  lo.first_frames = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(setup).dump());
+  lo.first_frames = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(box_setup).dump());
   // While init's process makes its namespaces: the box's groups, joined by init's process itself
   // for v1 (launcher.h), by pid for v2.
   std::unique_ptr<BoxCgroups> cgroups;
@@ -257,7 +284,8 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   std::unique_ptr<egress::EgressProxy> proxy;
   if (plan.egress.enabled) {
     LSB_ASSIGN_OR_RETURN(egress::EgressRules rules, egress::EgressRules::Parse(plan.egress.allow, plan.egress.deny));
-    auto made = egress::EgressProxy::Create(std::move(launched->egress_listener), std::move(rules), opts_.egress);
+    auto made = egress::EgressProxy::Create(std::move(launched->egress_listener), std::move(rules), opts_.egress,
+                                            std::move(secrets), std::move(ca));
     if (!made.ok()) return made.error().Wrap("start the box's egress proxy");
     proxy = std::move(*made);
   }

@@ -53,8 +53,21 @@ struct NativeOptions {
 struct EgressPlan {
   bool enabled = false;
   std::vector<std::string> allow, deny;
+  std::vector<NetworkSecret> secrets;  // as written (${VAR} unresolved): resolved at each Launch
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EgressPlan, enabled, allow, deny)
+inline void to_json(nlohmann::json& j, const EgressPlan& p) {
+  nlohmann::json secrets = nlohmann::json::array();
+  for (const NetworkSecret& s : p.secrets) secrets.push_back({s.host, s.header, s.value});
+  j = {{"enabled", p.enabled}, {"allow", p.allow}, {"deny", p.deny}, {"secrets", secrets}};
+}
+inline void from_json(const nlohmann::json& j, EgressPlan& p) {
+  j.at("enabled").get_to(p.enabled);
+  j.at("allow").get_to(p.allow);
+  j.at("deny").get_to(p.deny);
+  p.secrets.clear();
+  for (const auto& s : j.value("secrets", nlohmann::json::array()))
+    p.secrets.push_back(NetworkSecret{s.at(0).get<std::string>(), s.at(1).get<std::string>(), s.at(2).get<std::string>()});
+}
 
 // What Launch builds a box from besides init's setup, derived from the policy by PlanLaunch: the
 // only way a policy reaches Launch, so BoxShape, which serializes it whole, sees everything a box

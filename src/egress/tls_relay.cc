@@ -1,0 +1,92 @@
+#include "egress/tls_relay.h"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <vector>
+
+namespace lsb::egress {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Side {
+  TlsEnd* from;
+  TlsEnd* to;
+  StreamMask* mask;
+  uint64_t total = 0;
+  bool closed = false;
+};
+
+// Everything `s.from` has decrypted now goes to `s.to`. False (with `why`) when the relay must end
+// badly; `s.closed` once the sender closed (its close passed on).
+bool Pass(Side& s, const RelayLimits& l, std::string* why) {
+  std::vector<char> buf(16 << 10);
+  auto deadline = Clock::now() + std::chrono::milliseconds(l.idle_timeout_ms);
+  for (;;) {
+    auto got = s.from->TryRead(buf.data(), buf.size());
+    if (!got.ok() && got.error().code == ErrorCode::kEof) {
+      if (s.mask) (void)s.to->Write(s.mask->Flush(), deadline);
+      s.to->Close(deadline);
+      s.closed = true;
+      return true;
+    }
+    if (!got.ok()) {
+      *why = got.error().message;
+      return false;
+    }
+    if (*got == 0) return true;
+    const uint64_t n = *got;
+    if (l.bytes_used && l.max_bytes && l.bytes_used->fetch_add(n) + n > l.max_bytes) {
+      *why = "byte limit per execution (" + std::to_string(l.max_bytes) + " bytes) reached";
+      return false;
+    }
+    s.total += n;
+    std::string_view data(buf.data(), *got);
+    std::string masked;
+    if (s.mask) data = masked = s.mask->Feed(data);
+    if (auto st = s.to->Write(data, deadline); !st.ok()) {
+      *why = st.error().message;
+      return false;
+    }
+  }
+}
+
+}  // namespace
+
+RelayResult RelayTls(TlsEnd& client, TlsEnd& upstream, const RelayLimits& limits, const Waits& w) {
+  Side up{&client, &upstream, nullptr}, down{&upstream, &client, limits.mask_down};
+  RelayResult r;
+  // What the ends decrypted already (the rest of a first read) goes first.
+  bool ok = Pass(up, limits, &r.ended) && Pass(down, limits, &r.ended);
+  while (ok && !down.closed) {
+    pollfd p[3];
+    int n = 0, ui = -1, di = -1;
+    if (!up.closed) p[ui = n++] = {client.fd(), POLLIN, 0};
+    p[di = n++] = {upstream.fd(), POLLIN, 0};
+    p[n++] = {w.stop_fd, POLLIN, 0};
+    int rc = ::poll(p, static_cast<nfds_t>(n), static_cast<int>(limits.idle_timeout_ms));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) {
+      r.ended = rc == 0 ? "idle timeout (" + std::to_string(limits.idle_timeout_ms) + " ms)" : "poll failed";
+      break;
+    }
+    if (p[n - 1].revents & POLLIN) {
+      r.ended = "the proxy stopped";
+      break;
+    }
+    for (auto [side, idx] : {std::pair{&up, ui}, std::pair{&down, di}}) {
+      if (!ok || idx < 0 || !p[idx].revents) continue;
+      if (auto st = side->from->Receive(); !st.ok()) {
+        r.ended = st.error().message;
+      }
+      ok = Pass(*side, limits, &r.ended);
+    }
+  }
+  r.up = up.total;
+  r.down = down.total;
+  return r;
+}
+
+}  // namespace lsb::egress
