@@ -8,7 +8,7 @@
 # Every name starts with $LSB_SWARM_PREFIX (default lsw), so `down` finds leftovers of runs that
 # were killed before their trap ran.
 #
-#   swarm_nodes.sh up N        start N engines, swarm init on the first, join the others (managers)
+#   swarm_nodes.sh up N        start N engines, swarm init on the first, join the others
 #   swarm_nodes.sh env         print NODES / DIR / SUBNET lines for the caller to source
 #   swarm_nodes.sh down        stop every engine and remove every namespace, link and directory
 #   swarm_nodes.sh stop-node I stop node I's engine (SIGTERM then SIGKILL) and pull its link
@@ -85,7 +85,10 @@ up() {
   for ((i = 1; i <= n; i++)); do start_node "$i"; done
   for ((i = 1; i <= n; i++)); do wait_node "$i"; done
   ndocker 1 swarm init --advertise-addr "$(node_addr 1)" --listen-addr "$(node_addr 1):2377" >/dev/null
-  local tok; tok=$(ndocker 1 swarm join-token -q manager)
+  # Three or more nodes join as managers (the swarm survives losing one); with two, a second
+  # manager would make losing either one lose the quorum, so it joins as a worker.
+  local role=worker; ((n >= 3)) && role=manager
+  local tok; tok=$(ndocker 1 swarm join-token -q "$role")
   for ((i = 2; i <= n; i++)); do
     ndocker "$i" swarm join --token "$tok" --advertise-addr "$(node_addr "$i")" \
       --listen-addr "$(node_addr "$i"):2377" "$(node_addr 1):2377" >/dev/null

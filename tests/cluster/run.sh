@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The cluster test (docs/scale-out.md): a swarm of Docker engines on this machine
+# (swarm_nodes.sh), the images built into the first node and `docker save | docker load`ed into
+# the others, the stack of deploy/swarm/ deployed, then swarm_check.py's promises.
+#
+#   tests/cluster/run.sh --full      3 nodes, 300 executions from 16 clients, 10 sessions x 20
+#   tests/cluster/run.sh --reduced   2 nodes, 60 executions from 8 clients, 4 sessions x 5 (CTest)
+#
+# Exit 77 (skipped) without root, dockerd, haproxy or a build. Bounded: the whole run is under
+# `timeout` (LSB_CLUSTER_TIMEOUT seconds), and every namespace, link, engine and directory is
+# removed afterwards, on failure too (a trap; swarm_nodes.sh down also finds leftovers of killed
+# runs by their name prefix). One run at a time on a machine (a lock).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+build=${LSB_BUILD_DIR:-$src/build}
+form=${1:---reduced}
+case $form in
+  --full) nodes=3 execs=300 clients=16 sessions=10 steps=20 limit=${LSB_CLUSTER_TIMEOUT:-900} ;;
+  --reduced) nodes=2 execs=60 clients=8 sessions=4 steps=5 limit=${LSB_CLUSTER_TIMEOUT:-300} ;;
+  *) echo "usage: $0 --full|--reduced" >&2; exit 2 ;;
+esac
+skip() { echo "SKIP: $*"; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, dockerd)"
+for t in dockerd docker ip nsenter unshare iptables haproxy flock timeout; do
+  command -v "$t" >/dev/null || skip "needs $t (the haproxy package: scripts/install-deps.sh --cluster)"
+done
+[[ -x $build/llm-sandbox && -x $build/llm-sandbox-init ]] || skip "no build in $build"
+
+if [[ -z ${LSW_UNDER_TIMEOUT:-} ]]; then
+  export LSW_UNDER_TIMEOUT=1
+  exec flock /tmp/lsw-swarm.lock timeout --kill-after=30 "$limit" "$0" "$@"
+fi
+
+nodes_sh=$here/swarm_nodes.sh
+cleanup() {
+  local rc=$?
+  [[ $rc -eq 0 ]] || { echo "--- failed (rc $rc): node logs' tails" >&2; for f in /tmp/lsw-swarm/n*/dockerd.log; do
+    [[ -f $f ]] && grep -v 'kernel parameter\|level=info' "$f" | tail -n 5 >&2; done; }
+  "$nodes_sh" down || true
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+t0=$(date +%s)
+"$nodes_sh" up "$nodes"
+eval "$("$nodes_sh" env)"
+sock() { echo "$LSW_DIR/n$1/run/docker.sock"; }
+
+# The images, built into node 1 from this machine's files (no registry), then carried over.
+export DOCKER_HOST=unix://$(sock 1)
+"$src/scripts/build-test-image.sh" >/dev/null
+"$src/scripts/build-orchestrator-image.sh" "$build" >/dev/null
+"$src/scripts/build-haproxy-image.sh" >/dev/null
+images=(llm-sandbox/python:3.11-test llmsandbox/orchestrator:latest llmsandbox/haproxy:latest)
+docker save -o "$LSW_DIR/images.tar" "${images[@]}"
+pids=()
+for ((i = 2; i <= nodes; i++)); do docker -H "unix://$(sock "$i")" load -q -i "$LSW_DIR/images.tar" >/dev/null & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; done
+rm -f "$LSW_DIR/images.tar"
+t_images=$(date +%s)
+
+LSB_DEPLOY_DIR=$LSW_DIR/deploy "$src/deploy/swarm/deploy.sh" lsb >/dev/null
+token=$(head -n 1 "$LSW_DIR/deploy/tokens")
+
+# Ready: every node's daemon answers /readyz directly, and every front answers through its port.
+addr() { echo "$LSW_SUBNET.$((10 + $1))"; }
+ready() { curl -fsS -m 2 -o /dev/null "http://$1/readyz"; }
+for ((t = 0; ; t++)); do
+  ok=1
+  for ((i = 1; i <= nodes; i++)); do ready "$(addr "$i"):8080" && ready "$(addr "$i"):8000" || ok=0; done
+  ((ok)) && break
+  if ((t > 180)); then
+    docker service ps --no-trunc lsb_orchestrator lsb_front >&2 || true
+    echo "FAIL: the stack did not become ready within 180s" >&2; exit 1
+  fi
+  sleep 1
+done
+t_ready=$(date +%s)
+echo "cluster: $nodes nodes up, images loaded in $((t_images - t0))s, stack ready in $((t_ready - t_images))s"
+
+node_list=""; sock_list=""
+for ((i = 1; i <= nodes; i++)); do
+  node_list+="${node_list:+,}$LSW_PREFIX-n$i=$(addr "$i")"
+  sock_list+="${sock_list:+,}$LSW_PREFIX-n$i=$(sock "$i")"
+done
+python3 "$here/swarm_check.py" --token "$token" --nodes "$node_list" --socks "$sock_list" \
+  --executions "$execs" --clients "$clients" --sessions "$sessions" --steps "$steps" \
+  --stop-node "$LSW_PREFIX-n$nodes" --stop-cmd "$nodes_sh stop-node $nodes"
+echo "cluster: $form passed in $(($(date +%s) - t0))s"
