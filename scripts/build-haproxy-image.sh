@@ -4,7 +4,7 @@
 # Cached like the orchestrator image: rebuilt only when its inputs' hash changed.
 #
 #   scripts/build-haproxy-image.sh            (LSB_FRONT_TAG=name:tag, default llmsandbox/haproxy:latest)
-# Needs the haproxy package (scripts/install-deps.sh --cluster, or apt-get install haproxy).
+# Needs the haproxy package (scripts/install-deps.sh installs it).
 set -euo pipefail
 tag=${LSB_FRONT_TAG:-llmsandbox/haproxy:latest}
 bin=/usr/sbin/haproxy

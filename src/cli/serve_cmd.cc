@@ -402,6 +402,7 @@ Status SettleNodeName(ServeInputs& in) {
   if (node.empty())
     if (const char* env = std::getenv("LLM_SANDBOX_NODE"); env != nullptr && *env != '\0') node = env;
   if (!node.empty()) {
+    in.c.node_label = true;
     if (fits(node)) return OkStatus();
     return Error{"--node-name / LLM_SANDBOX_NODE '" + node + "': use 1 to 63 letters, digits, - or _"};
   }

@@ -281,7 +281,7 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& confi
     if (!m.ok()) return m.error().Wrap("monitoring");
     core->monitor_ = std::move(*m);
     core->ctx_->monitor = core->monitor_.get();
-    if (!config.node_name.empty()) core->monitor_->metrics().SetConstantLabel("node", config.node_name);
+    if (config.node_label && !config.node_name.empty()) core->monitor_->metrics().SetConstantLabel("node", config.node_name);
   }
   ServerContext& ctx = *core->ctx_;
   AddExecuteRoutes(core->router_, ctx);

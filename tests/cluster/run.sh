@@ -23,7 +23,7 @@ esac
 skip() { echo "SKIP: $*"; exit 77; }
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, dockerd)"
 for t in dockerd docker ip nsenter unshare iptables haproxy flock timeout; do
-  command -v "$t" >/dev/null || skip "needs $t (the haproxy package: scripts/install-deps.sh --cluster)"
+  command -v "$t" >/dev/null || skip "needs $t (scripts/install-deps.sh installs haproxy)"
 done
 [[ -x $build/llm-sandbox && -x $build/llm-sandbox-init ]] || skip "no build in $build"
 
