@@ -23,6 +23,8 @@ class NodeNameTest(unittest.TestCase):
         self.assertEqual(r.status, 200)
         self.assertEqual(r.json()["node"], "edge-7")
         self.assertEqual(r.headers.get("X-LLM-Sandbox-Node"), "edge-7")
+        # the dashboard's overview shows it
+        self.assertEqual(request(self.d.base, "GET", "/v1/overview").json()["node"], "edge-7")
         # errors too: a front logs which node refused
         r = request(self.d.base, "GET", "/v1/no-such-route")
         self.assertEqual(r.headers.get("X-LLM-Sandbox-Node"), "edge-7")
