@@ -45,6 +45,7 @@ backend any
     retries 2
     option redispatch 1
     retry-on conn-failure empty-response 503
+    http-request return status 503 content-type application/json hdr Retry-After 2 string "{\"error\":{\"code\":\"unavailable\",\"message\":\"no llm-sandbox node is serving now (the front found none ready on /readyz); retry later\"}}" if { nbsrv() lt 1 }
 CFG
 for n in "${nodes[@]}"; do echo "    server $n $(addr_of "$n"):$port"; done
 for n in "${nodes[@]}"; do
