@@ -13,6 +13,7 @@ using nlohmann::json;
 
 using session_ops::Conflict;
 using session_ops::Find;
+using session_ops::MissingSession;
 using session_ops::OnSession;
 
 ApiOr<std::string> FilePath(const HttpRequest& req, const sched::Session& s) {
