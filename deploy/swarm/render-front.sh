@@ -26,7 +26,9 @@ defaults
     timeout http-request 10s
     # A daemon is in service while its /readyz answers 200 (503 while it shuts down).
     option httpchk GET /readyz
-    default-server check inter 1s fall 2 rise 1
+    # A node marked down takes its open requests with it: their clients get an error at once
+    # (and retry elsewhere) rather than waiting for "timeout server" on a node that vanished.
+    default-server check inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 
 frontend api
     bind :8000

@@ -17,7 +17,7 @@ build=${LSB_BUILD_DIR:-$src/build}
 form=${1:---reduced}
 case $form in
   --full) nodes=3 execs=300 clients=16 sessions=10 steps=20 limit=${LSB_CLUSTER_TIMEOUT:-900} ;;
-  --reduced) nodes=2 execs=60 clients=8 sessions=4 steps=5 limit=${LSB_CLUSTER_TIMEOUT:-300} ;;
+  --reduced) nodes=2 execs=60 clients=8 sessions=4 steps=5 limit=${LSB_CLUSTER_TIMEOUT:-400} ;;
   *) echo "usage: $0 --full|--reduced" >&2; exit 2 ;;
 esac
 skip() { echo "SKIP: $*"; exit 77; }

@@ -31,9 +31,17 @@ class Cluster:
         self.node_port = node_port
         self.dead = set()  # nodes the test stopped: clients learn it from connection errors
 
-    def request(self, addr, port, method, path, body=None, timeout=120):
-        conn = http.client.HTTPConnection(addr, port, timeout=timeout)
+    # How long a client waits for an answer before it gives up on that node and retries: the
+    # test's programs take milliseconds, so 25 s means the node is gone (one that vanished sends
+    # neither an answer nor a reset; only a timeout tells).
+    ANSWER_TIMEOUT_S = 25
+
+    def request(self, addr, port, method, path, body=None, timeout=ANSWER_TIMEOUT_S):
+        # A node that vanished answers no SYN: connect briefly, then wait long for the answer.
+        conn = http.client.HTTPConnection(addr, port, timeout=2)
         try:
+            conn.connect()
+            conn.sock.settimeout(timeout)
             data = json.dumps(body).encode() if body is not None else None
             headers = {"Authorization": "Bearer " + self.token}
             if data is not None:
@@ -49,7 +57,7 @@ class Cluster:
         finally:
             conn.close()
 
-    def front(self, start, method, path, body=None, budget_s=90):
+    def front(self, start, method, path, body=None, budget_s=120):
         """Through the fronts, starting at node `start`; retries on a connection error or a
         retryable status at the next front. Returns (status, doc, attempts)."""
         deadline = time.monotonic() + budget_s

@@ -106,10 +106,12 @@ stop_pidfile() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+# As a node that loses power or its network: it vanishes from the bridge first (no FIN, no RST
+# to anyone), then its engine and everything in it stop.
 stop_node() {
   local i=$1 nd=$dir/n$1
-  stop_pidfile "$nd/dockerd.pid"
   ip link del "${prefix}v${i}h" 2>/dev/null || true
+  stop_pidfile "$nd/dockerd.pid"
 }
 
 # Everything named by the prefix, whether or not this run made it.
