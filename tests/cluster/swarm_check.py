@@ -195,10 +195,24 @@ def main():
 
     # 2. Sessions through the front keep their state; their requests land on their node.
     sessions = open_sessions(cl, a.sessions)
-    for step in range(1, a.steps + 1):
-        for k, (sid, _) in enumerate(sessions):
-            step_session(cl, k, sid, step)
-    report("sessions", sessions=len(sessions), steps=a.steps,
+    t0 = time.monotonic()
+    broken = []
+
+    def drive(k, sid):  # one client per session, all at once
+        try:
+            for step in range(1, a.steps + 1):
+                step_session(cl, k, sid, step)
+        except SystemExit as e:
+            broken.append(e)
+
+    threads = [threading.Thread(target=drive, args=(k, sid)) for k, (sid, _) in enumerate(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if broken:
+        sys.exit(1)
+    report("sessions", sessions=len(sessions), steps=a.steps, seconds=round(time.monotonic() - t0, 1),
            per_node=dict(collections.Counter(n for _, n in sessions)))
     if a.stop_node not in {n for _, n in sessions}:
         # Round robin puts them everywhere; one more makes sure the stopped node holds one.
