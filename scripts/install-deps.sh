@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev libzstd-dev libssl-dev
   docker-registry skopeo apache2-utils
   python3-cryptography  # the pull tests: a test CA and the token service's JWT signatures
+  haproxy python3-yaml  # the cluster test's front (tests/cluster) and the manifests' syntax check
 )
 
 missing=()

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -32,6 +33,8 @@ constexpr const char* kServeUsage =
     "  --policies DIR           policy directory (default: ./policies or /etc/llm-sandbox/policies)\n"
     "  --default-policy NAME    policy of requests that name none (default code-sandbox)\n"
     "  --images FILE            native backend image map (config/images.yaml)\n"
+    "  --node-name NAME         this daemon's node, named in /readyz, /metrics, results and session ids\n"
+    "                           (letters, digits, - and _; default $LLM_SANDBOX_NODE, else the short hostname)\n"
     "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
     "                           (default: $LLM_SANDBOX_BACKEND, else auto)\n"
     "  --pool-size N            warm boxes kept started per policy, whatever the backend (default 2; 0 = none)\n"
@@ -205,6 +208,7 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   if (o.Is("--default-policy")) return c.limits.default_policy = v, true;
   if (o.Is("--images")) return c.images_file = v, true;
   if (o.Is("--backend")) return c.backend = v, true;
+  if (o.Is("--node-name")) return c.node_name = v, true;
   if (o.Is("--init")) return c.init_path = v, true;
   if (o.Is("--store")) return c.image_store = v, true;
   for (const auto& flag : RegistryFlagNames())
@@ -411,6 +415,31 @@ Status SettleTokens(ServeInputs& in) {
   return OkStatus();
 }
 
+// --node-name, else $LLM_SANDBOX_NODE, else the hostname up to its first dot. A name given is
+// checked (it goes into session ids and HTTP headers); a hostname is made to fit.
+Status SettleNodeName(ServeInputs& in) {
+  auto fits = [](const std::string& n) {
+    if (n.empty() || n.size() > 63) return false;
+    for (char ch : n)
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) return false;
+    return true;
+  };
+  std::string& node = in.c.node_name;
+  if (node.empty())
+    if (const char* env = std::getenv("LLM_SANDBOX_NODE"); env != nullptr && *env != '\0') node = env;
+  if (!node.empty()) {
+    in.c.node_label = true;
+    if (fits(node)) return OkStatus();
+    return Error{"--node-name / LLM_SANDBOX_NODE '" + node + "': use 1 to 63 letters, digits, - or _"};
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return Error{"--node-name: no hostname; give one"};
+  node = std::string(host).substr(0, std::string(host).find('.')).substr(0, 63);
+  for (char& ch : node)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '-';
+  return OkStatus();
+}
+
 // --webhook-secret-file or $LLM_SANDBOX_WEBHOOK_SECRET.
 Status SettleWebhookSecret(ServeInputs& in) {
   auto& hooks = in.c.monitor.webhooks;
@@ -457,7 +486,7 @@ int ServeCommand(const Args& args) {
   // The environment gives the default backend (tests pin one this way); --backend overrides it.
   if (const char* env = std::getenv("LLM_SANDBOX_BACKEND"); env != nullptr && *env != '\0') in.c.backend = env;
   if (auto rc = ParseServeArgs(args, in)) return *rc;
-  for (auto settle : {SettleTokens, SettleWebhookSecret, SettleBodyLimits})
+  for (auto settle : {SettleTokens, SettleWebhookSecret, SettleBodyLimits, SettleNodeName})
     if (auto st = settle(in); !st.ok()) return Bad(st.error().message);
   SettleAuditLog(in);
   return server::RunDaemon(std::move(in.c));

@@ -51,6 +51,7 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
   <span class="stat">recent <b id="n-recent">0</b></span>
   <span class="stat">alerts <b id="n-alerts">0</b></span>
   <span class="stat">you <b id="n-owner">-</b></span>
+  <span class="stat">node <b id="n-node">-</b></span>
 </header>
 <div id="token-box">This daemon wants a bearer token:
   <input id="token" type="password" size="40"> <button id="token-save">use</button></div>
@@ -181,6 +182,7 @@ async function loadHistory(reset) {
 
 function renderTotals(o) {
   const d = o.daemon || {}, h = o.host || {}, x = o.executor || {}, s = o.sessions || {};
+  $("n-node").textContent = o.node || "-";
   $("t-daemon-cpu").textContent = pct(d.cpu_percent);
   $("t-daemon-mem").textContent = mib(d.rss_bytes) + " RSS, " + (num(d.threads) == null ? "-" : d.threads) + " threads";
   $("t-host-cpu").textContent = pct(h.cpu_percent);

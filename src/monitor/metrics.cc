@@ -101,18 +101,29 @@ double Metrics::Get(const std::string& name, const Labels& labels) const {
   return v == it->second.values.end() ? 0 : v->second;
 }
 
+void Metrics::SetConstantLabel(const std::string& name, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  constant_ = name + "=\"" + EscapeLabel(value) + "\"";
+}
+
 std::string Metrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
+  // A stored label set ("" or "{a="x"}") with the constant label first.
+  auto with_constant = [this](const std::string& labels) -> std::string {
+    if (constant_.empty()) return labels;
+    return labels.empty() ? "{" + constant_ + "}" : "{" + constant_ + "," + labels.substr(1);
+  };
   std::string out;
   for (const auto& [name, f] : families_) {
     out += "# HELP " + name + " " + f.help + "\n";
     out += "# TYPE " + name + " " + TypeName(f.type) + "\n";
     if (f.type != MetricType::kHistogram) {
-      if (f.values.empty() && f.type == MetricType::kGauge) out += name + " 0\n";
-      for (const auto& [labels, v] : f.values) out += name + labels + " " + Number(v) + "\n";
+      if (f.values.empty() && f.type == MetricType::kGauge) out += name + with_constant("") + " 0\n";
+      for (const auto& [stored, v] : f.values) out += name + with_constant(stored) + " " + Number(v) + "\n";
       continue;
     }
-    for (const auto& [labels, h] : f.histograms) {
+    for (const auto& [stored, h] : f.histograms) {
+      const std::string labels = with_constant(stored);
       // The rendered label set is "{a="x"}" or ""; bucket lines add le= to it.
       std::string inner = labels.empty() ? "" : labels.substr(1, labels.size() - 2);
       auto with_le = [&](const std::string& le) {

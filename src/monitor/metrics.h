@@ -28,6 +28,9 @@ class Metrics {
   // The value of a counter or gauge (0 when never touched); for tests and the dashboard.
   double Get(const std::string& name, const Labels& labels = {}) const;
   std::string Render() const;
+  // A label put on every rendered series (the daemon's node, so one Prometheus can scrape a
+  // cluster's daemons); the stored series and Get() do not carry it.
+  void SetConstantLabel(const std::string& name, const std::string& value);
 
  private:
   struct Histogram {
@@ -46,6 +49,7 @@ class Metrics {
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;
+  std::string constant_;  // rendered: name="value", or ""
 };
 
 // Label values escaped as the format requires (\\, \", \n).

@@ -11,7 +11,10 @@ SessionManager::SessionManager(size_t max_sessions) : max_sessions_(max_sessions
 
 SessionManager::~SessionManager() { Shutdown(); }
 
-std::string SessionManager::NewId() { return RandomHex("ses-", 8); }
+std::string SessionManager::NewId() const {
+  std::string id = RandomHex("ses-", 8);
+  return node_.empty() ? id : id + "-" + node_;
+}
 
 size_t SessionManager::count() const {
   std::lock_guard<std::mutex> lock(mu_);

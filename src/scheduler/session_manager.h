@@ -27,7 +27,10 @@ class SessionManager {
   size_t max_sessions() const { return max_sessions_; }
   size_t count() const;
   // A fresh id ("ses-" + 16 hex digits).
-  static std::string NewId();
+  // "ses-<16 hex>", then "-<node>" when the manager has a node tag (set_node): a front routes a
+  // session's requests to its node by the id alone (deploy/swarm/haproxy.cfg).
+  std::string NewId() const;
+  void set_node(std::string node) { node_ = std::move(node); }
   // False when the manager is full or shut down (the session is then closed by its destructor).
   bool Add(std::shared_ptr<Session> s);
   // Lookups see only the sessions of `owner` (server/owner.h): another owner's session is absent,
@@ -44,6 +47,7 @@ class SessionManager {
  private:
   void Reap();
   const size_t max_sessions_;
+  std::string node_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;

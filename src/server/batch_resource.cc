@@ -102,7 +102,7 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
     waiters.emplace_back([&, i] {
       auto r = RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true, "batch");
       if (r.ok()) {
-        results[i] = ExecResultJson(*r, (*plans[i])->policy.name);
+        results[i] = ExecResultJson(*r, (*plans[i])->policy.name, ctx.node);
         FitResultJson(results[i], share);
       } else {
         results[i] = ErrorJson(r.error());

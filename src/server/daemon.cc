@@ -213,6 +213,8 @@ HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const WebGuard& 
       r = router.Dispatch(req, out);
     }
     if (!r.streamed) r.response.headers.insert(r.response.headers.end(), cors.begin(), cors.end());
+    // Which node answered, on every answer (errors too): what a front or a client logs.
+    if (!r.streamed && !ctx.node.empty()) r.response.headers.emplace_back("X-LLM-Sandbox-Node", ctx.node);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
     if (ctx.monitor)
       ctx.monitor->HttpRequest(RouteLabel(req.path), r.streamed ? 200 : r.response.status,
@@ -280,6 +282,7 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& confi
     if (!m.ok()) return m.error().Wrap("monitoring");
     core->monitor_ = std::move(*m);
     core->ctx_->monitor = core->monitor_.get();
+    if (config.node_label && !config.node_name.empty()) core->monitor_->metrics().SetConstantLabel("node", config.node_name);
   }
   ServerContext& ctx = *core->ctx_;
   AddExecuteRoutes(core->router_, ctx);
@@ -301,6 +304,7 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   jobs_ = std::make_unique<BackgroundJobs>();
   executor_ = std::make_unique<sched::Executor>(workers, c.queue ? c.queue : 4 * workers);
   sessions_ = std::make_unique<sched::SessionManager>(c.max_sessions);
+  sessions_->set_node(c.node_name);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
@@ -312,6 +316,7 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
     paused_ = std::make_unique<sched::PausedSessions>(paused_dir, c.max_paused);
     ctx_->paused = paused_.get();
   }
+  ctx_->node = c.node_name;
 }
 
 DaemonCore::~DaemonCore() {

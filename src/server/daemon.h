@@ -32,6 +32,12 @@ struct DaemonConfig {
   std::string image_store;
   image::PullOptions pull;
   std::string backend = "auto";
+  // The node this daemon runs on (--node-name, $LLM_SANDBOX_NODE, else the hostname): named in
+  // /readyz, /metrics, every result and every session id (docs/scale-out.md).
+  std::string node_name;
+  // Given (not the hostname default): every /metrics series carries node="<name>" too, so one
+  // Prometheus tells a cluster's daemons apart; a lone daemon's series stay as they were.
+  bool node_label = false;
   std::string init_path;
   // Warm boxes kept per policy, whatever the backend (--pool-size, alias --native-pool; 0 = none):
   // kept by the backend when it pools itself (Docker's containers), else by the one-shot pool.

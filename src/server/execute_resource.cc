@@ -55,7 +55,7 @@ Reply Stream(ServerContext& ctx, const ExecutionPlan& plan, ResponseStream& out)
   std::thread runner([&] {
     auto r = RunPlan(ctx, plan, cb);
     if (r.ok()) {
-      queue.Finish(SseEvent("result", ExecResultJson(*r, plan.policy.name)));
+      queue.Finish(SseEvent("result", ExecResultJson(*r, plan.policy.name, ctx.node)));
     } else if (queue.ever_pushed()) {
       queue.Finish(SseEvent("error", ErrorJson(r.error())));
     } else {
@@ -123,7 +123,7 @@ void AddExecuteRoutes(Router& router, ServerContext& ctx) {
     }
     auto r = RunPlan(ctx, *plan);
     if (!r.ok()) return ErrorResponse(r.error());
-    HttpResponse res = JsonResponse(200, ExecResultJson(*r, plan->policy.name));
+    HttpResponse res = JsonResponse(200, ExecResultJson(*r, plan->policy.name, ctx.node));
     res.headers.emplace_back("X-Execution-Id", plan->execution_id);
     return res;
   });

@@ -15,6 +15,7 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
     // Whoever keeps the warm boxes (the backend, or the one-shot pool); zeros when none does.
     PoolStats pool = sched::WarmPoolStats(ctx.backend, ctx.boxes).value_or(PoolStats{});
     return JsonResponse(200, {{"status", "ready"},
+                              {"node", ctx.node},
                               {"backend", ctx.backend.name()},
                               {"policies", ctx.policies.Snapshot()->size()},
                               {"boxes", ctx.boxes.size()},

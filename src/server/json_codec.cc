@@ -287,9 +287,10 @@ ApiOr<SessionBody> ParseSessionBody(const json& j) {
   return b;
 }
 
-json ExecResultJson(const ExecResult& r, const std::string& policy) {
+json ExecResultJson(const ExecResult& r, const std::string& policy, const std::string& node) {
   json j = r.ToJson();
   j["policy"] = policy;
+  if (!node.empty()) j["node"] = node;
   return j;
 }
 

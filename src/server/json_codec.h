@@ -64,7 +64,8 @@ ApiOr<nlohmann::json> ParseObject(const std::string& body);
 ApiOr<ExecuteBody> ParseExecuteBody(const nlohmann::json& j, bool session, const std::string& where = "");
 ApiOr<SessionBody> ParseSessionBody(const nlohmann::json& j);
 
-nlohmann::json ExecResultJson(const ExecResult& r, const std::string& policy);
+// `node`: the daemon's node name (--node-name), in every result; "" leaves it out.
+nlohmann::json ExecResultJson(const ExecResult& r, const std::string& policy, const std::string& node = "");
 nlohmann::json SessionJson(const sched::SessionInfo& s);
 nlohmann::json PolicyJson(const Policy& p);
 std::string Base64Decode(const std::string& in, bool* ok);

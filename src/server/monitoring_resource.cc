@@ -157,6 +157,7 @@ Reply Overview(ServerContext& ctx, HttpRequest& req) {
   auto choices = FilterChoicesNow(ctx);
   return JsonResponse(
       200, {{"owner", req.owner},
+            {"node", ctx.node},
             {"backend", ctx.backend.name()},
             {"daemon", totals["daemon"]},
             {"host", totals["host"]},

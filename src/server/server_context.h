@@ -48,6 +48,7 @@ struct ServerContext {
   sched::SessionManager& sessions;
   ServerLimits limits;
   std::set<std::string> tokens;           // empty: no auth (loopback only)
+  std::string node;                       // this daemon's node (--node-name): /readyz, /metrics, results
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form

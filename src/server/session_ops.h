@@ -19,9 +19,19 @@ inline ApiError Conflict(const std::string& id) {
   return {ApiCode::kConflict, "session " + id + " is running another operation; wait for it to finish"};
 }
 
+// Why a session is not here. An id naming another node (ses-<hex>-<node>) was sent to the wrong
+// daemon: say which node holds it, so a client or front can route it there.
+inline std::string MissingSession(const ServerContext& ctx, const std::string& id) {
+  const size_t tag = std::string("ses-").size() + 16;
+  if (id.rfind("ses-", 0) == 0 && id.size() > tag + 1 && id[tag] == '-' && id.substr(tag + 1) != ctx.node)
+    return "no session " + id + " on node " + ctx.node + ": it lives on node " + id.substr(tag + 1) +
+           "; send its requests there (the cluster front routes by the id, docs/scale-out.md)";
+  return "no session " + id + " (it may have expired or been deleted)";
+}
+
 inline ApiOr<std::shared_ptr<sched::Session>> Find(ServerContext& ctx, const HttpRequest& req) {
   auto s = ctx.sessions.Get(req.params.at("id"), req.owner);
-  if (!s) return NotFound("no session " + req.params.at("id") + " (it may have expired or been deleted)");
+  if (!s) return NotFound(MissingSession(ctx, req.params.at("id")));
   return s;
 }
 

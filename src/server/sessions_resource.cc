@@ -13,6 +13,7 @@ using nlohmann::json;
 
 using session_ops::Conflict;
 using session_ops::Find;
+using session_ops::MissingSession;
 using session_ops::OnSession;
 
 ApiOr<std::string> FilePath(const HttpRequest& req, const sched::Session& s) {
@@ -49,7 +50,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse({ApiCode::kTooManyRequests, "the daemon holds its maximum of " +
                                                          std::to_string(ctx.sessions.max_sessions()) +
                                                          " sessions; delete one or retry later", 5});
-  std::string id = sched::SessionManager::NewId();
+  std::string id = ctx.sessions.NewId();
   sched::Admission admission;
   std::function<Result<std::shared_ptr<sched::Session>>()> open =
       [&]() -> Result<std::shared_ptr<sched::Session>> {
@@ -67,7 +68,9 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse(ctx.shutting_down ? FromAdmission(sched::Admission::kShuttingDown)
                                            : ApiError{ApiCode::kTooManyRequests, "too many sessions; retry later", 5});
   }
-  HttpResponse res = JsonResponse(201, SessionJson(s->Info()));
+  json created = SessionJson(s->Info());
+  created["node"] = ctx.node;  // where the session lives (its id names it too)
+  HttpResponse res = JsonResponse(201, created);
   res.headers.emplace_back("Location", "/v1/sessions/" + id);
   if (ctx.monitor) ctx.monitor->SessionEvent("session_created", SessionJson(s->Info()), s->owner());
   return res;
@@ -120,7 +123,7 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
     return std::move(*x);
   });
   if (!r.ok()) return ErrorResponse(r.error());
-  return JsonResponse(200, ExecResultJson(*r, session.policy().name));
+  return JsonResponse(200, ExecResultJson(*r, session.policy().name, ctx.node));
 }
 
 ApiError FileOpError(const sched::FileOpResult& f, const std::string& path, uint64_t max) {
@@ -245,7 +248,7 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
   });
   router.Add("DELETE", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
     if (!ctx.sessions.Remove(req.params.at("id"), req.owner))
-      return ErrorResponse(NotFound("no session " + req.params.at("id")));
+      return ErrorResponse(NotFound(MissingSession(ctx, req.params.at("id"))));
     if (ctx.monitor) ctx.monitor->SessionEvent("session_closed", {{"session_id", req.params.at("id")}}, req.owner);
     HttpResponse res;
     res.status = 204;

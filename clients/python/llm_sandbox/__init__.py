@@ -13,7 +13,7 @@ from .aio import AsyncSandboxClient, AsyncSession
 from .client import SandboxClient
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, MethodNotAllowed,
                      NotFound, PayloadTooLarge, PolicyViolation, ProtocolError, RateLimited,
-                     RequestTimedOut, SandboxError, SandboxFailure, ServerError, Unauthorized,
+                     RequestTimedOut, SandboxError, SandboxFailure, ServerError, SessionGone, Unauthorized,
                      Unavailable, UnsupportedMediaType)
 from .handle import AsyncExecutionHandle, ExecutionHandle
 from .session import Session
@@ -21,7 +21,7 @@ from .session import Session
 __all__ = [
     "__version__", "SandboxClient", "Session", "AsyncSandboxClient", "AsyncSession",
     "ExecutionHandle", "AsyncExecutionHandle", "StreamEvent", "output_bytes", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
-    "Unauthorized", "Forbidden", "PolicyViolation", "NotFound", "Conflict", "PayloadTooLarge",
+    "Unauthorized", "Forbidden", "PolicyViolation", "NotFound", "SessionGone", "Conflict", "PayloadTooLarge",
     "RateLimited", "Unavailable", "SandboxFailure", "ServerError", "ConnectionFailed",
     "RequestTimedOut", "ProtocolError", "archive_entry", "DEFAULT_IGNORE",
 ]

@@ -80,6 +80,12 @@ class NotFound(SandboxError):
     default_code = "not_found"
 
 
+class SessionGone(NotFound):
+    """410: the session's node is not serving any more (a cluster front says so, docs/scale-out.md);
+    its state is lost with that node: open a new session."""
+    default_code = "gone"
+
+
 class Conflict(SandboxError):
     """409: the session is busy with another execution."""
     default_code = "conflict"
@@ -127,13 +133,13 @@ class ProtocolError(SandboxError):
 
 _BY_STATUS: Mapping[int, type] = {
     400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 405: MethodNotAllowed,
-    409: Conflict, 413: PayloadTooLarge, 415: UnsupportedMediaType, 429: RateLimited,
+    409: Conflict, 410: SessionGone, 413: PayloadTooLarge, 415: UnsupportedMediaType, 429: RateLimited,
     500: ServerError, 502: SandboxFailure, 503: Unavailable,
 }
 
 _BY_CODE: Mapping[str, type] = {
     "bad_request": BadRequest, "unauthorized": Unauthorized, "forbidden": Forbidden,
-    "not_found": NotFound, "method_not_allowed": MethodNotAllowed, "conflict": Conflict,
+    "not_found": NotFound, "gone": SessionGone, "method_not_allowed": MethodNotAllowed, "conflict": Conflict,
     "payload_too_large": PayloadTooLarge, "unsupported_media_type": UnsupportedMediaType,
     "too_many_requests": RateLimited, "unavailable": Unavailable, "sandbox_error": SandboxFailure,
     "internal": ServerError,

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Writes the front's HAProxy config for the swarm the docker CLI talks to (run on a manager):
+# one backend per node, named by the node's hostname and pointing at the orchestrator port that
+# node publishes, plus "any", every node balanced. Re-run it (and redeploy) when nodes join.
+#
+#   render-front.sh [NODE_PORT] > haproxy.cfg        (NODE_PORT: the orchestrators' port, 8080)
+set -euo pipefail
+port=${1:-${LSB_NODE_PORT:-8080}}
+mapfile -t nodes < <(docker node ls --format '{{.Hostname}}' | sort)
+((${#nodes[@]})) || { echo "render-front: no nodes (is this a swarm manager?)" >&2; exit 1; }
+addr_of() { docker node inspect -f '{{.Status.Addr}}' "$1"; }
+
+cat <<CFG
+# Rendered by deploy/swarm/render-front.sh for ${#nodes[@]} node(s). Do not edit; re-render.
+global
+    maxconn 4096
+    log stderr format short local0 warning
+
+defaults
+    mode http
+    log global
+    option httplog
+    timeout connect 2s
+    timeout client 150s
+    timeout server 150s
+    timeout http-request 10s
+    # A daemon is in service while its /readyz answers 200 (503 while it shuts down).
+    option httpchk GET /readyz
+    # A node marked down takes its open requests with it: their clients get an error at once
+    # (and retry elsewhere) rather than waiting for "timeout server" on a node that vanished.
+    default-server check inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
+
+frontend api
+    bind :8000
+    # A session's requests go to its node: the id is ses-<16 hex>-<node> (docs/scale-out.md).
+    acl session_path path_reg ^/v1/sessions/ses-[0-9a-f]{16}-[A-Za-z0-9_-]+(/|$)
+    http-request set-var(txn.sid) path,field(4,/) if session_path
+    http-request set-var(txn.node) var(txn.sid),bytes(21) if session_path
+    http-request set-header X-LLM-Sandbox-Front %[hostname]
+    use_backend node_%[var(txn.node)] if session_path
+    default_backend any
+
+# One-shot work, new sessions, everything else: any node that is ready. A request that never
+# reached a daemon, or that a stopping daemon refused (503), is tried once more on another node.
+backend any
+    balance roundrobin
+    retries 2
+    option redispatch 1
+    retry-on conn-failure empty-response 503
+    http-request return status 503 content-type application/json hdr Retry-After 2 string "{\"error\":{\"code\":\"unavailable\",\"message\":\"no llm-sandbox node is serving now (the front found none ready on /readyz); retry later\"}}" if { nbsrv() lt 1 }
+CFG
+for n in "${nodes[@]}"; do echo "    server $n $(addr_of "$n"):$port"; done
+for n in "${nodes[@]}"; do
+  cat <<CFG
+
+backend node_$n
+    # The node is not serving: its sessions died with its daemon.
+    http-request return status 410 content-type application/json lf-string "{\\"error\\":{\\"code\\":\\"gone\\",\\"message\\":\\"session %[var(txn.sid)] lived on node $n, which is not serving now (stopped, restarted or left the swarm); a session's state is lost with its node: create a new session\\"}}" if { nbsrv() lt 1 }
+    server $n $(addr_of "$n"):$port
+CFG
+done
