@@ -6,6 +6,7 @@
 // (shell_words.h) and its words run. A command the policy refuses is a permission_denied error
 // with our message, before anything starts. Output is streamed as Connect envelopes as it comes:
 // start, data (base64), end (exit code), keepalives while the program is silent.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
