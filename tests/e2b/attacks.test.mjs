@@ -78,7 +78,10 @@ test("the E2b-Sandbox-Id header does not turn a v1 route into an unauthenticated
   const r = await envd("/v1/sessions", {});
   assert.equal(r.status, 404);
   const list = await fetch(`${daemon.url}/v1/sessions`, { headers: { "E2b-Sandbox-Id": a.id } });
-  assert.equal(list.status, 401);
+  assert.equal(list.status, 502, "no port: not served, and never the v1 route");
+  assert.doesNotMatch(await list.text(), /sessions/);
+  const ported = await fetch(`${daemon.url}/v1/sessions`, { headers: { "E2b-Sandbox-Id": a.id, "E2b-Sandbox-Port": "49983" } });
+  assert.equal(ported.status, 401);
 });
 
 test("another owner's API key neither sees nor kills the sandbox", async () => {

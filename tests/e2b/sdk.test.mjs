@@ -122,7 +122,13 @@ test("runCode keeps variables across calls and reports results and errors", asyn
 });
 
 test("runCode returns a matplotlib figure as a PNG result", async () => {
-  const e = await sbx.runCode("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
+  // Imports in cells of their own: under load (cpu 0.5, load 20) importing numpy alone takes ~10 s,
+  // and each cell has the policy's 30 s; the interpreter keeps the modules between cells.
+  for (const imp of ["import numpy", "import matplotlib", "import matplotlib.pyplot as plt"]) {
+    const i = await sbx.runCode(imp, { timeoutMs: 120_000 });
+    assert.equal(i.error, undefined, `${imp}: ${JSON.stringify(i.error)}`);
+  }
+  const e = await sbx.runCode("plt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
   assert.equal(e.error, undefined, JSON.stringify(e.error));
   const png = e.results.find((r) => r.png);
   assert.ok(png, `a png result: ${JSON.stringify(e.results).slice(0, 200)}`);

@@ -87,8 +87,11 @@ CellReport ParseCellReport(const std::string& out, const std::string& marker) {
   r.stdout_data = out.substr(0, at) + (end == std::string::npos ? "" : out.substr(end + 1));
   if (j.is_discarded() || !j.is_object()) return r;
   r.reported = true;
-  if (j.contains("results") && j["results"].is_array()) r.results = j["results"];
-  if (j.contains("error")) r.error = j["error"];
+  // Written by the box: only well-formed entries are taken.
+  if (j.contains("results") && j["results"].is_array())
+    for (const auto& x : j["results"])
+      if (x.is_object()) r.results.push_back(x);
+  if (j.contains("error") && j["error"].is_object()) r.error = j["error"];
   return r;
 }
 

@@ -94,7 +94,7 @@ ApiOr<ExecRequest> CommandRequest(const Policy& policy, const json& body) {
   const json& p = body["process"];
   if (body.contains("pty") && !body["pty"].is_null())
     return ApiError{ApiCode::kBadRequest, "pty: terminals are not supported here (docs/e2b.md)"};
-  if (body.value("stdin", false) == true)
+  if (body.contains("stdin") && body["stdin"] == true)
     return BadRequest("stdin: a command's stdin cannot be kept open here; pass input in the command line");
   auto argv = Argv(policy, p);
   if (!argv.ok()) return argv.error();

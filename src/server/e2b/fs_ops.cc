@@ -107,8 +107,12 @@ FsAnswer ParseFsAnswer(const std::string& out, const std::string& marker) {
     a.message = j["ok"];
     return a;
   }
-  const json& e = j.value("error", json::object());
-  a.error = {CodeOf(e.value("code", "")), e.value("message", std::string("the operation failed"))};
+  // What the box wrote is not trusted to be well-formed: only strings are taken from it.
+  json e = j.contains("error") && j["error"].is_object() ? j["error"] : json::object();
+  std::string code = e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>() : "";
+  std::string message = e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>()
+                                                                          : "the operation failed";
+  a.error = {CodeOf(code), message};
   return a;
 }
 
