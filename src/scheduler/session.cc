@@ -17,7 +17,9 @@ Session::Session(Backend& backend, BoxRegistry& registry, const Policy& policy, 
       created_wall_(WallClock::now()),
       created_(SteadyClock::now()),
       last_used_(created_),
-      last_used_wall_(created_wall_) {}
+      last_used_wall_(created_wall_),
+      idle_timeout_ms_(config_.idle_timeout_ms),
+      max_lifetime_ms_(config_.max_lifetime_ms) {}
 
 Result<std::unique_ptr<Session>> Session::Open(Backend& backend, BoxRegistry& registry,
                                                const Policy& policy, SessionConfig config, std::string id) {
@@ -71,7 +73,12 @@ Session::~Session() { Close(); }
 uint64_t Session::RemainingLifetimeMs() const {
   auto used = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - created_).count();
   uint64_t u = used > 0 ? static_cast<uint64_t>(used) : 0;
-  return u >= config_.max_lifetime_ms ? 1000 : config_.max_lifetime_ms - u + 1000;
+  uint64_t lifetime;
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    lifetime = max_lifetime_ms_;
+  }
+  return u >= lifetime ? 1000 : lifetime - u + 1000;
 }
 
 void Session::Touch(bool executed) {
@@ -96,7 +103,7 @@ Result<PythonDriver*> Session::Driver() {
   return driver_.get();
 }
 
-Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect) {
+Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect, const RunCallbacks& cb) {
   Touch(false);
   std::string lang = req.language.empty() ? config_.language : req.language;
   Result<ExecResult> r = Error{""};
@@ -110,7 +117,7 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
     if (driver_ && driver_->alive()) driver_->Stop();  // init runs one program at a time
     ExecRequest one = req;
     one.language = lang;
-    r = box_->Run(one);
+    r = box_->Run(one, cb);
   }
   if (r.ok() && !req.collect.empty()) {
     if (!box_->usable()) {
@@ -240,10 +247,10 @@ SessionInfo Session::Info() const {
   i.policy = policy_.name;
   i.language = config_.language;
   i.created_at = created_wall_;
-  auto lifetime_end = created_wall_ + std::chrono::milliseconds(config_.max_lifetime_ms);
   std::lock_guard<std::mutex> lock(info_mu_);
+  auto lifetime_end = created_wall_ + std::chrono::milliseconds(max_lifetime_ms_);
   i.last_used_at = last_used_wall_;
-  i.expires_at = std::min(lifetime_end, last_used_wall_ + std::chrono::milliseconds(config_.idle_timeout_ms));
+  i.expires_at = std::min(lifetime_end, last_used_wall_ + std::chrono::milliseconds(idle_timeout_ms_));
   i.executions = executions_;
   i.resets = resets_;
   i.snapshots = snapshots_;
@@ -261,11 +268,19 @@ void Session::SetBusy(bool busy) {
   busy_ = busy;
 }
 
+void Session::SetDeadline(uint64_t from_now_ms) {
+  std::lock_guard<std::mutex> lock(info_mu_);
+  auto age = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - created_).count();
+  max_lifetime_ms_ = static_cast<uint64_t>(age > 0 ? age : 0) + from_now_ms;
+  // Idle no longer ends it earlier: the deadline alone does (last use is never in the future).
+  idle_timeout_ms_ = max_lifetime_ms_;
+}
+
 bool Session::Expired(SteadyClock::time_point now) const {
   std::lock_guard<std::mutex> lock(info_mu_);
-  if (busy_) return now - created_ > std::chrono::milliseconds(config_.max_lifetime_ms);
-  return now - last_used_ > std::chrono::milliseconds(config_.idle_timeout_ms) ||
-         now - created_ > std::chrono::milliseconds(config_.max_lifetime_ms);
+  if (busy_) return now - created_ > std::chrono::milliseconds(max_lifetime_ms_);
+  return now - last_used_ > std::chrono::milliseconds(idle_timeout_ms_) ||
+         now - created_ > std::chrono::milliseconds(max_lifetime_ms_);
 }
 
 void Session::Close() {

@@ -86,7 +86,8 @@ class Session {
 
   // These need a Use that owns the session.
   // req.collect: the matching files are returned after the run (workspace_io.h).
-  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {});
+  // `cb` gets a command's output as it comes (a program run by init; the interpreter answers whole).
+  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {}, const RunCallbacks& cb = {});
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
   Result<FileOpResult> GetFile(const std::string& path, uint64_t max_bytes);
   // An archive checked on the host (archive_in.h) written under its target.
@@ -107,6 +108,9 @@ class Session {
   const std::string& id() const { return id_; }
   const std::string& owner() const { return config_.owner; }
   const SessionConfig& config() const { return config_; }  // what a fork's children open with
+  // A new end: the session expires `from_now_ms` from now, idle or not (the E2B front door's
+  // sandbox timeout). The interpreter keeps the wall limit it started with until it restarts.
+  void SetDeadline(uint64_t from_now_ms);
   // True when idle past the idle timeout or past the max lifetime.
   bool Expired(std::chrono::steady_clock::time_point now) const;
   // Ends the session: a running operation is killed, the box destroyed. Idempotent.
@@ -145,6 +149,7 @@ class Session {
   uint64_t executions_ = 0;
   bool closed_ = false;
   bool busy_ = false;
+  uint64_t idle_timeout_ms_, max_lifetime_ms_;  // from config_, until SetDeadline
   uint64_t resets_ = 0, snapshots_ = 0;
   std::optional<uint64_t> setup_ms_;
 };

@@ -45,8 +45,13 @@ bool Authorized(const ServerContext& ctx, HttpRequest& req) {
   if (ctx.tokens.empty()) return true;
   std::string h = req.Header("authorization");
   const std::string scheme = "Bearer ";
-  if (h.size() <= scheme.size() || strncasecmp(h.c_str(), scheme.c_str(), scheme.size()) != 0) return false;
-  std::string tok = h.substr(scheme.size());
+  std::string tok;
+  if (h.size() > scheme.size() && strncasecmp(h.c_str(), scheme.c_str(), scheme.size()) == 0) {
+    tok = h.substr(scheme.size());
+  } else {
+    tok = req.Header("x-api-key");  // the E2B SDKs' header for the same token (docs/e2b.md)
+    if (tok.empty()) return false;
+  }
   bool ok = false;
   for (const auto& t : ctx.tokens) ok |= SameToken(tok, t);
   if (ok) req.owner = OwnerOfToken(tok);
@@ -192,12 +197,14 @@ sigset_t BlockDaemonSignals() {
 
 // The front door every request passes: browser rules, the token, shutdown, then the routes; one
 // log line and the HTTP metrics per request.
-HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const WebGuard& web_guard) {
-  return [&ctx, &router, &web_guard](HttpRequest& req, ResponseStream& out) -> Reply {
+HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const e2b::FrontDoor& e2b, const WebGuard& web_guard) {
+  return [&ctx, &router, &e2b, &web_guard](HttpRequest& req, ResponseStream& out) -> Reply {
     auto start = Clock::now();
     Reply r;
     // The dashboard page carries no data (it asks for a token when the daemon has them).
     bool open_route = req.path == "/healthz" || req.path == "/readyz" || req.path == "/";
+    // The E2B data plane carries the sandbox's access token instead, checked by its own router.
+    bool e2b_data = e2b::FrontDoor::IsDataPlane(req);
     // Browser rules first, on every route (web_guard.h): a refused page learns nothing else.
     auto cors = web_guard.CorsHeaders(req);
     for (const auto& [k, v] : cors) out.AddHeader(k, v);
@@ -205,10 +212,12 @@ HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const WebGuard& 
       r = ErrorResponse(*refused);
     } else if (auto preflight = web_guard.Preflight(req)) {
       r = std::move(*preflight);
-    } else if (!open_route && !Authorized(ctx, req)) {
+    } else if (!open_route && !e2b_data && !Authorized(ctx, req)) {
       r = ErrorResponse({ApiCode::kUnauthorized, "a valid 'Authorization: Bearer <token>' header is required"});
     } else if (!open_route && ctx.shutting_down) {
       r = ErrorResponse(FromAdmission(sched::Admission::kShuttingDown));
+    } else if (e2b_data) {
+      r = e2b.Dispatch(req, out);
     } else {
       r = router.Dispatch(req, out);
     }
@@ -293,6 +302,8 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& confi
   AddMonitoringRoutes(core->router_, ctx);
   AddMcpRoutes(core->router_, ctx);
   AddImageRoutes(core->router_, ctx);
+  core->e2b_ = std::make_unique<e2b::FrontDoor>(ctx);
+  core->e2b_->AddControl(core->router_);
   return core;
 }
 
@@ -407,7 +418,7 @@ int RunDaemon(DaemonConfig config) {
 
   WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
   RaiseFdLimit(config.connections.max_total);
-  auto server = HttpServer::Listen(ListenOptions(config), FrontDoor((*core)->context(), (*core)->router(), web_guard));
+  auto server = HttpServer::Listen(ListenOptions(config), FrontDoor((*core)->context(), (*core)->router(), (*core)->e2b(), web_guard));
   if (!server.ok()) return fail(server.error());
   LogListening(config, **core, (*server)->port());
   std::thread acceptor([&] { (*server)->Serve(); });

@@ -16,6 +16,7 @@
 #include "runtime/backend.h"
 #include "scheduler/one_shot_pool.h"
 #include "server/connection_table.h"
+#include "server/e2b/front_door.h"
 #include "server/router.h"
 #include "server/server_context.h"
 
@@ -79,6 +80,8 @@ class DaemonCore {
 
   ServerContext& context() { return *ctx_; }
   const Router& router() const { return router_; }
+  // The E2B front door's data plane (requests with E2b-Sandbox-Id; server/e2b/front_door.h).
+  const e2b::FrontDoor& e2b() const { return *e2b_; }
   Backend& backend() { return *backend_; }
   sched::Executor& executor() { return *executor_; }
   size_t boxes() const { return boxes_.size(); }
@@ -111,6 +114,7 @@ class DaemonCore {
   std::unique_ptr<monitor::Monitor> monitor_;
   image::StoreAndPuller images_;  // empty: no image store here
   Router router_;
+  std::unique_ptr<e2b::FrontDoor> e2b_;
   std::unique_ptr<sched::PausedSessions> paused_;
   // Async batches (they use everything above): joined by FinishWork, else first thing destroyed.
   std::unique_ptr<BackgroundJobs> jobs_;

@@ -1,0 +1,48 @@
+#include "server/e2b/front_door.h"
+
+namespace lsb::server::e2b {
+namespace {
+
+HttpResponse PlainError(int status, const std::string& message) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = nlohmann::json{{"code", status}, {"message", message}}.dump();
+  return r;
+}
+
+}  // namespace
+
+std::optional<SandboxTable::Found> DataTarget(SandboxTable& table, const HttpRequest& req) {
+  std::string id = req.Header("e2b-sandbox-id");
+  std::string token = req.Header("x-access-token");
+  if (id.empty() || token.empty()) return std::nullopt;
+  return table.Authenticate(id, token);
+}
+
+FrontDoor::FrontDoor(ServerContext& ctx) : ctx_(ctx), table_(ctx.sessions) {
+  AddEnvdRoutes(envd_, ctx_, table_);
+  AddEnvdFileRoutes(envd_, ctx_, table_);
+  AddInterpreterRoutes(interpreter_, ctx_, table_);
+}
+
+Reply FrontDoor::Dispatch(HttpRequest& req, ResponseStream& out) const {
+  std::string port = req.Header("e2b-sandbox-port");
+  const Router* router = port == std::to_string(kEnvdPort)          ? &envd_
+                         : port == std::to_string(kInterpreterPort) ? &interpreter_
+                                                                    : nullptr;
+  if (!router)
+    return PlainError(502, "E2b-Sandbox-Port '" + port + "' is not served: this daemon serves envd on " +
+                               std::to_string(kEnvdPort) + " and the code interpreter on " +
+                               std::to_string(kInterpreterPort) + " (docs/e2b.md)");
+  if (req.Header("x-access-token").empty())
+    return PlainError(401, "the data plane needs the sandbox's access token in X-Access-Token (the create "
+                           "answer's envdAccessToken); this daemon creates every sandbox with one");
+  auto target = DataTarget(table_, req);
+  // Unknown id, another sandbox's token and a deleted sandbox answer alike: nothing to probe.
+  if (!target) return PlainError(401, "no sandbox " + req.Header("e2b-sandbox-id") + " with this access token");
+  req.owner = target->record.owner;
+  return router->Dispatch(req, out);
+}
+
+}  // namespace lsb::server::e2b
