@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <filesystem>
 
@@ -40,9 +41,14 @@ std::vector<std::string> StringsOf(const json& j, const char* key) {
 }  // namespace
 
 bool IsSessionId(const std::string& id) {
-  if (id.size() != 20 || id.compare(0, 4, "ses-") != 0) return false;
-  for (size_t i = 4; i < id.size(); ++i)
+  if (id.size() < 20 || id.compare(0, 4, "ses-") != 0) return false;
+  for (size_t i = 4; i < 20; ++i)
     if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) return false;
+  if (id.size() == 20) return true;
+  // "-<node>": 1 to 63 letters, digits, - or _ (serve's --node-name rule); never '/' or '.'.
+  if (id[20] != '-' || id.size() < 22 || id.size() > 21 + 63) return false;
+  for (size_t i = 21; i < id.size(); ++i)
+    if (!(std::isalnum(static_cast<unsigned char>(id[i])) || id[i] == '-' || id[i] == '_')) return false;
   return true;
 }
 

@@ -3,7 +3,7 @@
 // session in a new box. One directory per session under `dir` (mode 0700): meta.json (owner id,
 // policy name, language, setup, limits, the carried names) and one tar per writable path (the
 // state file among them, session_fork.h). Written to a temporary name and renamed, so a record is
-// whole or absent. The id is checked (ses- + 16 hex digits) before it becomes a path.
+// whole or absent. The id is checked (ses- + 16 hex digits [+ -node]) before it becomes a path.
 //
 // Bounded (docs/api.md): at most `max_records` paused sessions; each record is bounded by the
 // tree limits of its writable paths (TreeLimits). What is not kept: every process (the
@@ -52,7 +52,7 @@ class PausedSessions {
   mutable std::mutex mu_;  // Save's count check and rename together
 };
 
-// True for "ses-" + 16 lowercase hex digits (SessionManager::NewId's form).
+// True for "ses-" + 16 lowercase hex digits, optionally "-<node>" (SessionManager::NewId's form).
 bool IsSessionId(const std::string& id);
 
 }  // namespace lsb::sched

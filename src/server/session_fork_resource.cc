@@ -46,7 +46,7 @@ ApiOr<std::shared_ptr<sched::Session>> OpenChild(ServerContext& ctx, const sched
   sched::Admission admission;
   std::function<ApiOr<std::shared_ptr<sched::Session>>()> open = [&]() -> ApiOr<std::shared_ptr<sched::Session>> {
     auto s = sched::Session::Open(ctx.backend, ctx.boxes, parent.policy(), parent.config(),
-                                  sched::SessionManager::NewId());
+                                  ctx.sessions.NewId());
     if (!s.ok()) return SandboxError("fork: opening a child: " + s.error().message);
     std::shared_ptr<sched::Session> child(std::move(*s));
     sched::Session::Use use(*child);

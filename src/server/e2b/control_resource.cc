@@ -141,7 +141,7 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   cfg.max_lifetime_ms = *timeout;
   cfg.owner = req.owner;
   cfg.setup = (*policy)->session_setup;
-  std::string id = sched::SessionManager::NewId();
+  std::string id = ctx.sessions.NewId();
   sched::Admission admission;
   std::function<Result<std::shared_ptr<sched::Session>>()> open = [&]() -> Result<std::shared_ptr<sched::Session>> {
     auto s = sched::Session::Open(ctx.backend, ctx.boxes, **policy, cfg, id);
