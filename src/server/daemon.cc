@@ -122,6 +122,7 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;
   bopts.egress = config.egress;
+  bopts.build_progress = [](const std::string& line) { Log("build " + line); };
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
   bopts.policies = PolicyList(policies);
