@@ -6,12 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "base/io.h"
+#include "base/random_id.h"
 #include "base/sha256.h"
 #include "base/time_format.h"
 #include "image/layer_writer.h"
@@ -65,6 +67,14 @@ std::vector<Step> PlanSteps(const BuildSpec& b) {
   for (const BuildFile& f : b.files) steps.push_back(Step{"files", "files " + f.source + " -> " + f.target, {}, &f});
   for (const std::string& r : b.run) steps.push_back(Step{"run", "run " + r, {"/bin/sh", "-c", r}, nullptr});
   return steps;
+}
+
+// Readers never see half a record: written aside, then renamed.
+Status WriteAtomically(const std::string& path, const std::string& data) {
+  const std::string tmp = path + RandomHex(".tmp-", 6);
+  LSB_TRY(WriteFile(tmp, data));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno("rename " + tmp);
+  return OkStatus();
 }
 
 std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
@@ -171,14 +181,14 @@ Status WriteChildLayout(const std::string& store_root, const image::ImageRoot& p
 
 }  // namespace
 
-Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::string& reference) {
-  size_t colon = reference.rfind(':');
-  if (reference.find(kBuildRepository) == std::string::npos || colon == std::string::npos)
-    return Error{ErrorCode::kNotFound, reference + " is not a built environment"};
-  LSB_ASSIGN_OR_RETURN(std::string text, ReadFile(store_root + "/builds/" + reference.substr(colon + 1) + ".json"));
+namespace {
+
+Result<BuildRecord> ParseRecord(const std::string& path, const std::string& reference) {
+  LSB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Error{"the build record of " + reference + " is not JSON"};
+  if (j.is_discarded() || !j.is_object()) return Error{"the build record " + path + " is not JSON"};
   BuildRecord r;
+  r.reference = j.value("reference", reference);
   r.policy = j.value("policy", "");
   r.source_file = j.value("source_file", "");
   r.base = j.value("base", "");
@@ -186,8 +196,33 @@ Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::st
   r.python = j.value("python", "");
   for (const auto& s : j.value("steps", json::array())) r.steps.push_back(s.get<std::string>());
   for (const auto& p : j.value("packages", json::array()))
-    if (p.is_array() && p.size() == 2) r.packages.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
+      r.packages.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
   return r;
+}
+
+bool PolicyNameOk(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return n[0] != '.';
+}
+
+}  // namespace
+
+Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::string& reference) {
+  size_t colon = reference.rfind(':');
+  if (reference.find(kBuildRepository) == std::string::npos || colon == std::string::npos)
+    return Error{ErrorCode::kNotFound, reference + " is not a built environment"};
+  std::string key = reference.substr(colon + 1);
+  for (char c : key)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return Error{ErrorCode::kNotFound, reference + " is not a built environment"};
+  return ParseRecord(store_root + "/builds/" + key + ".json", reference);
+}
+
+Result<BuildRecord> ReadPolicyBuildRecord(const std::string& store_root, const std::string& policy) {
+  if (!PolicyNameOk(policy)) return Error{ErrorCode::kNotFound, "not a policy name"};
+  return ParseRecord(store_root + "/builds/by-policy/" + policy + ".json", "");
 }
 
 uint64_t EnvironmentBuilder::steps_run() const {
@@ -317,10 +352,11 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
   }
   BuiltEnvironment env{parent, std::string(kBuildRepository) + ":" + key, static_cast<int>(steps.size()), built,
                        root + "/builds/" + key + ".log"};
-  if (built > 0 || ::access((root + "/builds/" + key + ".json").c_str(), F_OK) != 0) {
+  const std::string record_path = root + "/builds/" + key + ".json";
+  if (built > 0 || ::access(record_path.c_str(), F_OK) != 0) {
     // What the environment holds, asked of its own python (image inspect, GET /v1/policies).
-    json record{{"policy", policy.name}, {"source_file", policy.source_file}, {"base", base.reference},
-                {"base_digest", base.manifest_digest}, {"steps", descriptions}};
+    json record{{"reference", env.reference}, {"policy", policy.name}, {"source_file", policy.source_file},
+                {"base", base.reference}, {"base_digest", base.manifest_digest}, {"steps", descriptions}};
     LSB_ASSIGN_OR_RETURN(image::TempDir tmp, store->NewTempDir("build-inspect"));
     BuildStepRequest req;
     req.lowers = parent.layers;
@@ -343,8 +379,12 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
         record["packages"] = info.value("packages", json::array());
       }
     }
-    (void)WriteFile(root + "/builds/" + key + ".json", record.dump(2));
+    (void)WriteAtomically(record_path, record.dump(2));
     if (built > 0) (void)WriteFile(env.log_path, log);
+  }
+  // Which environment the policy of this name has now (GET /v1/policies/{name}).
+  if (PolicyNameOk(policy.name) && MakeDirs(root + "/builds/by-policy").ok()) {
+    if (auto text = ReadFile(record_path); text.ok()) (void)WriteAtomically(root + "/builds/by-policy/" + policy.name + ".json", *text);
   }
   if (b.files.empty()) {
     std::lock_guard<std::mutex> lock(mu_);

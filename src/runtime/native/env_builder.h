@@ -35,12 +35,16 @@ struct BuiltEnvironment {
 
 // What a derived image is, from <store>/builds/<key>.json (image ls / inspect, GET /v1/policies).
 struct BuildRecord {
+  std::string reference;  // the derived image
   std::string policy, source_file, base, base_digest, python;
   std::vector<std::string> steps;
   std::vector<std::pair<std::string, std::string>> packages;  // name, version
 };
 // The record of a stored image of kBuildRepository, by its reference's tag (the key).
 Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::string& reference);
+// The record of the last build of the policy named `policy` in this store (GET /v1/policies/{name}):
+// <store>/builds/by-policy/<name>.json, written by every build, cached or not.
+Result<BuildRecord> ReadPolicyBuildRecord(const std::string& store_root, const std::string& policy);
 
 struct BuilderSettings {
   egress::EgressOptions egress;
