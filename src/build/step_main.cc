@@ -87,6 +87,7 @@ int Run(const nlohmann::json& req) {
                            ",workdir=" + req.at("work").get<std::string>() + ",userxattr";
   MountOrDie("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts);
   for (int fd : lower_fds) ::close(fd);
+  for (const char* d : {"/proc", "/dev", "/tmp"}) ::mkdir((root + d).c_str(), 0755);  // an image without them
   MountOrDie("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "");
   MakeDev(root);
   MountOrDie("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=" + req.at("tmp_size").get<std::string>());

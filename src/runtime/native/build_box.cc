@@ -55,6 +55,8 @@ Result<BuildStepOutcome> RunBuildStep(const BuildStepRequest& req, const CgroupL
   const gid_t root_gid = Privileged() ? req.id_base : ::getegid();
   BuildStepOutcome out;
   out.upper = req.dir + "/upper";
+  // The box's root (a mapped uid) walks into the step's directory: searchable, not writable.
+  if (::chmod(req.dir.c_str(), 0755) != 0) return Error::FromErrno("chmod " + req.dir);
   for (const char* d : {"/upper", "/work", "/merged"}) LSB_TRY(MakeOwnedDir(req.dir + d, root_uid, root_gid));
 
   nlohmann::json spec{{"merged", req.dir + "/merged"}, {"upper", out.upper},       {"work", req.dir + "/work"},

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 
@@ -266,11 +267,22 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     const Step& s = steps[i];
     const std::string label = "step " + std::to_string(i + 1) + "/" + std::to_string(steps.size()) + " (" + s.description + ")";
     descriptions.push_back(s.description);
-    LSB_ASSIGN_OR_RETURN(image::TempDir tmp, store->NewTempDir("build"));
-    const std::string layer_tar = tmp.path() + "/layer.tar";
+    // Scratch space in the store's tmp/ (removed when the step is done), made only when needed.
+    std::optional<image::TempDir> tmp;
     std::string diff_id;
     json step_json{{"kind", s.kind}, {"argv", s.argv}};
+    auto scratch = [&]() -> Result<std::string> {
+      if (!tmp) {
+        auto made = store->NewTempDir("build");
+        if (!made.ok()) return made.error();
+        tmp = std::move(made).value();
+      }
+      return tmp->path();
+    };
+    std::string layer_tar;
     if (s.file) {
+      LSB_ASSIGN_OR_RETURN(std::string dir, scratch());
+      layer_tar = dir + "/layer.tar";
       UniqueFd out(::open(layer_tar.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
       if (!out) return Error::FromErrno("create " + layer_tar);
       if (auto st = WriteFilesLayer(*s.file, b.policy_dir, out.get(), &diff_id); !st.ok())
@@ -295,10 +307,12 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     }
     say(label + ": building");
     const auto started = std::chrono::steady_clock::now();
+    LSB_ASSIGN_OR_RETURN(std::string dir, scratch());
     if (!s.file) {
+      layer_tar = dir + "/layer.tar";
       BuildStepRequest req;
       req.lowers = parent.layers;
-      req.dir = tmp.path();
+      req.dir = dir;
       req.argv = s.argv;
       req.env = parent.config.env;
       bool has_path = false;
@@ -332,16 +346,16 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       if (outcome.timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
       if (outcome.output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
       if (outcome.exit_code != 0) return fail("failed with exit code " + std::to_string(outcome.exit_code));
-      UniqueFd dir(::open(outcome.upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!dir) return Error::FromErrno("open the build step's upper layer");
+      UniqueFd upper(::open(outcome.upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!upper) return Error::FromErrno("open the build step's upper layer");
       UniqueFd out(::open(layer_tar.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
       if (!out) return Error::FromErrno("create " + layer_tar);
       image::LayerTarWriter w(out.get(), image::LayerWriteLimits{});
-      if (auto st = w.AddTree(dir.get(), "", /*overlay_upper=*/true, /*refuse_symlinks=*/false); !st.ok())
+      if (auto st = w.AddTree(upper.get(), "", /*overlay_upper=*/true, /*refuse_symlinks=*/false); !st.ok())
         return st.error().Wrap("container.build " + label + ": the step's changes");
       LSB_ASSIGN_OR_RETURN(diff_id, w.Finish());
     }
-    const std::string layout = tmp.path() + "/layout";
+    const std::string layout = dir + "/layout";
     LSB_TRY(WriteChildLayout(root, parent, layout, layer_tar, diff_id, tag, s.description, policy));
     auto imported = store->ImportOciLayout(layout, ref);
     if (!imported.ok()) return imported.error().Wrap("container.build " + label + ": store the step's layer");
