@@ -108,7 +108,10 @@ int Run(const nlohmann::json& req) {
     std::vector<char*> a, e;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);
-    for (auto& s : env) e.push_back(s.data());
+    for (auto& s : env) {
+      e.push_back(s.data());
+      if (s.rfind("PATH=", 0) == 0) ::setenv("PATH", s.c_str() + 5, 1);  // execvpe searches our own PATH
+    }
     e.push_back(nullptr);
     ::execvpe(a[0], a.data(), e.data());
     std::string line = std::string("llm-sandbox-build-step: cannot run ") + a[0] + ": " + std::strerror(errno) + "\n";

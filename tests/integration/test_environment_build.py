@@ -33,13 +33,14 @@ import zipfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "adversarial"))
 import image_fixture as fx  # noqa: E402
+import daemon_harness as dh  # noqa: E402
 from harness import BINARY, SEED_POLICY  # noqa: E402
 
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/lsb-no-docker.sock"}
 HOST_PIP = "/usr/lib/python3/dist-packages/pip"
 PROGRAM = ("import tinypkg\n"
            "print('tinypkg says', tinypkg.VALUE)\n"
-           "print('marker', open('/opt/marker.txt').read().strip())\n")
+           "print('marker', open('/usr/local/marker.txt').read().strip())\n")
 
 
 def make_wheel(directory, name="tinypkg", version="1.0"):
@@ -167,9 +168,9 @@ def write_policy(name, build_yaml, files=None):
     return path
 
 
-def pip_build(run_steps, extra=""):
+def pip_build(run_steps, extra="", req="tinypkg==1.0"):
     return (f'pip_index_url: "http://pypi.test:{INDEX.port}/simple"\n'
-            'pip: ["tinypkg==1.0"]\n'
+            f'pip: ["{req}"]\n'
             "run:\n" + "".join(f"  - {json.dumps(r)}\n" for r in run_steps) +
             f'network:\n  allow: ["pypi.test", "127.0.0.1:{INDEX.port}"]\n' + extra)
 
@@ -193,12 +194,12 @@ def run(policy, program=PROGRAM):
 
 class BuiltEnvironment(unittest.TestCase):
     def test_pip_package_from_the_loopback_index_is_built_once_and_imported(self):
-        policy = write_policy("built-env", pip_build(["echo step-one > /opt/marker.txt"]))
+        policy = write_policy("built-env", pip_build(["echo step-one > /usr/local/marker.txt"]))
         before = len(INDEX.requests)
         b = build(policy)
         self.assertEqual(b.returncode, 0, b.stderr)
         self.assertIn("step 1/2 (pip install tinypkg==1.0): building", b.stderr)
-        self.assertIn("step 2/2 (run echo step-one > /opt/marker.txt): building", b.stderr)
+        self.assertIn("step 2/2 (run echo step-one > /usr/local/marker.txt): building", b.stderr)
         self.assertIn("2 run now", b.stdout)
         self.assertTrue(any("tinypkg" in r for r in INDEX.requests[before:]), INDEX.requests)
 
@@ -225,11 +226,11 @@ class BuiltEnvironment(unittest.TestCase):
         self.assertIn({"name": "tinypkg", "version": "1.0"}, info["build"]["packages"])
 
         # A changed run step: pip is cached, only the run step is built.
-        changed = write_policy("built-env", pip_build(["echo step-two > /opt/marker.txt"]))
+        changed = write_policy("built-env", pip_build(["echo step-two > /usr/local/marker.txt"]))
         c = build(changed)
         self.assertEqual(c.returncode, 0, c.stderr)
         self.assertIn("step 1/2 (pip install tinypkg==1.0): cached", c.stderr)
-        self.assertIn("step 2/2 (run echo step-two > /opt/marker.txt): building", c.stderr)
+        self.assertIn("step 2/2 (run echo step-two > /usr/local/marker.txt): building", c.stderr)
         self.assertEqual(len(INDEX.requests), after_first)
         r2 = run(changed)
         self.assertIn("marker step-two", r2.stdout, r2.stderr)
@@ -248,17 +249,17 @@ class BuiltEnvironment(unittest.TestCase):
     def test_a_step_cannot_reach_a_host_build_network_allow_does_not_list(self):
         before = len(INDEX.requests)
         step = ("python3 -c \"import urllib.request; "
-                f"urllib.request.urlopen('http://forbidden.test:{INDEX.port}/simple/'); print('REACHED')\"")
-        policy = write_policy("reach", pip_build([step]).replace('"127.0.0.1:', '"127.0.0.1:') )
+                f"urllib.request.urlopen('http://forbidden.test:{INDEX.port}/simple/'); print('REACH' + 'ED')\"")
+        policy = write_policy("reach", pip_build([step], req="tinypkg>=0.1"))
         b = lsb("image", "build", "--store", STORE, "--egress-resolve", "pypi.test:127.0.0.1",
                 "--egress-resolve", "forbidden.test:127.0.0.1", policy)
         self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
         self.assertNotIn("REACHED", b.stderr)
-        self.assertIn("403", b.stderr)
+        self.assertIn("HTTP Error 403", b.stderr)
         self.assertFalse(any("forbidden" in r for r in INDEX.requests[before:]))
         # Without the proxy there is no route at all: the box's loopback is its own.
         direct = write_policy("direct", "run: [\"python3 -c \\\"import socket; socket.create_connection(('127.0.0.1', "
-                              f"{INDEX.port}), 5); print('REACHED')\\\"\"]")
+                              f"{INDEX.port}), 5); print('REACH' + 'ED')\\\"\"]")
         d = build(direct)
         self.assertEqual(d.returncode, 1, d.stdout + d.stderr)
         self.assertNotIn("REACHED", d.stderr)
@@ -278,14 +279,14 @@ class BuiltEnvironment(unittest.TestCase):
         b = build(inner)
         self.assertEqual(b.returncode, 1, b.stdout)
         self.assertIn("'opt/x/passwd' is a symbolic link", b.stderr)
-        good = write_policy("files-ok", 'files: {"/opt/fixtures/": "data/"}', files={"data/hello.txt": b"hello from files\n"})
+        good = write_policy("files-ok", 'files: {"/usr/local/share/fixtures/": "data/"}', files={"data/hello.txt": b"hello from files\n"})
         b = build(good)
         self.assertEqual(b.returncode, 0, b.stderr)
-        r = run(good, "print(open('/opt/fixtures/hello.txt').read())\n")
+        r = run(good, "print(open('/usr/local/share/fixtures/hello.txt').read())\n")
         self.assertIn("hello from files", r.stdout, r.stderr)
 
     def test_a_step_printing_without_end_is_stopped_at_build_output(self):
-        policy = write_policy("flood", 'run: ["yes flood"]\noutput: 1M\ntimeout: 120s')
+        policy = write_policy("flood", 'run: ["python3 -c \\"while True: print(\'flood\' * 100)\\""]\noutput: 1M\ntimeout: 120s')
         b = build(policy)
         self.assertEqual(b.returncode, 1, b.stdout)
         self.assertIn("printed more than build.output (1048576 bytes)", b.stderr)
@@ -305,6 +306,34 @@ class BuiltEnvironment(unittest.TestCase):
                                 'network:\n  allow: ["example.org"]')
         c = lsb("policy", "check", unlisted)
         self.assertIn("does not reach build.pip_index_url's host 'pypi.test'", c.stdout + c.stderr)
+
+
+class DaemonSeesTheEnvironment(unittest.TestCase):
+    def test_serve_prebuild_builds_then_get_policy_lists_the_packages_and_execute_imports_it(self):
+        policy = write_policy("daemon-built", pip_build(["echo from-daemon > /usr/local/marker.txt"], req="tinypkg<2"))
+        d = dh.Daemon("--store", STORE, "--prebuild", "--pool-size", "0", "--backend", "native",
+                      "--egress-resolve", "pypi.test:127.0.0.1", "--default-policy", "daemon-built",
+                      policies=os.path.dirname(policy), env=NO_ENGINE)
+        try:
+            self.assertIn("prebuild: policy daemon-built is build.llm-sandbox.local/env:", d.log())
+            r = dh.request(d.base, "GET", "/v1/policies/daemon-built")
+            self.assertEqual(r.status, 200)
+            env = r.json()["environment"]
+            self.assertTrue(env["built"], env)
+            self.assertEqual(env["pip"], ["tinypkg<2"])
+            self.assertIn({"name": "tinypkg", "version": "1.0"}, env["packages"])
+            listing = dh.request(d.base, "GET", "/v1/policies").json()["policies"]
+            mine = [p for p in listing if p["name"] == "daemon-built"][0]
+            self.assertIn("tinypkg 1.0", mine["packages"])
+            sys.path.insert(0, os.path.join(os.environ.get("LSB_SOURCE_DIR", "."), "clients", "python"))
+            from llm_sandbox.integrations.common import _describe
+            self.assertIn("installed packages:", _describe(mine, None))
+            self.assertIn("tinypkg 1.0", _describe(mine, None))
+            ex = dh.request(d.base, "POST", "/v1/execute", {"code": PROGRAM, "policy": "daemon-built"}).json()
+            self.assertIn("tinypkg says from the loopback index", ex.get("stdout", ""), ex)
+            self.assertIn("marker from-daemon", ex.get("stdout", ""), ex)
+        finally:
+            d.close()
 
 
 if __name__ == "__main__":

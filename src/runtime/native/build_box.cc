@@ -1,5 +1,6 @@
 #include "runtime/native/build_box.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -8,6 +9,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +32,42 @@ bool Privileged() { return ::geteuid() == 0; }
 Status MakeOwnedDir(const std::string& path, uid_t uid, gid_t gid) {
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Error::FromErrno("mkdir " + path);
   if (Privileged() && ::chown(path.c_str(), uid, gid) != 0) return Error::FromErrno("chown " + path);
+  return OkStatus();
+}
+
+// As root, the box's root is host uid 100000 and the layers' files belong to the store's owner
+// (host root, unmapped in the box): the image would be read-only to the build. Every directory of
+// the layers is made in the upper directory first, owned by the box's root with the layer's mode,
+// so overlayfs shows them as the box's own and a step can create, replace and remove files
+// anywhere (writing into a file of the image in place still fails: docs/policy.md).
+Status MirrorDirs(int from, int to, uid_t uid, gid_t gid, int depth) {
+  if (depth > 256) return OkStatus();
+  int dup = ::openat(from, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dup < 0) return Error::FromErrno("open a layer directory");
+  DIR* d = ::fdopendir(dup);
+  if (!d) {
+    ::close(dup);
+    return Error::FromErrno("fdopendir");
+  }
+  std::vector<std::pair<std::string, mode_t>> dirs;
+  while (dirent* e = ::readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    struct stat st {};
+    if (::fstatat(from, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+      dirs.emplace_back(e->d_name, st.st_mode & 0755);
+  }
+  ::closedir(d);
+  for (const auto& [name, mode] : dirs) {
+    if (::mkdirat(to, name.c_str(), mode | 0700) == 0) {
+      if (::fchownat(to, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) return Error::FromErrno("chown " + name);
+    } else if (errno != EEXIST) {
+      return Error::FromErrno("mkdir " + name);
+    }
+    UniqueFd sub_from(::openat(from, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd sub_to(::openat(to, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub_from || !sub_to) continue;  // a name the upper has as a non-directory: left alone
+    LSB_TRY(MirrorDirs(sub_from.get(), sub_to.get(), uid, gid, depth + 1));
+  }
   return OkStatus();
 }
 
@@ -58,6 +97,15 @@ Result<BuildStepOutcome> RunBuildStep(const BuildStepRequest& req, const CgroupL
   // The box's root (a mapped uid) walks into the step's directory: searchable, not writable.
   if (::chmod(req.dir.c_str(), 0755) != 0) return Error::FromErrno("chmod " + req.dir);
   for (const char* d : {"/upper", "/work", "/merged"}) LSB_TRY(MakeOwnedDir(req.dir + d, root_uid, root_gid));
+  if (Privileged()) {
+    UniqueFd upper(::open(out.upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!upper) return Error::FromErrno("open " + out.upper);
+    for (auto it = req.lowers.rbegin(); it != req.lowers.rend(); ++it) {  // the topmost layer's modes win
+      UniqueFd lower(::open(it->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!lower) return Error::FromErrno("open layer " + *it);
+      LSB_TRY(MirrorDirs(lower.get(), upper.get(), root_uid, root_gid, 0));
+    }
+  }
 
   nlohmann::json spec{{"merged", req.dir + "/merged"}, {"upper", out.upper},       {"work", req.dir + "/work"},
                       {"lowers", req.lowers},          {"argv", req.argv},         {"env", req.env},

@@ -46,6 +46,13 @@ Status MakeDirs(const std::string& path) {
   return OkStatus();
 }
 
+// base/io.h's WriteFile writes files that exist (cgroup files); these are new ones.
+Status CreateFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return Error::FromErrno("create " + path);
+  return WriteAll(fd.get(), data);
+}
+
 struct Step {
   std::string kind;         // pip | files | run
   std::string description;  // one line for the log and errors
@@ -73,7 +80,7 @@ std::vector<Step> PlanSteps(const BuildSpec& b) {
 // Readers never see half a record: written aside, then renamed.
 Status WriteAtomically(const std::string& path, const std::string& data) {
   const std::string tmp = path + RandomHex(".tmp-", 6);
-  LSB_TRY(WriteFile(tmp, data));
+  LSB_TRY(CreateFile(tmp, data));
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno("rename " + tmp);
   return OkStatus();
 }
@@ -87,7 +94,7 @@ Result<std::string> ReadBlob(const std::string& store_root, const std::string& d
 
 std::string WriteBlob(const std::string& layout, const std::string& data) {
   std::string hex = Hex(Sha256(data));
-  (void)WriteFile(layout + "/blobs/sha256/" + hex, data);
+  (void)CreateFile(layout + "/blobs/sha256/" + hex, data);
   return "sha256:" + hex;
 }
 
@@ -176,8 +183,8 @@ Status WriteChildLayout(const std::string& store_root, const image::ImageRoot& p
                                          {"digest", WriteBlob(layout, manifest_out)},
                                          {"size", manifest_out.size()},
                                          {"annotations", {{"org.opencontainers.image.ref.name", tag}}}}})}};
-  LSB_TRY(WriteFile(layout + "/index.json", index.dump()));
-  return WriteFile(layout + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+  LSB_TRY(CreateFile(layout + "/index.json", index.dump()));
+  return CreateFile(layout + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
 }
 
 }  // namespace
@@ -339,7 +346,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       }
       log += outcome.output;
       auto fail = [&](const std::string& why) {
-        (void)WriteFile(root + "/builds/" + key + ".log", log + outcome.diagnostics);
+        (void)CreateFile(root + "/builds/" + key + ".log", log + outcome.diagnostics);
         return Error{"container.build " + label + " " + why + "; its output ends with:\n" +
                      Tail(outcome.output + outcome.diagnostics, 2000)};
       };
@@ -394,7 +401,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       }
     }
     (void)WriteAtomically(record_path, record.dump(2));
-    if (built > 0) (void)WriteFile(env.log_path, log);
+    if (built > 0) (void)CreateFile(env.log_path, log);
   }
   // Which environment the policy of this name has now (GET /v1/policies/{name}).
   if (PolicyNameOk(policy.name) && MakeDirs(root + "/builds/by-policy").ok()) {
