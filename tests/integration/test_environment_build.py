@@ -292,6 +292,17 @@ class BuiltEnvironment(unittest.TestCase):
         self.assertIn("printed more than build.output (1048576 bytes)", b.stderr)
         self.assertLess(len(b.stderr), 20000)
 
+    def test_two_processes_building_the_same_step_build_it_once(self):
+        policy = write_policy("twice", 'run: ["sleep 2; echo once > /usr/local/once.txt"]')
+        env = dict(os.environ, **NO_ENGINE)
+        procs = [subprocess.Popen([BINARY, "image", "build", "--store", STORE, policy], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], outs)
+        err = "".join(e for _, e in outs)
+        self.assertEqual(err.count("): building"), 1, err)
+        self.assertEqual(err.count("cached (built by another build meanwhile)"), 1, err)
+
     def test_apt_is_refused_until_it_is_supported(self):
         policy = write_policy("apt", 'apt: ["git"]')
         c = lsb("policy", "check", policy)
