@@ -15,6 +15,7 @@ int ServeCommand(const Args& args);   // serve_cmd.cc: llm-sandbox serve (the HT
 int LogsCommand(const Args& args);    // logs_cmd.cc: llm-sandbox logs (the audit log)
 int McpCommand(const Args& args);     // mcp_cmd.cc: llm-sandbox mcp (MCP server on stdio)
 int ImagePullCommand(const Args& args);  // image_pull_cmd.cc: llm-sandbox image pull
+int ImageBuildCommand(const Args& args);  // image_build_cmd.cc: llm-sandbox image build
 int ImageCommand(const Args& args);   // image_cmd.cc: llm-sandbox image import|ls|inspect|rm|prune
 
 }  // namespace lsb::cli

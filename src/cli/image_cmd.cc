@@ -12,6 +12,7 @@
 #include "image/image_fs.h"
 #include "image/store.h"
 #include "policy/units.h"
+#include "runtime/native/env_builder.h"
 
 namespace lsb::cli {
 namespace {
@@ -138,7 +139,7 @@ int List(const Args& args) {
   auto entries = (*store)->List();
   if (!entries.ok()) return Fail(entries.error());
   json out = json::array();
-  if (!o.json) std::printf("%-40s %-20s %10s  %s\n", "NAME", "DIGEST", "SIZE", "CREATED");
+  if (!o.json) std::printf("%-40s %-20s %10s  %-19s  %s\n", "NAME", "DIGEST", "SIZE", "CREATED", "POLICY");
   for (const auto& e : *entries) {
     auto ref = image::ParseImageReference(e.reference);
     image::ImageInfo info;
@@ -146,14 +147,18 @@ int List(const Args& args) {
       auto i = (*store)->Inspect(*ref);
       if (i.ok()) info = std::move(i).value();
     }
+    // A derived image (container.build) says which policy it was built for.
+    auto record = native::ReadBuildRecord((*store)->root(), e.reference);
+    std::string policy = record.ok() ? record->policy : "";
     if (o.json) {
       out.push_back({{"name", Familiar(e.reference)}, {"reference", e.reference}, {"digest", e.manifest_digest},
                      {"size", info.unpacked_bytes}, {"compressed_size", info.compressed_bytes},
                      {"created", info.created}, {"imported", e.imported},
-                     {"platform", e.os + "/" + e.architecture}});
+                     {"platform", e.os + "/" + e.architecture}, {"policy", policy}});
     } else {
-      std::printf("%-40s %-20s %10s  %s\n", Familiar(e.reference).c_str(), Short(e.manifest_digest).c_str(),
-                  units::FormatBytes(info.unpacked_bytes).c_str(), info.created.substr(0, 19).c_str());
+      std::printf("%-40s %-20s %10s  %-19s  %s\n", Familiar(e.reference).c_str(), Short(e.manifest_digest).c_str(),
+                  units::FormatBytes(info.unpacked_bytes).c_str(), info.created.substr(0, 19).c_str(),
+                  policy.empty() ? "-" : policy.c_str());
     }
   }
   if (o.json) std::printf("%s\n", out.dump(2).c_str());
@@ -206,6 +211,15 @@ int Inspect(const Args& args) {
                           {"user", c.user}}},
               {"layers", layers},
               {"interpreters", interp}};
+  // A derived image (container.build): what it was built from and what its python has.
+  auto record = native::ReadBuildRecord((*store)->root(), info->entry.reference);
+  if (record.ok()) {
+    json pkgs = json::array();
+    for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
+    out["build"] = {{"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
+                    {"base_digest", record->base_digest}, {"steps", record->steps}, {"python", record->python},
+                    {"packages", pkgs}};
+  }
   if (o.json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -225,6 +239,13 @@ int Inspect(const Args& args) {
   for (const auto& [name, f] : interpreters)
     std::printf("  %-8s %s%s\n", name.c_str(), f.image_path.c_str(),
                 f.resolved == f.image_path ? "" : (" -> " + f.resolved).c_str());
+  if (record.ok()) {
+    std::printf("built for:    policy %s (%s) on %s\n", record->policy.c_str(), record->source_file.c_str(),
+                record->base.c_str());
+    for (const auto& step : record->steps) std::printf("  step: %s\n", step.c_str());
+    std::printf("python:       %s\npackages:\n", record->python.empty() ? "(unknown)" : record->python.c_str());
+    for (const auto& [name, version] : record->packages) std::printf("  %s %s\n", name.c_str(), version.c_str());
+  }
   std::printf("layers:\n");
   for (const auto& l : info->layers)
     std::printf("  %s  %10s  (%s compressed)\n", Short(l.diff_id).c_str(), units::FormatBytes(l.unpacked_bytes).c_str(),

@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "  serve [--listen HOST:PORT] [--policies DIR] ...             the HTTP daemon (docs/api.md)\n"
     "  logs [--file FILE] [--policy P] [--rule R] [-f] ...         read/filter/follow the audit log\n"
     "  mcp [--policies DIR] [--images FILE] ...                   MCP server on stdin/stdout\n"
-    "  image pull|import|ls|inspect|rm|prune ...                 the image store (docs/images.md)\n"
+    "  image pull|build|import|ls|inspect|rm|prune ...           the image store (docs/images.md)\n"
     "  version                                                    print the version\n"
     "\n"
     "Run 'llm-sandbox <command> --help' for a command's options.\n";
@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   if (cmd == "mcp") return lsb::cli::McpCommand(args);
   if (cmd == "image" && !args.empty() && args[0] == "pull")
     return lsb::cli::ImagePullCommand(lsb::cli::Args(args.begin() + 1, args.end()));
+  if (cmd == "image" && !args.empty() && args[0] == "build")
+    return lsb::cli::ImageBuildCommand(lsb::cli::Args(args.begin() + 1, args.end()));
   if (cmd == "image") return lsb::cli::ImageCommand(args);
   if (cmd == "version" || cmd == "--version") {
     std::printf("llm-sandbox %s\n", LSB_VERSION);

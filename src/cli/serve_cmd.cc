@@ -38,6 +38,8 @@ constexpr const char* kServeUsage =
     "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
     "                           (default: $LLM_SANDBOX_BACKEND, else auto)\n"
     "  --pool-size N            warm boxes kept started per policy, whatever the backend (default 2; 0 = none)\n"
+    "  --prebuild               build every policy's container.build before listening (native backend;\n"
+    "                           without it, the first box of a policy builds it)\n"
     "  --native-pool N          the same as --pool-size (its older name; the last one given wins)\n"
     "  --max-concurrency N      executions at once (default: by box cost, the largest policy's memory\n"
     "                           and pids against the host's, from 4 to 64; docs/api.md)\n"
@@ -203,6 +205,7 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   server::DaemonConfig& c = in.c;
   const std::string name = o.arg().substr(0, o.arg().find('='));  // before Is() moves to a value
   const std::string& v = o.value();
+  if (o.arg() == "--prebuild") return c.prebuild = true, true;
   if (o.Is("--listen")) return ListenOption(v, c);
   if (o.Is("--policies")) return c.policies_dir = v, true;
   if (o.Is("--default-policy")) return c.limits.default_policy = v, true;

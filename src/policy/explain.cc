@@ -43,6 +43,7 @@ class Explainer {
 
   std::vector<ControlExplanation> Build() {
     Image();
+    BuildSteps();
     ReadOnly();
     Tmpfs();
     UserNamespace();
@@ -62,6 +63,31 @@ class Explainer {
  private:
   void Add(std::string control, std::string setting, const std::string& key, Enforcement native, Enforcement docker) {
     out_.push_back({std::move(control), std::move(setting), Source(p_, key), std::move(native), std::move(docker)});
+  }
+
+  // container.build: what is baked into the derived image, and how the build is confined.
+  void BuildSteps() {
+    const BuildSpec& b = p_.build;
+    if (b.empty()) return;
+    std::string steps;
+    auto part = [&](const std::string& name, const std::vector<std::string>& items) {
+      if (items.empty()) return;
+      if (!steps.empty()) steps += "; ";
+      steps += name + ": " + JoinList(items);
+    };
+    part("pip", b.pip);
+    std::vector<std::string> files;
+    for (const BuildFile& f : b.files) files.push_back(f.source + " -> " + f.target);
+    part("files", files);
+    part("run", b.run);
+    Add("container.build", steps, "container.build",
+        Yes("built once before the first box into an image derived from " + p_.image +
+            " (one cached layer per step, keyed by the base's digest and the steps so far), in a build box: the "
+            "image's layers under a writable upper layer, root of its own user namespace, egress only through "
+            "the proxy to build.network.allow (" + (b.network_allow.empty() ? std::string("nothing") : JoinList(b.network_allow)) +
+            "), at most " + units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) +
+            " per step; the program then runs on it under this policy's confinement"),
+        No("container.build is not supported on the docker backend yet; use the native backend"));
   }
 
   // Under gVisor a control that needs Landlock or seccomp user notification is not enforced; the

@@ -53,6 +53,29 @@ struct NetworkSecret {
   std::string value;   // as written, with its ${VAR} references
 };
 
+// container.build: what the environment needs, baked into an image derived from container.image
+// before any box runs (docs/policy.md "container.build", src/build/). Steps run in this order:
+// apt (refused: not supported yet), pip, files, run; each becomes one cached layer.
+struct BuildFile {
+  std::string target;  // absolute path in the image; a trailing '/' means "into this directory"
+  std::string source;  // relative to the policy file's directory, no '..', no absolute path
+};
+struct BuildSpec {
+  std::vector<std::string> pip;             // requirement specifiers, passed as argv (never a shell)
+  std::string pip_index_url = "https://pypi.org/simple";
+  std::vector<std::string> apt;             // refused by the loader while unsupported
+  std::vector<BuildFile> files;
+  std::vector<std::string> run;             // each run by /bin/sh -c in the build box
+  // build.network: the build's own egress (the program's network section never applies to it).
+  // Not written: the index's host (and files.pythonhosted.org for pypi.org) only.
+  std::vector<std::string> network_allow, network_deny;
+  uint64_t timeout_ms = 20 * 60 * 1000;     // build.timeout, per step
+  uint64_t memory_bytes = 2ull << 30;       // build.memory, the build box's cgroup
+  uint64_t output_bytes = 4ull << 20;       // build.output: a step's log kept (the tail beyond)
+  std::string policy_dir;                   // where files' sources are (the policy file's dir)
+  bool empty() const { return pip.empty() && apt.empty() && files.empty() && run.empty(); }
+};
+
 struct Policy {
   std::string version;  // "1.0"
   std::string name;
@@ -79,6 +102,7 @@ struct Policy {
   uint32_t gid = 1000;
   std::string workdir = "/tmp";
   std::map<std::string, std::string> env;
+  BuildSpec build;               // container.build; empty() = the image as it is
 
   // network:
   bool network_enabled = false;

@@ -1,6 +1,9 @@
 // YAML text -> Policy, one section per function, in the order of docs/policy.md. Each field is
 // read on its own here; checks across fields live in policy_checks.cc.
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <set>
 #include <tuple>
@@ -11,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "policy/alert_rules.h"
+#include "policy/build_rules.h"
 #include "policy/builtin_descriptions.h"
 #include "policy/command_presets.h"
 #include "policy/env_rules.h"
@@ -35,7 +39,9 @@ const std::vector<std::string> kSessionKeys = {"setup"};
 // session.setup is Python source a session's interpreter runs once; bounded like a request's code.
 constexpr size_t kMaxSessionSetupBytes = 64 << 10;
 const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs",
-                                                 "user_namespace", "seccomp", "user", "workdir", "env", "pull"};
+                                                 "user_namespace", "seccomp", "user", "workdir", "env", "pull", "build"};
+const std::vector<std::string> kBuildKeys = {"pip", "pip_index_url", "apt", "files", "run", "network", "timeout", "memory", "output"};
+const std::vector<std::string> kBuildNetworkKeys = {"allow", "deny"};
 const std::vector<std::string> kNetworkKeys = {"enabled", "allow", "deny", "secrets"};
 const std::vector<std::string> kSecretKeys = {"host", "header", "value"};
 const std::vector<std::string> kCommandsKeys = {"allow", "deny"};
@@ -236,7 +242,134 @@ class Parser {
       Set(f, p_.workdir, *s);
     } else if (key == "env") {
       Env(f);
+    } else if (key == "build") {
+      p_.positions[f.path] = r_.Pos(f.mark());
+      r_.ForEachKnownKey(f, kBuildKeys, [&](const Field& b) { Build(b); });
+      BuildNetworkDefaults(f);
     }
+  }
+
+  // container.build (docs/policy.md): each list bounded, each entry checked (policy/build_rules.h).
+  void Build(const Field& f) {
+    const std::string key = f.key.Scalar();
+    BuildSpec& b = p_.build;
+    auto list = [&](std::vector<std::string>& out, const std::function<Status(std::string_view)>& check,
+                    const std::string& hint) {
+      auto items = r_.ScalarList(f);
+      if (!items) return;
+      p_.positions[f.path] = r_.Pos(f.mark());
+      if (items->size() > kMaxBuildEntries) {
+        r_.Report(f.mark(), f.path + ": more than 256 entries", "merge entries or use fewer");
+        return;
+      }
+      for (const Field& item : *items) {
+        const std::string& text = item.value.Scalar();
+        if (auto ok = check(text); !ok.ok()) {
+          r_.Report(item.value.Mark(), item.path + ": " + ok.error().message, hint);
+          continue;
+        }
+        out.push_back(text);
+      }
+    };
+    if (key == "pip") {
+      list(b.pip, CheckPipRequirement, "write requirement specifiers such as \"pandas==2.2.*\" or \"pytest>=8\"; "
+           "the index is build.pip_index_url");
+    } else if (key == "run") {
+      list(b.run, [](std::string_view c) -> Status {
+        if (c.empty() || c.size() > kMaxBuildEntryBytes) return Error{"a command of 1 to 4096 bytes is expected"};
+        return OkStatus();
+      }, "write one shell command per entry");
+    } else if (key == "apt") {
+      auto items = r_.ScalarList(f);
+      if (items && !items->empty())
+        r_.Report(f.mark(), "container.build.apt: installing Debian packages is not supported yet",
+                  "remove build.apt; install what the program needs with build.pip, or use an image that has it");
+    } else if (key == "pip_index_url") {
+      auto s = r_.String(f);
+      if (!s) return;
+      auto url = ParseIndexUrl(*s);
+      if (!url.ok()) {
+        r_.Report(f.mark(), f.path + ": " + url.error().message, "write a URL such as https://pypi.org/simple");
+        return;
+      }
+      Set(f, b.pip_index_url, *s);
+    } else if (key == "files") {
+      p_.positions[f.path] = r_.Pos(f.mark());
+      r_.ForEachEntry(f, [&](const std::string& target, const Field& e) {
+        if (b.files.size() >= kMaxBuildEntries) {
+          r_.Report(e.key.Mark(), f.path + ": more than 256 entries", "copy directories instead of single files");
+          return;
+        }
+        if (auto ok = CheckBuildTarget(target); !ok.ok()) {
+          r_.Report(e.key.Mark(), f.path + ": target " + ok.error().message, "write an absolute path in the image such as /opt/fixtures/");
+          return;
+        }
+        auto src = r_.String(e);
+        if (!src) return;
+        if (auto ok = CheckBuildSource(*src); !ok.ok()) {
+          r_.Report(e.mark(), e.path + ": source " + ok.error().message,
+                    "write a path relative to the policy file's directory, inside it (no '..', no absolute path)");
+          return;
+        }
+        b.files.push_back({target, *src});
+      });
+    } else if (key == "network") {
+      p_.positions[f.path] = r_.Pos(f.mark());
+      r_.ForEachKnownKey(f, kBuildNetworkKeys, [&](const Field& n) {
+        NetworkList(n, n.key.Scalar() == "allow" ? b.network_allow : b.network_deny);
+      });
+    } else if (key == "timeout") {
+      auto s = r_.String(f);
+      if (!s) return;
+      auto ms = units::ParseDurationMs(*s);
+      if (!ms.ok() || *ms == 0 || *ms > 24ull * 3600 * 1000) {
+        r_.Report(f.mark(), f.path + ": '" + *s + "' is not a duration between 1s and 24h", "write e.g. 20m or 600s");
+        return;
+      }
+      Set(f, b.timeout_ms, *ms);
+    } else if (key == "memory" || key == "output") {
+      auto s = r_.String(f);
+      if (!s) return;
+      auto bytes = units::ParseBytes(*s);
+      uint64_t min = key == "memory" ? (64ull << 20) : 4096;
+      if (!bytes.ok() || *bytes < min) {
+        r_.Report(f.mark(), f.path + ": '" + *s + "' is not a size of at least " + units::FormatBytes(min), "write e.g. 2G or 4M");
+        return;
+      }
+      Set(f, key == "memory" ? b.memory_bytes : b.output_bytes, *bytes);
+    }
+  }
+
+  // build.network left out: the index's host only (and files.pythonhosted.org, where pypi.org
+  // keeps its files). Written: it must reach the index, or pip could not work.
+  void BuildNetworkDefaults(const Field& f) {
+    BuildSpec& b = p_.build;
+    if (b.pip.empty()) return;
+    auto url = ParseIndexUrl(b.pip_index_url);
+    if (!url.ok()) return;  // reported already
+    uint16_t port = url->port ? url->port : (url->scheme == "https" ? 443 : 80);
+    auto ip = ParseIpLiteral(url->host);
+    if (!p_.positions.count("container.build.network")) {
+      std::string entry = ip && ip->family == AF_INET6 ? "[" + url->host + "]" : url->host;
+      if (url->port) entry += ":" + std::to_string(url->port);
+      b.network_allow.push_back(entry);
+      if (url->host == "pypi.org") b.network_allow.push_back("files.pythonhosted.org");
+      return;
+    }
+    for (const std::string& text : b.network_allow) {
+      auto rule = ParseNetworkRule(text);
+      if (!rule.ok()) continue;
+      bool hit = ip ? RuleCoversAddress(*rule, *ip, port) : RuleMatchesName(*rule, url->host, port);
+      bool denied = false;
+      for (const std::string& d : b.network_deny) {
+        auto dr = ParseNetworkRule(d);
+        if (dr.ok() && (ip ? RuleCoversAddress(*dr, *ip, port) : RuleMatchesName(*dr, url->host, port))) denied = true;
+      }
+      if (hit && !denied) return;
+    }
+    r_.Report(f.mark(), "container.build.network.allow does not reach build.pip_index_url's host '" + url->host + "'",
+              "add '" + url->host + "' (an address needs its own entry, e.g. 127.0.0.1:8080) to build.network.allow, "
+              "or leave build.network out to allow the index's host only");
   }
 
   void Tmpfs(const Field& f) {
@@ -740,6 +873,10 @@ PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& f
 
   Policy policy;
   policy.source_file = file_name;
+  {
+    size_t slash = file_name.rfind('/');
+    policy.build.policy_dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file_name.substr(0, slash);
+  }
   policy.cpu = kDefaultCpu;
   policy.memory_bytes = kDefaultMemory;
   policy.image = "host";

@@ -17,6 +17,7 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.image_source = opts.image_source;
   n.image_puller = opts.image_puller;
   n.egress = opts.egress;
+  n.build_progress = opts.build_progress;
   return std::unique_ptr<Backend>(new native::NativeBackend(n));
 }
 

@@ -6,6 +6,7 @@
 // policy it was asked to serve: Check errors name the control.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct BackendOptions {
   std::shared_ptr<const image::ImageSource> image_source;
   std::shared_ptr<image::ImagePuller> image_puller;
   egress::EgressOptions egress;  // native: the egress proxy's pins and limits (docs/network.md)
+  // native: container.build's progress lines (the CLI's stderr, the daemon's log).
+  std::function<void(const std::string&)> build_progress;
 };
 
 // Names accepted by MakeBackend, "auto" first.

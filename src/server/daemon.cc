@@ -16,6 +16,7 @@
 
 #include "base/state_dir.h"
 #include "runtime/backend_select.h"
+#include "runtime/native/native_backend.h"
 #include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
@@ -119,6 +120,23 @@ Result<std::unique_ptr<sched::PolicyStore>> LoadPolicies(DaemonConfig& config) {
   return policies;
 }
 
+// --prebuild: each policy's container.build now, so no request waits for one (native backend).
+Status Prebuild(Backend& backend, const sched::PolicyStore& policies) {
+  auto* native_backend = dynamic_cast<native::NativeBackend*>(&backend);
+  for (const Policy& p : PolicyList(policies)) {
+    if (p.build.empty()) continue;
+    if (!native_backend)
+      return Error{"--prebuild: policy '" + p.name + "' has a container.build, which the " + backend.name() +
+                   " backend does not build yet"};
+    Log("prebuild: policy " + p.name);
+    auto built = native_backend->BuildEnvironment(p, [](const std::string& line) { Log("build " + line); });
+    if (!built.ok()) return built.error().Wrap("--prebuild: policy '" + p.name + "'");
+    Log("prebuild: policy " + p.name + " is " + built->reference + " (" + std::to_string(built->steps_built) + " of " +
+        std::to_string(built->steps) + " steps run)");
+  }
+  return OkStatus();
+}
+
 // "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
 Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies,
                                                const image::StoreAndPuller& images) {
@@ -128,6 +146,7 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;
   bopts.egress = config.egress;
+  bopts.build_progress = [](const std::string& line) { Log("build " + line); };
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
   bopts.policies = PolicyList(policies);
@@ -411,6 +430,9 @@ int RunDaemon(DaemonConfig config) {
   if (!images.ok()) return fail(images.error());
   auto backend = ChooseBackend(config, **policies, *images);
   if (!backend.ok()) return fail(backend.error());
+  if (config.prebuild) {
+    if (auto st = Prebuild(**backend, **policies); !st.ok()) return fail(st.error());
+  }
   sigset_t sigs = BlockDaemonSignals();  // before any thread starts
   auto core = DaemonCore::Create(config, std::move(*backend), std::move(*policies));
   if (!core.ok()) return fail(core.error());

@@ -43,6 +43,7 @@ struct DaemonConfig {
   // Warm boxes kept per policy, whatever the backend (--pool-size, alias --native-pool; 0 = none):
   // kept by the backend when it pools itself (Docker's containers), else by the one-shot pool.
   size_t pool_size = 2;
+  bool prebuild = false;           // --prebuild: every policy's container.build before listening
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency
   uint64_t max_body = 10u << 20;  // serve derives it from the file limit (body_limits.h)

@@ -1,7 +1,9 @@
 // GET /v1/policies and GET /v1/policies/{name}: the daemon's policies and, per control, how each
 // backend enforces it (the `policy explain` view), and whether this daemon's backend can run each
 // (policy_runnable.h).
+#include "image/store_puller.h"
 #include "policy/explain.h"
+#include "runtime/native/env_builder.h"
 #include "policy/languages.h"
 #include "server/json_codec.h"
 #include "server/routes.h"
@@ -12,6 +14,26 @@ namespace {
 using nlohmann::json;
 
 std::string How(const Enforcement& e) { return e.enforced ? e.how : "not enforced: " + e.how; }
+
+// container.build: what the policy asks for and, once built in this daemon's store, what its
+// environment has (python, packages; docs/api.md). Null without a build.
+json Environment(const ServerContext& ctx, const Policy& p) {
+  if (p.build.empty()) return nullptr;
+  json files = json::array();
+  for (const auto& f : p.build.files) files.push_back({{"target", f.target}, {"source", f.source}});
+  json env = {{"pip", p.build.pip}, {"pip_index_url", p.build.pip_index_url}, {"files", files},
+              {"run", p.build.run}, {"built", false}};
+  if (!ctx.images) return env;
+  auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name);
+  if (!record.ok()) return env;
+  json pkgs = json::array();
+  for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
+  env["built"] = true;
+  env["image"] = record->reference;
+  env["python"] = record->python;
+  env["packages"] = pkgs;
+  return env;
+}
 
 }  // namespace
 
@@ -28,6 +50,11 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
                     {"network", p.network_enabled}, {"languages", langs},
                     {"default", name == ctx.limits.default_policy}, {"runnable", r.runnable}};
       if (!r.runnable) entry["reason"] = r.reason;
+      if (json env = Environment(ctx, p); !env.is_null()) {
+        json names = json::array();
+        for (const auto& pkg : env.value("packages", json::array())) names.push_back(pkg["name"].get<std::string>() + " " + pkg["version"].get<std::string>());
+        entry["packages"] = names;
+      }
       list.push_back(std::move(entry));
     }
     return JsonResponse(200, {{"policies", list}});
@@ -43,6 +70,7 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
     Runnability r = ctx.runnability.Of(ctx.policies, *p);
     json body = {{"name", p->name}, {"policy", PolicyJson(*p)}, {"explain", explain}, {"runnable", r.runnable}};
     if (!r.runnable) body["reason"] = r.reason;
+    body["environment"] = Environment(ctx, *p);
     return JsonResponse(200, body);
   });
 }

@@ -98,6 +98,9 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (policy.seccomp != "default")
     problems.push_back("container.seccomp '" + policy.seccomp + "': only the default profile is supported");
   if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
+  if (!policy.build.empty())
+    problems.push_back("container.build: the Docker backend does not build environments yet (docs/policy.md); run the "
+                       "policy on the native backend");
   // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for.
   if (policy.network_enabled && !policy.NetworkUnfiltered())
     problems.push_back("network: the Docker backend does not enforce network.allow/deny/secrets yet (docs/network.md); "

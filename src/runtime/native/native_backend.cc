@@ -16,6 +16,7 @@
 #include "runtime/native/native_box.h"
 #include "egress/egress_proxy.h"
 #include "egress/secrets.h"
+#include "image/store_puller.h"
 
 namespace lsb::native {
 namespace {
@@ -49,7 +50,29 @@ CgroupLimits LimitsFor(const Policy& p, const NativeOptions& o) {
 
 }  // namespace
 
-NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)), images_(opts_.images_file) {}
+NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)), images_(opts_.images_file) {
+  // container.build writes into the image store: only a store we can open (not a fixed test set).
+  if (auto shared = std::dynamic_pointer_cast<const image::SharedStore>(opts_.image_source)) {
+    BuilderSettings settings{opts_.egress, opts_.cgroup_parent, opts_.id_base};
+    builder_ = std::make_unique<EnvironmentBuilder>(std::const_pointer_cast<image::SharedStore>(shared), settings,
+                                                    [this]() -> const CgroupLayout& { return Layout(); });
+  }
+}
+
+Result<BuiltEnvironment> NativeBackend::BuildEnvironment(const Policy& policy, const EnvironmentBuilder::Progress& progress) {
+  if (policy.build.empty()) return Error{"policy '" + policy.name + "' has no container.build"};
+  if (!builder_)
+    return Error{"container.build needs the image store (--store DIR, $LLM_SANDBOX_IMAGE_STORE or the default store); "
+                 "this process has none"};
+  LSB_ASSIGN_OR_RETURN(ImageMap images, images_.Get());
+  LSB_ASSIGN_OR_RETURN(BoxRoot base, ResolveBoxRoot(policy.image, policy.pull,
+                                                    RootSources{images, opts_.image_source.get(), opts_.image_puller.get()},
+                                                    /*may_pull=*/true));
+  if (!base.image)
+    return Error{"container.build: container.image '" + policy.image + "' is " + base.rootfs +
+                 " here, not an image of the store; a build needs an image (pull or import one, e.g. python:3.12-slim)"};
+  return builder_->Build(policy, *base.image, progress);
+}
 
 const CgroupLayout& NativeBackend::Layout() const {
   std::call_once(layout_once_, [this] { layout_ = DetectCgroupLayout(); });
@@ -158,8 +181,26 @@ Status NativeBackend::Refusal(const Policy& policy, const std::vector<ControlSup
 
 Result<BoxRoot> NativeBackend::ResolveRoot(const Policy& policy, bool may_pull) const {
   LSB_ASSIGN_OR_RETURN(ImageMap images, images_.Get());
-  return ResolveBoxRoot(policy.image, policy.pull, RootSources{images, opts_.image_source.get(), opts_.image_puller.get()},
-                        may_pull);
+  LSB_ASSIGN_OR_RETURN(BoxRoot root,
+                       ResolveBoxRoot(policy.image, policy.pull,
+                                      RootSources{images, opts_.image_source.get(), opts_.image_puller.get()}, may_pull));
+  if (policy.build.empty()) return root;
+  if (!builder_)
+    return Error{"container.build needs the image store (--store DIR, $LLM_SANDBOX_IMAGE_STORE or the default store); "
+                 "this process has none"};
+  if (root.rootfs != "image")
+    return Error{"container.build: container.image '" + policy.image + "' resolves to " + root.rootfs +
+                 ", not an image of the store; a build needs an image (pull or import one, e.g. python:3.12-slim)"};
+  if (!may_pull || !root.image) {
+    root.how += "; container.build: built on first use into " + std::string(kBuildRepository) + ":<key>";
+    return root;
+  }
+  // Built on first use, then found in the store (or the builder's memo) by every later box.
+  auto built = builder_->Build(policy, *root.image, opts_.build_progress);
+  if (!built.ok()) return built.error();
+  root.image = built->root;
+  root.how += "; built by container.build as " + built->reference;
+  return root;
 }
 
 Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,7 @@
 #include "runtime/native/box_root.h"
 #include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
+#include "runtime/native/env_builder.h"
 #include "runtime/native/idmap.h"
 
 namespace lsb::native {
@@ -47,6 +49,8 @@ struct NativeOptions {
   std::shared_ptr<image::ImagePuller> image_puller;
   // The egress proxy of boxes with the network on (docs/network.md): pins, limits.
   egress::EgressOptions egress;
+  // Where container.build's progress lines go (the CLI's stderr, the daemon's log); empty: nowhere.
+  std::function<void(const std::string&)> build_progress;
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.
@@ -95,6 +99,11 @@ class NativeBackend : public Backend {
   // calls it at start, a CLI's teardown helper after its own box. Returns how many were removed.
   size_t RemoveStaleGroups() const;
   size_t RemoveLeftovers() override { return RemoveStaleGroups(); }
+  // container.build (env_builder.h): the policy's environment, built now unless stored already.
+  // An error when the policy has no build or its image is not from the image store.
+  Result<BuiltEnvironment> BuildEnvironment(const Policy& policy, const EnvironmentBuilder::Progress& progress);
+  // Build steps run by this backend's boxes since it was made (tests, the daemon's log).
+  uint64_t build_steps_run() const { return builder_ ? builder_->steps_run() : 0; }
   std::string RefusalFix(const Policy& policy) const override;
 
  private:
@@ -110,6 +119,7 @@ class NativeBackend : public Backend {
   const CgroupLayout& Layout() const;
 
   NativeOptions opts_;
+  std::unique_ptr<EnvironmentBuilder> builder_;  // with an image store only
   ImageMapCache images_;  // read for every box (SetupFor) and every Explain
   mutable std::once_flag layout_once_;
   mutable CgroupLayout layout_;

@@ -110,6 +110,12 @@ def _describe(p: Mapping[str, Any], override: Optional[str]) -> str:
     langs = p.get("languages") or []
     facts = (f"languages: {', '.join(langs) if langs else 'python'}; "
              f"network {'on' if p.get('network') else 'off'}")
+    # container.build: the packages its environment has (GET /v1/policies `packages`), so the model
+    # knows what it can import; a long list is cut, saying how many more there are.
+    pkgs = [str(x) for x in (p.get("packages") or [])]
+    if pkgs:
+        shown = ", ".join(pkgs[:40]) + (f" and {len(pkgs) - 40} more" if len(pkgs) > 40 else "")
+        facts += f"; installed packages: {shown}"
     return f"{text} ({facts})" if text else f"general-purpose sandbox ({facts})"
 
 

@@ -1,0 +1,417 @@
+#include "runtime/native/env_builder.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <optional>
+#include <chrono>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "base/io.h"
+#include "base/random_id.h"
+#include "base/sha256.h"
+#include "base/time_format.h"
+#include "image/layer_writer.h"
+#include "image/reference.h"
+#include "image/store.h"
+#include "image/store_lock.h"
+#include "policy/build_rules.h"
+#include "protocol/messages.h"
+#include "runtime/native/build_box.h"
+
+namespace lsb::native {
+namespace {
+
+using nlohmann::json;
+
+std::string JoinWords(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+// mkdir -p, mode 0755.
+Status MakeDirs(const std::string& path) {
+  for (size_t p = 1; p <= path.size(); ++p) {
+    if (p != path.size() && path[p] != '/') continue;
+    std::string part = path.substr(0, p);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return Error::FromErrno("mkdir " + part);
+  }
+  return OkStatus();
+}
+
+// base/io.h's WriteFile writes files that exist (cgroup files); these are new ones.
+Status CreateFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return Error::FromErrno("create " + path);
+  return WriteAll(fd.get(), data);
+}
+
+struct Step {
+  std::string kind;         // pip | files | run
+  std::string description;  // one line for the log and errors
+  std::vector<std::string> argv;
+  const BuildFile* file = nullptr;
+};
+
+std::vector<Step> PlanSteps(const BuildSpec& b) {
+  std::vector<Step> steps;
+  if (!b.pip.empty()) {
+    Step s{"pip", "pip install " + JoinWords(b.pip), {}, nullptr};
+    s.argv = {"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
+              "--root-user-action=ignore", "--break-system-packages", "--index-url", b.pip_index_url};
+    if (auto url = ParseIndexUrl(b.pip_index_url); url.ok() && url->scheme == "http")
+      s.argv.insert(s.argv.end(), {"--trusted-host", url->host});
+    s.argv.push_back("--");
+    s.argv.insert(s.argv.end(), b.pip.begin(), b.pip.end());
+    steps.push_back(std::move(s));
+  }
+  for (const BuildFile& f : b.files) steps.push_back(Step{"files", "files " + f.source + " -> " + f.target, {}, &f});
+  for (const std::string& r : b.run) steps.push_back(Step{"run", "run " + r, {"/bin/sh", "-c", r}, nullptr});
+  return steps;
+}
+
+// Readers never see half a record: written aside, then renamed.
+Status WriteAtomically(const std::string& path, const std::string& data) {
+  const std::string tmp = path + RandomHex(".tmp-", 6);
+  LSB_TRY(CreateFile(tmp, data));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno("rename " + tmp);
+  return OkStatus();
+}
+
+std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
+
+Result<std::string> ReadBlob(const std::string& store_root, const std::string& digest) {
+  if (digest.rfind("sha256:", 0) != 0) return Error{"unexpected digest " + digest};
+  return ReadFile(store_root + "/blobs/sha256/" + digest.substr(7));
+}
+
+std::string WriteBlob(const std::string& layout, const std::string& data) {
+  std::string hex = Hex(Sha256(data));
+  (void)CreateFile(layout + "/blobs/sha256/" + hex, data);
+  return "sha256:" + hex;
+}
+
+// The tar of one files entry: the source, opened below the policy's directory with no symlink
+// anywhere on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), under its target.
+Status WriteFilesLayer(const BuildFile& f, const std::string& policy_dir, int out_fd, std::string* diff_id) {
+  UniqueFd dir(::open(policy_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return Error::FromErrno("open the policy's directory " + policy_dir);
+  std::string src = f.source;
+  if (src.size() > 1 && src.back() == '/') src.pop_back();
+  struct open_how how {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  int fd = static_cast<int>(::syscall(SYS_openat2, dir.get(), src.c_str(), &how, sizeof how));
+  if (fd < 0)
+    return Error::FromErrno("container.build.files: '" + f.source + "' (below " + policy_dir +
+                            "; sources may not be or pass through a symbolic link)");
+  UniqueFd path(fd);
+  struct stat st {};
+  if (::fstat(path.get(), &st) != 0) return Error::FromErrno("stat " + f.source);
+  image::LayerTarWriter w(out_fd, image::LayerWriteLimits{});
+  std::string target = f.target.substr(1);
+  bool into = !target.empty() && target.back() == '/';
+  if (into) target.pop_back();
+  // The parent directories of the target, as directories.
+  for (size_t p = target.find('/'); p != std::string::npos; p = target.find('/', p + 1))
+    LSB_TRY(w.AddDir(target.substr(0, p), 0755, 0));
+  if (S_ISDIR(st.st_mode)) {
+    UniqueFd d(::openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!d) return Error::FromErrno("open " + f.source);
+    LSB_TRY(w.AddDir(target, st.st_mode, st.st_mtime));
+    LSB_TRY(w.AddTree(d.get(), target, /*overlay_upper=*/false, /*refuse_symlinks=*/true));
+  } else if (S_ISREG(st.st_mode)) {
+    UniqueFd r(::openat(path.get(), ".", O_RDONLY | O_CLOEXEC));
+    if (!r) r = UniqueFd(::open(("/proc/self/fd/" + std::to_string(path.get())).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!r) return Error::FromErrno("open " + f.source);
+    if (into) {
+      LSB_TRY(w.AddDir(target, 0755, 0));
+      target += "/" + src.substr(src.rfind('/') + 1);
+    }
+    LSB_TRY(w.AddFile(target, r.get(), st.st_mode, st.st_mtime, static_cast<uint64_t>(st.st_size)));
+  } else {
+    return Error{"container.build.files: '" + f.source + "' is not a regular file or directory"};
+  }
+  LSB_ASSIGN_OR_RETURN(*diff_id, w.Finish());
+  return OkStatus();
+}
+
+// An OCI layout in `layout` for `parent` plus one layer (its tar at `layer_tar`), named `tag`.
+Status WriteChildLayout(const std::string& store_root, const image::ImageRoot& parent, const std::string& layout,
+                        const std::string& layer_tar, const std::string& diff_id, const std::string& tag,
+                        const std::string& created_by, const Policy& policy) {
+  LSB_TRY(MakeDirs(layout + "/blobs/sha256"));
+  LSB_ASSIGN_OR_RETURN(std::string manifest_text, ReadBlob(store_root, parent.manifest_digest));
+  json manifest = json::parse(manifest_text, nullptr, false);
+  if (manifest.is_discarded() || !manifest.contains("config") || !manifest.contains("layers"))
+    return Error{"the stored manifest of " + parent.reference + " cannot be read"};
+  auto link_blob = [&](const std::string& digest) -> Status {
+    std::string hex = digest.substr(7);
+    if (::link((store_root + "/blobs/sha256/" + hex).c_str(), (layout + "/blobs/sha256/" + hex).c_str()) != 0 &&
+        errno != EEXIST)
+      return Error::FromErrno("link blob " + digest + " into the build's layout");
+    return OkStatus();
+  };
+  for (const auto& l : manifest["layers"]) LSB_TRY(link_blob(l.value("digest", "")));
+  LSB_ASSIGN_OR_RETURN(std::string config_text, ReadBlob(store_root, manifest["config"].value("digest", "")));
+  json config = json::parse(config_text, nullptr, false);
+  if (config.is_discarded()) return Error{"the stored config of " + parent.reference + " cannot be read"};
+  config["rootfs"]["diff_ids"].push_back(diff_id);
+  config["history"].push_back({{"created", Rfc3339(std::chrono::system_clock::now())}, {"created_by", created_by}});
+  config["config"]["Labels"]["org.llm-sandbox.policy"] = policy.name;
+  if (::rename(layer_tar.c_str(), (layout + "/blobs/sha256/" + diff_id.substr(7)).c_str()) != 0)
+    return Error::FromErrno("move the layer into the build's layout");
+  struct stat st {};
+  ::stat((layout + "/blobs/sha256/" + diff_id.substr(7)).c_str(), &st);
+  manifest["layers"].push_back({{"mediaType", "application/vnd.oci.image.layer.v1.tar"}, {"digest", diff_id},
+                                {"size", static_cast<uint64_t>(st.st_size)}});
+  std::string config_out = config.dump();
+  manifest["config"] = {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+                        {"digest", WriteBlob(layout, config_out)}, {"size", config_out.size()}};
+  manifest["mediaType"] = "application/vnd.oci.image.manifest.v1+json";
+  manifest["schemaVersion"] = 2;
+  std::string manifest_out = manifest.dump();
+  json index{{"schemaVersion", 2},
+             {"manifests", json::array({{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                                         {"digest", WriteBlob(layout, manifest_out)},
+                                         {"size", manifest_out.size()},
+                                         {"annotations", {{"org.opencontainers.image.ref.name", tag}}}}})}};
+  LSB_TRY(CreateFile(layout + "/index.json", index.dump()));
+  return CreateFile(layout + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+}
+
+}  // namespace
+
+namespace {
+
+Result<BuildRecord> ParseRecord(const std::string& path, const std::string& reference) {
+  LSB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error{"the build record " + path + " is not JSON"};
+  BuildRecord r;
+  r.reference = j.value("reference", reference);
+  r.policy = j.value("policy", "");
+  r.source_file = j.value("source_file", "");
+  r.base = j.value("base", "");
+  r.base_digest = j.value("base_digest", "");
+  r.python = j.value("python", "");
+  for (const auto& s : j.value("steps", json::array())) r.steps.push_back(s.get<std::string>());
+  for (const auto& p : j.value("packages", json::array()))
+    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
+      r.packages.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  return r;
+}
+
+bool PolicyNameOk(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return n[0] != '.';
+}
+
+}  // namespace
+
+Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::string& reference) {
+  size_t colon = reference.rfind(':');
+  if (reference.find(kBuildRepository) == std::string::npos || colon == std::string::npos)
+    return Error{ErrorCode::kNotFound, reference + " is not a built environment"};
+  std::string key = reference.substr(colon + 1);
+  for (char c : key)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return Error{ErrorCode::kNotFound, reference + " is not a built environment"};
+  return ParseRecord(store_root + "/builds/" + key + ".json", reference);
+}
+
+Result<BuildRecord> ReadPolicyBuildRecord(const std::string& store_root, const std::string& policy) {
+  if (!PolicyNameOk(policy)) return Error{ErrorCode::kNotFound, "not a policy name"};
+  return ParseRecord(store_root + "/builds/by-policy/" + policy + ".json", "");
+}
+
+uint64_t EnvironmentBuilder::steps_run() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return steps_run_;
+}
+
+Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const image::ImageRoot& base,
+                                                   const Progress& progress) {
+  const BuildSpec& b = policy.build;
+  LSB_ASSIGN_OR_RETURN(image::Store * store, store_->Get());
+  const std::string root = store->root();
+  std::vector<Step> steps = PlanSteps(b);
+  json spec_json{{"pip", b.pip}, {"index", b.pip_index_url}, {"run", b.run}};
+  const std::string memo_key = base.manifest_digest + "\n" + spec_json.dump();
+  if (b.files.empty()) {
+    std::string ref_text;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = memo_.find(memo_key); it != memo_.end()) ref_text = it->second;
+    }
+    if (!ref_text.empty()) {
+      auto ref = image::ParseImageReference(ref_text);
+      if (ref.ok()) {
+        if (auto r = store->Resolve(*ref); r.ok())
+          return BuiltEnvironment{std::move(r).value(), ref_text, static_cast<int>(steps.size()), 0, ""};
+      }
+    }
+  }
+  LSB_TRY(MakeDirs(root + "/builds"));
+  std::string log;
+  auto say = [&](const std::string& line) {
+    log += line + "\n";
+    if (progress) progress(line);
+  };
+  image::ImageRoot parent = base;
+  std::string key = Hex(Sha256("llm-sandbox build v1\n" + base.manifest_digest));
+  int built = 0;
+  std::vector<std::string> descriptions;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    const std::string label = "step " + std::to_string(i + 1) + "/" + std::to_string(steps.size()) + " (" + s.description + ")";
+    descriptions.push_back(s.description);
+    // Scratch space in the store's tmp/ (removed when the step is done), made only when needed.
+    std::optional<image::TempDir> tmp;
+    std::string diff_id;
+    json step_json{{"kind", s.kind}, {"argv", s.argv}};
+    auto scratch = [&]() -> Result<std::string> {
+      if (!tmp) {
+        auto made = store->NewTempDir("build");
+        if (!made.ok()) return made.error();
+        tmp = std::move(made).value();
+      }
+      return tmp->path();
+    };
+    std::string layer_tar;
+    if (s.file) {
+      LSB_ASSIGN_OR_RETURN(std::string dir, scratch());
+      layer_tar = dir + "/layer.tar";
+      UniqueFd out(::open(layer_tar.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+      if (!out) return Error::FromErrno("create " + layer_tar);
+      if (auto st = WriteFilesLayer(*s.file, b.policy_dir, out.get(), &diff_id); !st.ok())
+        return st.error().Wrap("container.build " + label);
+      step_json["target"] = s.file->target;
+      step_json["content"] = diff_id;
+    }
+    key = Hex(Sha256(key + "\n" + step_json.dump()));
+    const std::string tag = key;
+    LSB_ASSIGN_OR_RETURN(image::ImageReference ref, image::ParseImageReference(std::string(kBuildRepository) + ":" + tag));
+    if (auto r = store->Resolve(ref); r.ok()) {
+      say(label + ": cached");
+      parent = std::move(r).value();
+      continue;
+    }
+    // One build of this step at a time (threads and processes alike): who waited finds it stored.
+    LSB_ASSIGN_OR_RETURN(image::FileLock lock, image::FileLock::Exclusive(root + "/tmp/building-" + key.substr(0, 32) + ".lock"));
+    if (auto r = store->Resolve(ref); r.ok()) {
+      say(label + ": cached (built by another build meanwhile)");
+      parent = std::move(r).value();
+      continue;
+    }
+    say(label + ": building");
+    const auto started = std::chrono::steady_clock::now();
+    LSB_ASSIGN_OR_RETURN(std::string dir, scratch());
+    if (!s.file) {
+      layer_tar = dir + "/layer.tar";
+      BuildStepRequest req;
+      req.lowers = parent.layers;
+      req.dir = dir;
+      req.argv = s.argv;
+      req.env = parent.config.env;
+      bool has_path = false;
+      for (const auto& e : req.env) has_path = has_path || e.rfind("PATH=", 0) == 0;
+      if (!has_path) req.env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+      const std::string proxy = std::string("http://") + protocol::kEgressProxyAddress;
+      for (const char* v : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
+        req.env.push_back(std::string(v) + "=" + proxy);
+      req.env.push_back("NO_PROXY=");
+      req.env.push_back("HOME=/root");
+      req.workdir = "/";
+      req.timeout_ms = b.timeout_ms;
+      req.memory_bytes = b.memory_bytes;
+      req.output_bytes = b.output_bytes;
+      req.allow = b.network_allow;
+      req.deny = b.network_deny;
+      req.egress = settings_.egress;
+      req.cgroup_parent = settings_.cgroup_parent;
+      req.id_base = settings_.id_base;
+      LSB_ASSIGN_OR_RETURN(BuildStepOutcome outcome, RunBuildStep(req, layout_()));
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++steps_run_;
+      }
+      log += outcome.output;
+      auto fail = [&](const std::string& why) {
+        (void)CreateFile(root + "/builds/" + key + ".log", log + outcome.diagnostics);
+        return Error{"container.build " + label + " " + why + "; its output ends with:\n" +
+                     Tail(outcome.output + outcome.diagnostics, 2000)};
+      };
+      if (outcome.timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
+      if (outcome.output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
+      if (outcome.exit_code != 0) return fail("failed with exit code " + std::to_string(outcome.exit_code));
+      UniqueFd upper(::open(outcome.upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!upper) return Error::FromErrno("open the build step's upper layer");
+      UniqueFd out(::open(layer_tar.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+      if (!out) return Error::FromErrno("create " + layer_tar);
+      image::LayerTarWriter w(out.get(), image::LayerWriteLimits{});
+      if (auto st = w.AddTree(upper.get(), "", /*overlay_upper=*/true, /*refuse_symlinks=*/false); !st.ok())
+        return st.error().Wrap("container.build " + label + ": the step's changes");
+      LSB_ASSIGN_OR_RETURN(diff_id, w.Finish());
+    }
+    const std::string layout = dir + "/layout";
+    LSB_TRY(WriteChildLayout(root, parent, layout, layer_tar, diff_id, tag, s.description, policy));
+    auto imported = store->ImportOciLayout(layout, ref);
+    if (!imported.ok()) return imported.error().Wrap("container.build " + label + ": store the step's layer");
+    parent = std::move(imported).value();
+    ++built;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    say(label + ": built in " + std::to_string(ms) + " ms");
+  }
+  BuiltEnvironment env{parent, std::string(kBuildRepository) + ":" + key, static_cast<int>(steps.size()), built,
+                       root + "/builds/" + key + ".log"};
+  const std::string record_path = root + "/builds/" + key + ".json";
+  if (built > 0 || ::access(record_path.c_str(), F_OK) != 0) {
+    // What the environment holds, asked of its own python (image inspect, GET /v1/policies).
+    json record{{"reference", env.reference}, {"policy", policy.name}, {"source_file", policy.source_file},
+                {"base", base.reference}, {"base_digest", base.manifest_digest}, {"steps", descriptions}};
+    LSB_ASSIGN_OR_RETURN(image::TempDir tmp, store->NewTempDir("build-inspect"));
+    BuildStepRequest req;
+    req.lowers = parent.layers;
+    req.dir = tmp.path();
+    req.argv = {"python3", "-B", "-c",
+                "import sys, json, importlib.metadata as m\n"
+                "print(json.dumps({'python': sys.version.split()[0], 'packages': sorted({(d.metadata['Name'] or '?', "
+                "d.version or '?') for d in m.distributions()})}))"};
+    req.env = parent.config.env;
+    req.env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    req.timeout_ms = 60000;
+    req.memory_bytes = b.memory_bytes;
+    req.output_bytes = 1 << 20;
+    req.cgroup_parent = settings_.cgroup_parent;
+    req.id_base = settings_.id_base;
+    if (auto o = RunBuildStep(req, layout_()); o.ok() && o->exit_code == 0) {
+      json info = json::parse(o->output, nullptr, false);
+      if (!info.is_discarded()) {
+        record["python"] = info.value("python", "");
+        record["packages"] = info.value("packages", json::array());
+      }
+    }
+    (void)WriteAtomically(record_path, record.dump(2));
+    if (built > 0) (void)CreateFile(env.log_path, log);
+  }
+  // Which environment the policy of this name has now (GET /v1/policies/{name}).
+  if (PolicyNameOk(policy.name) && MakeDirs(root + "/builds/by-policy").ok()) {
+    if (auto text = ReadFile(record_path); text.ok()) (void)WriteAtomically(root + "/builds/by-policy/" + policy.name + ".json", *text);
+  }
+  if (b.files.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    memo_[memo_key] = env.reference;
+  }
+  return env;
+}
+
+}  // namespace lsb::native

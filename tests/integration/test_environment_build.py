@@ -1,0 +1,351 @@
+"""Environments built from the policy (issue 20): container.build on the native backend, no Docker.
+
+The base image is the adversarial suite's test image made from the host's files
+(tests/adversarial/image_fixture.py: a Debian base layer, the host's python3.11 and its stdlib)
+plus a layer with Debian's pip, imported into a temp store. A wheel made here is served as a
+PEP 503 simple index on 127.0.0.1 by a real HTTP server; the policy's build.pip_index_url names it
+as pypi.test, pinned to 127.0.0.1 through the egress proxy's resolve option, and
+build.network.allow lists it. Then:
+  - `image build` runs the pip and run steps (the index is asked), `run` imports the package and
+    reads the run step's file; a second `run` and `image build` find every step cached (their
+    progress lines say so, and the index gets no request);
+  - a changed run step rebuilds that step only (pip: cached, run: building);
+  - a failing step's error names it, its exit code and its output;
+  - attacks: a step reaching a host build.network.allow does not list (refused by the proxy), files
+    sources leaving the policy dir by '..' (refused by the loader) or through a symlink (refused at
+    build), and a step printing without end (bounded by build.output, the step fails);
+  - `image ls` names the policy a derived image serves, `image inspect` its python and packages.
+Own CTest entry (integration_environment_build, LSB_ENV_BUILD_SUITE=1); needs root (box uids).
+"""
+import hashlib
+import http.server
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "adversarial"))
+import image_fixture as fx  # noqa: E402
+import daemon_harness as dh  # noqa: E402
+from harness import BINARY, SEED_POLICY  # noqa: E402
+
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/lsb-no-docker.sock"}
+HOST_PIP = "/usr/lib/python3/dist-packages/pip"
+PROGRAM = ("import tinypkg\n"
+           "print('tinypkg says', tinypkg.VALUE)\n"
+           "print('marker', open('/usr/local/marker.txt').read().strip())\n")
+
+
+def make_wheel(directory, name="tinypkg", version="1.0"):
+    """A pure-Python wheel, written by hand (a zip with its dist-info), as pip installs it."""
+    fname = f"{name}-{version}-py3-none-any.whl"
+    files = {
+        f"{name}/__init__.py": b"VALUE = 'from the loopback index'\n",
+        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{name}-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: lsb-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for path, data in files.items():
+        digest = hashlib.sha256(data).digest()
+        import base64
+        record += f"{path},sha256={base64.urlsafe_b64encode(digest).rstrip(b'=').decode()},{len(data)}\n"
+    record += f"{name}-{version}.dist-info/RECORD,,\n"
+    files[f"{name}-{version}.dist-info/RECORD"] = record.encode()
+    path = os.path.join(directory, fname)
+    with zipfile.ZipFile(path, "w") as z:
+        for p, data in files.items():
+            z.writestr(p, data)
+    with open(path, "rb") as f:
+        return fname, hashlib.sha256(f.read()).hexdigest()
+
+
+class Index:
+    """A PEP 503 simple index on 127.0.0.1:0 serving one wheel; counts the requests it gets."""
+
+    def __init__(self, root):
+        os.makedirs(os.path.join(root, "simple", "tinypkg"))
+        os.makedirs(os.path.join(root, "packages"))
+        wheel, sha = make_wheel(os.path.join(root, "packages"))
+        with open(os.path.join(root, "simple", "tinypkg", "index.html"), "w") as f:
+            f.write(f'<html><body><a href="../../packages/{wheel}#sha256={sha}">{wheel}</a></body></html>\n')
+        with open(os.path.join(root, "simple", "index.html"), "w") as f:
+            f.write('<html><body><a href="tinypkg/">tinypkg</a></body></html>\n')
+        index = self
+        self.requests = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=root, **k)
+
+            def do_GET(self):
+                index.requests.append(self.path)
+                return super().do_GET()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def _pip_layer():
+    layer = fx._Layer()
+    dest = "usr/local/lib/python3.11/dist-packages/pip"
+    layer.dir("usr/local/lib/python3.11/dist-packages")
+    for root, dirs, files in os.walk(HOST_PIP):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = os.path.relpath(root, HOST_PIP)
+        name = dest if rel == "." else f"{dest}/{rel}"
+        layer.dir(name)
+        for f in sorted(files):
+            src = os.path.join(root, f)
+            if os.path.isfile(src) and not os.path.islink(src):
+                layer.file(f"{name}/{f}", src=src)
+    return layer.finish()
+
+
+def setUpModule():
+    if os.environ.get("LSB_ENV_BUILD_SUITE") != "1":
+        raise unittest.SkipTest("run by the integration_environment_build CTest entry (LSB_ENV_BUILD_SUITE=1)")
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("the native backend's boxes need root here")
+    why = fx.unavailable()
+    if why:
+        raise unittest.SkipTest(why)
+    if not os.path.isdir(HOST_PIP):
+        raise unittest.SkipTest(f"{HOST_PIP} is missing (Debian's python3-pip makes the test image's pip)")
+    global WORK, STORE, INDEX
+    WORK = tempfile.mkdtemp(prefix="lsb-env-build-")
+    os.chmod(WORK, 0o755)
+    ext = [os.path.join(fx.HOST_STDLIB, "lib-dynload", n) for n in os.listdir(os.path.join(fx.HOST_STDLIB, "lib-dynload"))
+           if n.endswith(".so")]
+    layout = os.path.join(WORK, "layout")
+    fx._write_layout(layout, [fx._base_layer(ext), fx._python_layer(), _pip_layer()])
+    STORE = os.path.join(WORK, "store")
+    p = subprocess.run([BINARY, "image", "import", "--store", STORE, "--name", fx.IMAGE, layout],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("import of the test image failed: " + p.stderr)
+    shutil.rmtree(layout, ignore_errors=True)
+    INDEX = Index(os.path.join(WORK, "index"))
+
+
+def tearDownModule():
+    INDEX.stop()
+    shutil.rmtree(WORK, True)
+
+
+def write_policy(name, build_yaml, files=None):
+    """A policy NAME in a directory of its own (files: {relative path: bytes or ('link', target)})."""
+    d = tempfile.mkdtemp(prefix="policy-", dir=WORK)
+    with open(SEED_POLICY) as f:
+        text = fx.policy_text(f.read())
+    text = text.replace("name: code-sandbox", f"name: {name}")
+    text = text.replace(f'image: "{fx.IMAGE}"', f'image: "{fx.IMAGE}"\n  pull: never\n  build:\n' +
+                        "".join("    " + line + "\n" for line in build_yaml.strip("\n").split("\n")))
+    for rel, content in (files or {}).items():
+        path = os.path.join(d, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(content, tuple):
+            os.symlink(content[1], path)
+        else:
+            with open(path, "wb") as f:
+                f.write(content)
+    path = os.path.join(d, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def pip_build(run_steps, extra="", req="tinypkg==1.0"):
+    return (f'pip_index_url: "http://pypi.test:{INDEX.port}/simple"\n'
+            f'pip: ["{req}"]\n'
+            "run:\n" + "".join(f"  - {json.dumps(r)}\n" for r in run_steps) +
+            f'network:\n  allow: ["pypi.test", "127.0.0.1:{INDEX.port}"]\n' + extra)
+
+
+def lsb(*args, timeout=600):
+    env = dict(os.environ, **NO_ENGINE)
+    env.pop("LLM_SANDBOX_IMAGE_STORE", None)
+    return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def build(policy):
+    return lsb("image", "build", "--store", STORE, "--egress-resolve", "pypi.test:127.0.0.1", policy)
+
+
+def run(policy, program=PROGRAM):
+    prog = os.path.join(WORK, f"prog-{os.urandom(3).hex()}.py")
+    with open(prog, "w") as f:
+        f.write(program)
+    return lsb("run", "--store", STORE, "--egress-resolve", "pypi.test:127.0.0.1", "--policy", policy, prog)
+
+
+class BuiltEnvironment(unittest.TestCase):
+    def test_pip_package_from_the_loopback_index_is_built_once_and_imported(self):
+        policy = write_policy("built-env", pip_build(["echo step-one > /usr/local/marker.txt"]))
+        before = len(INDEX.requests)
+        b = build(policy)
+        self.assertEqual(b.returncode, 0, b.stderr)
+        self.assertIn("step 1/2 (pip install tinypkg==1.0): building", b.stderr)
+        self.assertIn("step 2/2 (run echo step-one > /usr/local/marker.txt): building", b.stderr)
+        self.assertIn("2 run now", b.stdout)
+        self.assertTrue(any("tinypkg" in r for r in INDEX.requests[before:]), INDEX.requests)
+
+        r = run(policy)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("tinypkg says from the loopback index", r.stdout)
+        self.assertIn("marker step-one", r.stdout)
+        # The second run and build: every step from the cache, the index not asked again.
+        after_first = len(INDEX.requests)
+        self.assertIn("step 1/2 (pip install tinypkg==1.0): cached", r.stderr)
+        self.assertNotIn("building", r.stderr)
+        again = build(policy)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("0 run now", again.stdout)
+        self.assertNotIn("building", again.stderr)
+        self.assertEqual(len(INDEX.requests), after_first)
+
+        ref = again.stdout.split()[1]
+        ls = json.loads(lsb("image", "ls", "--store", STORE, "--json").stdout)
+        mine = [i for i in ls if i["reference"].endswith(ref.split("/")[-1])]
+        self.assertEqual(mine[0]["policy"], "built-env", ls)
+        info = json.loads(lsb("image", "inspect", "--store", STORE, "--json", ref).stdout)
+        self.assertTrue(info["build"]["python"].startswith("3.11"), info["build"])
+        self.assertIn({"name": "tinypkg", "version": "1.0"}, info["build"]["packages"])
+
+        # A changed run step: pip is cached, only the run step is built.
+        changed = write_policy("built-env", pip_build(["echo step-two > /usr/local/marker.txt"]))
+        c = build(changed)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        self.assertIn("step 1/2 (pip install tinypkg==1.0): cached", c.stderr)
+        self.assertIn("step 2/2 (run echo step-two > /usr/local/marker.txt): building", c.stderr)
+        self.assertEqual(len(INDEX.requests), after_first)
+        r2 = run(changed)
+        self.assertIn("marker step-two", r2.stdout, r2.stderr)
+
+    def test_a_failing_step_names_the_step_its_exit_code_and_its_output(self):
+        policy = write_policy("fails", 'run: ["echo preparing; echo the-reason-it-broke >&2; exit 3"]')
+        b = build(policy)
+        self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
+        self.assertIn("step 1/1 (run echo preparing; echo the-reason-it-broke >&2; exit 3) failed with exit code 3", b.stderr)
+        self.assertIn("the-reason-it-broke", b.stderr)
+        r = run(policy, "print('never')\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("exit code 3", r.stderr)
+        self.assertNotIn("never", r.stdout)
+
+    def test_a_step_cannot_reach_a_host_build_network_allow_does_not_list(self):
+        before = len(INDEX.requests)
+        step = ("python3 -c \"import urllib.request; "
+                f"urllib.request.urlopen('http://forbidden.test:{INDEX.port}/simple/'); print('REACH' + 'ED')\"")
+        policy = write_policy("reach", pip_build([step], req="tinypkg>=0.1"))
+        b = lsb("image", "build", "--store", STORE, "--egress-resolve", "pypi.test:127.0.0.1",
+                "--egress-resolve", "forbidden.test:127.0.0.1", policy)
+        self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
+        self.assertNotIn("REACHED", b.stderr)
+        self.assertIn("HTTP Error 403", b.stderr)
+        self.assertFalse(any("forbidden" in r for r in INDEX.requests[before:]))
+        # Without the proxy there is no route at all: the box's loopback is its own.
+        direct = write_policy("direct", "run: [\"python3 -c \\\"import socket; socket.create_connection(('127.0.0.1', "
+                              f"{INDEX.port}), 5); print('REACH' + 'ED')\\\"\"]")
+        d = build(direct)
+        self.assertEqual(d.returncode, 1, d.stdout + d.stderr)
+        self.assertNotIn("REACHED", d.stderr)
+        self.assertIn("ConnectionRefusedError", d.stderr)
+
+    def test_files_sources_cannot_leave_the_policy_directory(self):
+        dotdot = write_policy("dotdot", 'files: {"/opt/x": "../outside"}')
+        c = lsb("policy", "check", dotdot)
+        self.assertNotEqual(c.returncode, 0)
+        self.assertIn("'..' component", c.stdout + c.stderr)
+        link = write_policy("link", 'files: {"/opt/x/": "data/"}', files={"data": ("link", "/etc")})
+        b = build(link)
+        self.assertEqual(b.returncode, 1, b.stdout)
+        self.assertIn("symbolic link", b.stderr)
+        inner = write_policy("inner", 'files: {"/opt/x/": "data/"}',
+                             files={"data/ok.txt": b"fine\n", "data/passwd": ("link", "/etc/passwd")})
+        b = build(inner)
+        self.assertEqual(b.returncode, 1, b.stdout)
+        self.assertIn("'opt/x/passwd' is a symbolic link", b.stderr)
+        good = write_policy("files-ok", 'files: {"/usr/local/share/fixtures/": "data/"}', files={"data/hello.txt": b"hello from files\n"})
+        b = build(good)
+        self.assertEqual(b.returncode, 0, b.stderr)
+        r = run(good, "print(open('/usr/local/share/fixtures/hello.txt').read())\n")
+        self.assertIn("hello from files", r.stdout, r.stderr)
+
+    def test_a_step_printing_without_end_is_stopped_at_build_output(self):
+        policy = write_policy("flood", 'run: ["python3 -c \\"while True: print(\'flood\' * 100)\\""]\noutput: 1M\ntimeout: 120s')
+        b = build(policy)
+        self.assertEqual(b.returncode, 1, b.stdout)
+        self.assertIn("printed more than build.output (1048576 bytes)", b.stderr)
+        self.assertLess(len(b.stderr), 20000)
+
+    def test_two_processes_building_the_same_step_build_it_once(self):
+        policy = write_policy("twice", 'run: ["sleep 2; echo once > /usr/local/once.txt"]')
+        env = dict(os.environ, **NO_ENGINE)
+        procs = [subprocess.Popen([BINARY, "image", "build", "--store", STORE, policy], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], outs)
+        err = "".join(e for _, e in outs)
+        self.assertEqual(err.count("): building"), 1, err)
+        self.assertEqual(err.count("cached (built by another build meanwhile)"), 1, err)
+
+    def test_apt_is_refused_until_it_is_supported(self):
+        policy = write_policy("apt", 'apt: ["git"]')
+        c = lsb("policy", "check", policy)
+        self.assertNotEqual(c.returncode, 0)
+        self.assertIn("build.apt: installing Debian packages is not supported yet", c.stdout + c.stderr)
+
+    def test_pip_options_and_an_unreachable_index_are_refused_by_the_loader(self):
+        opt = write_policy("opt", 'pip: ["--index-url=http://evil/simple"]')
+        c = lsb("policy", "check", opt)
+        self.assertIn("is a pip option, not a requirement", c.stdout + c.stderr)
+        unlisted = write_policy("unlisted", 'pip: ["x"]\npip_index_url: "https://pypi.test/simple"\n'
+                                'network:\n  allow: ["example.org"]')
+        c = lsb("policy", "check", unlisted)
+        self.assertIn("does not reach build.pip_index_url's host 'pypi.test'", c.stdout + c.stderr)
+
+
+class DaemonSeesTheEnvironment(unittest.TestCase):
+    def test_serve_prebuild_builds_then_get_policy_lists_the_packages_and_execute_imports_it(self):
+        policy = write_policy("daemon-built", pip_build(["echo from-daemon > /usr/local/marker.txt"], req="tinypkg<2"))
+        d = dh.Daemon("--store", STORE, "--prebuild", "--pool-size", "0", "--backend", "native",
+                      "--egress-resolve", "pypi.test:127.0.0.1", "--default-policy", "daemon-built",
+                      policies=os.path.dirname(policy), env=NO_ENGINE)
+        try:
+            self.assertIn("prebuild: policy daemon-built is build.llm-sandbox.local/env:", d.log())
+            r = dh.request(d.base, "GET", "/v1/policies/daemon-built")
+            self.assertEqual(r.status, 200)
+            env = r.json()["environment"]
+            self.assertTrue(env["built"], env)
+            self.assertEqual(env["pip"], ["tinypkg<2"])
+            self.assertIn({"name": "tinypkg", "version": "1.0"}, env["packages"])
+            listing = dh.request(d.base, "GET", "/v1/policies").json()["policies"]
+            mine = [p for p in listing if p["name"] == "daemon-built"][0]
+            self.assertIn("tinypkg 1.0", mine["packages"])
+            sys.path.insert(0, os.path.join(os.environ.get("LSB_SOURCE_DIR", "."), "clients", "python"))
+            from llm_sandbox.integrations.common import _describe
+            self.assertIn("installed packages:", _describe(mine, None))
+            self.assertIn("tinypkg 1.0", _describe(mine, None))
+            ex = dh.request(d.base, "POST", "/v1/execute", {"code": PROGRAM, "policy": "daemon-built"}).json()
+            self.assertIn("tinypkg says from the loopback index", ex.get("stdout", ""), ex)
+            self.assertIn("marker from-daemon", ex.get("stdout", ""), ex)
+        finally:
+            d.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,120 @@
+// container.build: the loader's checks (policy/build_rules.h) and the layer writer's tar
+// (image/layer_writer.h) read back by the store's own tar reader.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "image/layer_writer.h"
+#include "policy/build_rules.h"
+#include "policy_parse_helpers.h"
+
+namespace lsb {
+namespace {
+
+std::string WithBuild(const std::string& build) {
+  return "version: \"1.0\"\nname: t\ncontainer:\n  image: python:3.12-slim\n  build:\n" + build;
+}
+
+TEST(BuildPolicy, ParsesStepsAndDefaultsTheNetworkToTheIndex) {
+  Policy p = MustParse(WithBuild("    pip: [\"pytest>=8\", \"pandas==2.2.*\"]\n"
+                                 "    files: {\"/opt/fixtures/\": \"fixtures/\"}\n"
+                                 "    run: [\"python -m compileall -q /opt/fixtures\"]\n"));
+  EXPECT_EQ(p.build.pip, (std::vector<std::string>{"pytest>=8", "pandas==2.2.*"}));
+  ASSERT_EQ(p.build.files.size(), 1u);
+  EXPECT_EQ(p.build.files[0].target, "/opt/fixtures/");
+  EXPECT_EQ(p.build.files[0].source, "fixtures/");
+  EXPECT_EQ(p.build.network_allow, (std::vector<std::string>{"pypi.org", "files.pythonhosted.org"}));
+  EXPECT_EQ(p.build.policy_dir, ".");
+  EXPECT_EQ(p.build.timeout_ms, 20u * 60 * 1000);
+  Policy local = MustParse(WithBuild("    pip: [x]\n    pip_index_url: \"http://127.0.0.1:8080/simple\"\n"));
+  EXPECT_EQ(local.build.network_allow, std::vector<std::string>{"127.0.0.1:8080"});
+}
+
+TEST(BuildPolicy, RefusesOptionsEscapesAptAndAnUnreachableIndex) {
+  EXPECT_NE(ParseError(WithBuild("    pip: [\"-r requirements.txt\"]\n")).find("is a pip option"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    pip: [\"--index-url=http://evil\"]\n")).find("is a pip option"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"../secret\"}\n")).find("'..' component"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"a/../../b\"}\n")).find("'..' component"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"/etc/passwd\"}\n")).find("is absolute"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    files: {\"opt/x\": \"a\"}\n")).find("not an absolute path"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    apt: [git]\n")).find("not supported yet"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    pip: [x]\n    network:\n      allow: [\"example.org\"]\n"))
+                .find("does not reach build.pip_index_url's host 'pypi.org'"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    pip: [x]\n    pip_index_url: \"ftp://x/simple\"\n")).find("http or https"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    pip: [x]\n    pip_index_url: \"https://u:p@x/simple\"\n")).find("user info"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    timeout: 0s\n")).find("build.timeout"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    nope: 1\n")).find("nope"), std::string::npos);
+}
+
+TEST(BuildRules, IndexUrls) {
+  auto u = ParseIndexUrl("https://PyPI.org/simple");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->host, "pypi.org");
+  EXPECT_EQ(u->port, 0);
+  auto v = ParseIndexUrl("http://[::1]:8080/simple");
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->host, "::1");
+  EXPECT_EQ(v->port, 8080);
+  EXPECT_FALSE(ParseIndexUrl("http://x:0/").ok());
+  EXPECT_FALSE(ParseIndexUrl("http://x:99999/").ok());
+  EXPECT_FALSE(ParseIndexUrl("http:///simple").ok());
+}
+
+// A tree with a whiteout-free upper written as a tar: names, a symlink kept as a link (never
+// followed), a long name through a pax header, and the digest over exactly the bytes written.
+TEST(LayerWriter, WritesTheTreeWithoutFollowingLinks) {
+  char tmpl[] = "/tmp/lsb-layer-writer-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  ASSERT_EQ(::mkdir((dir + "/tree").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((dir + "/tree/sub").c_str(), 0700), 0);
+  {
+    int fd = ::open((dir + "/tree/sub/file.txt").c_str(), O_CREAT | O_WRONLY, 0000);  // unreadable: ours, made readable
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "hello", 5), 5);
+    ::close(fd);
+  }
+  ASSERT_EQ(::symlink("/etc/shadow", (dir + "/tree/link").c_str()), 0);
+  std::string long_name(150, 'n');
+  ASSERT_EQ(::close(::open((dir + "/tree/" + long_name).c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+  int tree = ::open((dir + "/tree").c_str(), O_RDONLY | O_DIRECTORY);
+  int out = ::open((dir + "/layer.tar").c_str(), O_CREAT | O_WRONLY, 0644);
+  image::LayerTarWriter w(out, image::LayerWriteLimits{});
+  ASSERT_TRUE(w.AddTree(tree, "", /*overlay_upper=*/true, /*refuse_symlinks=*/false).ok());
+  auto diff = w.Finish();
+  ASSERT_TRUE(diff.ok());
+  ::close(out);
+  image::LayerTarWriter refuse(::open("/dev/null", O_WRONLY), image::LayerWriteLimits{});
+  auto refused = refuse.AddTree(tree, "x", false, /*refuse_symlinks=*/true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("'x/link' is a symbolic link"), std::string::npos);
+  ::close(tree);
+  std::string listing;
+  FILE* p = ::popen(("tar -tvf " + dir + "/layer.tar").c_str(), "r");
+  char buf[4096];
+  while (p && std::fgets(buf, sizeof buf, p)) listing += buf;
+  if (p) ::pclose(p);
+  EXPECT_NE(listing.find("link -> /etc/shadow"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("sub/file.txt"), std::string::npos) << listing;
+  EXPECT_NE(listing.find(long_name), std::string::npos) << listing;
+  FILE* s = ::popen(("sha256sum " + dir + "/layer.tar").c_str(), "r");
+  ASSERT_NE(std::fgets(buf, sizeof buf, s), nullptr);
+  ::pclose(s);
+  EXPECT_EQ(diff->substr(7), std::string(buf, 64));
+  image::LayerTarWriter small(::open("/dev/null", O_WRONLY), image::LayerWriteLimits{2, 1 << 20});
+  int again = ::open((dir + "/tree").c_str(), O_RDONLY | O_DIRECTORY);
+  EXPECT_FALSE(small.AddTree(again, "", true, false).ok());
+  ::close(again);
+  (void)std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace lsb
