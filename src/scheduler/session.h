@@ -21,6 +21,7 @@
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/python_driver.h"
+#include "scheduler/rich_outputs.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {
@@ -86,7 +87,7 @@ class Session {
 
   // These need a Use that owns the session.
   // req.collect: the matching files are returned after the run (workspace_io.h).
-  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {});
+  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {}, const OutputsLimits& outputs = {});
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
   Result<FileOpResult> GetFile(const std::string& path, uint64_t max_bytes);
   // An archive checked on the host (archive_in.h) written under its target.

@@ -17,6 +17,7 @@
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
 #include "server/execution_store.h"
+#include "scheduler/rich_outputs.h"
 #include "server/policy_runnable.h"
 
 namespace lsb::server {
@@ -36,6 +37,7 @@ struct ServerLimits {
   sched::ArchiveLimits archive;
   sched::CollectLimits collect;
   sched::TreeLimits tree;
+  sched::OutputsLimits outputs;  // rich outputs (docs/api.md "Rich outputs")
 };
 
 struct ServerContext {
