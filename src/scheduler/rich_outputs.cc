@@ -4,6 +4,7 @@
 
 #include "base/bounded_json.h"
 #include "base/random_id.h"
+#include "policy/languages.h"
 #include "scheduler/python_driver.h"
 #include "scheduler/workspace_io.h"
 
@@ -56,7 +57,8 @@ std::optional<uint64_t> TakeTrailer(std::string& err, const std::string& token, 
   uint64_t n = 0;
   auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
   if (ec != std::errc()) return std::nullopt;
-  if (end != rest.data() + rest.size() && error) *error = std::string(end, rest.data() + rest.size()).substr(1, 500);
+  size_t used = static_cast<size_t>(end - rest.data());
+  if (used < rest.size() && error) *error = rest.substr(used + 1, 500);
   return n;
 }
 
