@@ -54,7 +54,8 @@ PROJECT = {
 FIX = """import os, shutil
 root = os.environ.get('ROOT', '/tmp/work')
 p = root + '/calc/ops/arith.py'
-open(p, 'w').write(open(p).read().replace('a * b - 1', 'a * b'))
+text = open(p).read().replace('a * b - 1', 'a * b')
+open(p, 'w').write(text)
 os.rename(root + '/calc/ops/legacy.py', root + '/calc/ops/compat.py')
 open(root + '/calc/data/table.bin', 'wb').write(bytes(range(255, -1, -1)) * 3)
 os.remove(root + '/calc/data/logo.bin')
@@ -214,8 +215,12 @@ class ChangesTest(unittest.TestCase):
         if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], capture_output=True).returncode == 0:
             code += "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
         res = self.execute({"files": self.upload(), "language": "python", "changes": "/tmp", "code": code})
-        self.assertEqual(res["changes"]["files"], [], res["changes"])
-        self.assertEqual(res["changes"]["patch"], "")
+        paths = [f["path"] for f in res["changes"]["files"]]
+        # Matplotlib's own cache (HOME is /tmp) is the program's change; the figures' stage is not.
+        self.assertEqual([p for p in paths if not p.startswith(("/tmp/.cache", "/tmp/.config"))], [], paths)
+        self.assertNotIn(".lsb-outputs", res["changes"]["patch"])
+        res = self.execute({"files": self.upload(), "language": "python", "changes": "/tmp/work", "code": "print(1)"})
+        self.assertEqual((res["changes"]["files"], res["changes"]["patch"]), ([], ""))
 
     # ---- refusals and bounds
 
