@@ -140,7 +140,8 @@ class SandboxClient(ClientBase):
                 files: FilesArg = None, policy: Optional[str] = None,
                 memory: Union[str, int, None] = None,
                 cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
-                collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+                collect: Optional[Sequence[str]] = None, changes: Union[bool, str, None] = None,
+                outputs: Optional[bool] = None) -> Dict[str, Any]:
         """Runs code in a fresh sandbox and returns the ExecResult dict: "stdout", "stderr",
         "exit_code", "status" (ok|error|timeout|oom|killed|denied|output_limit), "duration_ms",
         "cpu_ms", "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy".
@@ -154,12 +155,14 @@ class SandboxClient(ClientBase):
 
         command: ``["python3", "-m", "unittest"]`` instead of code (allowed by the policy's
         commands.allow). collect: paths or glob patterns (``["/tmp/out/*.png"]``) whose files
-        come back in result["collected"] after the program ends.
+        come back in result["collected"] after the program ends. changes: True (every writable
+        path) or a directory: result["changes"] lists what the run changed, with a git patch.
+        Rich outputs (matplotlib figures as PNG) come in result["outputs"]; outputs=False: none.
         """
         name = policy or self._policy
         body = _calls.execute_body(code, policy=name, language=language, stdin=stdin,
                                    timeout=timeout, memory=memory, cpu=cpu, env=env, files=files,
-                                   command=command, collect=collect)
+                                   command=command, collect=collect, changes=changes, outputs=outputs)
         return self._run(_calls.execute(body, self.timeout, self._limit(name, timeout)))
 
     def stream(self, code: str, *, language: Optional[str] = None, stdin: Optional[str] = None,
