@@ -202,14 +202,25 @@ def _lsb_main():
         rich[0].take()
         import ast
         tree = ast.parse(text, '<session>', 'exec')
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        shows = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+        # One exec of the whole cell; in 'single' mode each expression statement goes through
+        # sys.displayhook, and the last one's value is what the cell shows.
+        seen = []
+        saved = sys.displayhook
+
+        def hook(value):
+            seen[:] = [value]
+        sys.displayhook = hook
         try:
-            exec(compile(tree, '<session>', 'exec'), user)
-            if last is not None:
-                rich[0].display(eval(compile(last, '<session>', 'eval'), user))
+            if shows:
+                exec(compile(ast.Interactive(body=tree.body), '<session>', 'single'), user)
+            else:
+                exec(compile(tree, '<session>', 'exec'), user)
+            if seen:
+                rich[0].display(seen[0])
         finally:
+            if sys.displayhook is hook:
+                sys.displayhook = saved
             rich[0].figures()
 
     def outputs():

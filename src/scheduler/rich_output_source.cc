@@ -1,6 +1,6 @@
 // The in-box half of rich outputs (rich_outputs.h): Python run in the program's own interpreter,
 // by the one-shot prelude (`python3 -c PRELUDE main.py`) and by the session driver. It imports
-// nothing the program did not: matplotlib is hooked at import (a meta path finder that patches
+// no module the program did not beyond a few of the standard library's: matplotlib is hooked at import (a meta path finder that patches
 // pyplot once it loaded, and MPLBACKEND=Agg before it does), so a program that never imports it
 // pays a dict lookup. Every entry is a JSON object {mime type: data} (binary as base64) or
 // {"error": why}; the count and each entry's bytes are bounded here and again on the host.
@@ -11,7 +11,9 @@ namespace lsb::sched {
 const std::string& RichOutputSource() {
   static const std::string s = R"PY(
 def _lsb_rich_install(max_entries, max_entry_bytes):
-    import os, sys
+    # Imported now, before any user code: an import later would run through whatever the
+    # program made of builtins.exec (importlib calls it), which is the program's business only.
+    import base64, io, json, os, sys
     os.environ['MPLBACKEND'] = 'Agg'  # forced: a box has no display
 
     class Rich:
@@ -26,7 +28,6 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
                 self.entries.append({'error': 'more than %d outputs; the rest are not returned' % max_entries})
                 self.full = True
                 return
-            import json
             try:
                 text = json.dumps(entry)
             except (TypeError, ValueError) as e:
@@ -38,10 +39,9 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
 
         def take(self):
             out, self.entries, self.full = self.entries, [], False
-            return [e if isinstance(e, str) else __import__('json').dumps(e) for e in out]
+            return [e if isinstance(e, str) else json.dumps(e) for e in out]
 
         def figure(self, fig, label):
-            import base64, io
             try:
                 buf = io.BytesIO()
                 fig.savefig(buf, format='png')
@@ -75,7 +75,6 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
                     return  # it is open: rendered with the other open figures, once
                 self.figure(value, 'the figure')
                 return
-            import base64
             for mime, method, binary in (('image/png', '_repr_png_', True), ('image/jpeg', '_repr_jpeg_', True),
                                          ('image/svg+xml', '_repr_svg_', False), ('text/html', '_repr_html_', False),
                                          ('text/markdown', '_repr_markdown_', False), ('text/latex', '_repr_latex_', False),
