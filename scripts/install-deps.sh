@@ -9,7 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-minimal python3 python3-setuptools python3-wheel python3-venv python3-pip
   util-linux procps
-  python3-matplotlib
+  python3-matplotlib  # rich outputs (issue 21): figures as PNG
+  python3-pytest  # workspaces (issue 21): a project's pytest suite run as a command
   python3-numpy  # session reset benchmark and tests: a heavy import to warm (issue 22)
   clang-14 libclang-rt-14-dev
   # images (issue 18): layer codecs and registry TLS, linked statically; a real OCI registry,

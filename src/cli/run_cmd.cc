@@ -312,6 +312,7 @@ int RunCommand(const Args& args) {
   sched::OneShotOptions opts;
   opts.session.cancel_fd = (*cancel)->read_fd();
   opts.leave_teardown_behind = true;
+  req->outputs = a.json;  // rich outputs have a place only in --json's result
   sched::BoxRegistry registry;
   auto result = sched::RunOneShot(**backend, registry, *policy, *req, {}, cb, opts);
   relay.Finish();  // the box is gone: now wait for our readers, as any tool does

@@ -24,6 +24,8 @@ nlohmann::json ExecResult::ToJson() const {
   j["memory_peak_bytes"] = memory_peak_bytes ? nlohmann::json(*memory_peak_bytes) : nlohmann::json(nullptr);
   j["alerts"] = nlohmann::json::array();
   for (const auto& a : alerts) j["alerts"].push_back(a);
+  if (!outputs.empty()) j["outputs"] = outputs;
+  if (changes) j["changes"] = *changes;
   if (!collected.empty()) {
     // Text when the bytes are UTF-8, else content_base64: the same shapes as the input `files`.
     j["collected"] = nlohmann::json::array();

@@ -48,6 +48,9 @@ struct ExecResult {
   // code, so they could have forged those; status timeout/oom/killed, alerts and usage come from
   // init and the backend, outside any program's reach, and hold either way.
   std::string trust = "execution";
+  // Rich outputs (docs/api.md): each an object {mime type: data} or {"error": why}, checked.
+  std::vector<nlohmann::json> outputs;
+  std::optional<nlohmann::json> changes;  // the request's change set (scheduler/change_set.h)
   std::vector<CollectedFile> collected;  // the request's `collect`, in pattern order ("collected" in JSON when asked)
 
   nlohmann::json ToJson() const;

@@ -119,6 +119,11 @@ Result<protocol::RunSpec> BuildRunSpec(const Policy& policy, const ExecRequest& 
     LSB_TRY(CheckCommand(policy, req.command));
     s.argv = req.command;  // no language's "{file}": init writes an empty program file nobody runs
   }
+  if (!req.prelude_args.empty()) {
+    if (!req.command.empty() || s.argv.back() != "{file}")
+      return Error::InvalidArgument("outputs", "a prelude needs a language whose command ends in {file}");
+    s.argv.insert(s.argv.end() - 1, req.prelude_args.begin(), req.prelude_args.end());
+  }
   // Every source of a request's environment passes here (docs/security.md, Class 8).
   LSB_TRY(env::CheckRequestEnv(policy.env, req.env));
   s.env = policy.env;

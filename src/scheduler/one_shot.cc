@@ -15,8 +15,11 @@ bool Signalled(int fd) {
   return ::poll(&p, 1, 0) > 0;
 }
 
-Status WriteInputFiles(BoxSession& session, const std::vector<InputFile>& files) {
-  if (files.empty()) return OkStatus();
+// The input files written, then (with `roots`) the manifest a change set is measured against,
+// in one run of the in-box helper.
+Status PrepareBox(BoxSession& session, const std::vector<InputFile>& files, const std::vector<std::string>* roots,
+                  const ChangesLimits& limits, Result<Manifest>* baseline) {
+  if (files.empty() && !roots) return OkStatus();
   LSB_ASSIGN_OR_RETURN(auto driver, PythonDriver::Start(session, 60000));
   for (const auto& f : files) {
     if (f.archive) {
@@ -26,9 +29,23 @@ Status WriteInputFiles(BoxSession& session, const std::vector<InputFile>& files)
     LSB_ASSIGN_OR_RETURN(FileOpResult w, driver->WriteFile(f.path, f.data));
     if (w.status != FileOpStatus::kOk) return Error{"files: cannot write " + f.path + " in the box: " + w.message};
   }
+  if (roots) *baseline = ManifestFromBox(*driver, *roots, limits);
   driver->Stop();
   if (!session.usable()) return Error{"the box broke while the input files were written"};
   return OkStatus();
+}
+
+void ChangesAfterRun(BoxSession& session, const std::vector<std::string>& roots, const std::string& asked,
+                     const Result<Manifest>& baseline, const ChangesLimits& limits, ExecResult& r) {
+  auto fail = [&](const std::string& why) { r.changes = nlohmann::json{{"error", why}}; };
+  if (!baseline.ok()) return fail(baseline.error().message);
+  if (!session.usable()) return fail("no change set: the box ended with the program (" + std::string(ExecStatusName(r.status)) + ")");
+  auto driver = PythonDriver::Start(session, 60000);
+  if (!driver.ok()) return fail("no change set: " + driver.error().message);
+  auto now = ManifestFromBox(**driver, roots, limits);
+  (*driver)->Stop();
+  if (!now.ok()) return fail(now.error().message);
+  r.changes = DiffManifests(*baseline, *now, asked.empty() ? "/" : asked, limits);
 }
 
 }  // namespace
@@ -57,10 +74,29 @@ Result<ExecResult> RunOneShot(Backend& backend, BoxRegistry& registry, const Pol
   BoxRegistry::Lease lease(registry, session.get());
   // Prepared while init sets the box up, not on the way out (the native box forks a helper).
   bool detachable = opts.leave_teardown_behind && session->box().PrepareDetachedTeardown();
-  LSB_TRY(WriteInputFiles(*session, files));
-  auto r = session->Run(req, cb);
+  std::vector<std::string> roots;
+  Result<Manifest> baseline = Error{""};
+  if (req.changes) roots = ChangeRoots(session->policy(), *req.changes);
+  LSB_TRY(PrepareBox(*session, files, req.changes ? &roots : nullptr, opts.changes, &baseline));
+  // Rich outputs: the prelude stages them; its trailer line on stderr says how many.
+  ExecRequest run = req;
+  auto outputs = PlanOneShotOutputs(session->policy(), run, opts.outputs);
+  RunCallbacks live = cb;
+  if (outputs && cb.on_stderr)
+    live.on_stderr = [&cb, token = outputs->token](std::string_view chunk) {
+      std::string_view kept = WithoutTrailer(chunk, token);
+      if (!kept.empty()) cb.on_stderr(kept);
+    };
+  auto r = session->Run(run, live);
   if (r.ok()) r->backend = backend.name();
+  if (r.ok() && outputs) {
+    std::string staging_error;
+    auto count = TakeTrailer(r->stderr_data, outputs->token, &staging_error);
+    if (!staging_error.empty()) r->outputs.push_back({{"error", "outputs could not be staged in the box: " + staging_error}});
+    if (count) CollectOutputs(*session, *outputs, *count, opts.outputs, *r);
+  }
   if (r.ok()) CollectAfterRun(*session, req.collect, opts.collect, *r);
+  if (r.ok() && req.changes) ChangesAfterRun(*session, roots, *req.changes, baseline, opts.changes, *r);
   if (r.ok() && detachable && !Signalled(opts.session.cancel_fd) && session->box().DetachTeardown())
     session->MarkUnusable();  // init is killed: no kShutdown
   return r;

@@ -14,6 +14,8 @@
 #include "runtime/runner.h"
 #include "scheduler/archive_in.h"
 #include "scheduler/box_registry.h"
+#include "scheduler/change_set.h"
+#include "scheduler/rich_outputs.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {
@@ -33,6 +35,11 @@ struct OneShotOptions {
   bool leave_teardown_behind = false;
   // The bounds of the request's `collect` (ExecRequest::collect).
   CollectLimits collect;
+  // The bounds of rich outputs (rich_outputs.h); a python run gets them unless the request
+  // turned them off (ExecRequest::outputs).
+  OutputsLimits outputs;
+  // The bounds of the request's change set (ExecRequest::changes).
+  ChangesLimits changes;
 };
 
 // Fills r.collected with the files `patterns` match in `session`'s box (the in-box helper runs

@@ -5,6 +5,8 @@
 
 #include "base/random_id.h"
 #include "protocol/alert_coalescer.h"
+#include "scheduler/change_set.h"
+#include "scheduler/rich_outputs.h"
 
 namespace lsb::sched {
 namespace {
@@ -53,7 +55,7 @@ Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, u
   // The host enforces each op's own cap; the driver's whole-life output has none of its own.
   spec.output_limit_bytes = uint64_t{1} << 50;
   std::unique_ptr<PythonDriver> d(new PythonDriver(session));
-  LSB_ASSIGN_OR_RETURN(d->run_, InteractiveRun::Start(session, spec, PythonDriverSource()));
+  LSB_ASSIGN_OR_RETURN(d->run_, InteractiveRun::Start(session, spec, RichOutputSource() + ManifestSource() + PythonDriverSource()));
   d->marker_ = RandomMarker();
   d->run_->SendStdin(d->marker_ + "\n");
   if (zygote) {

@@ -176,9 +176,11 @@ def _lsb_main():
         try:
             if op == b'A':
                 unpack(first)
+            elif op == b'M':  # a manifest of the roots for a change set (manifest_source.cc)
+                write_all(1, bytes(_lsb_manifest(first, data)))
             else:
                 write_all(1, bytes(collect(first, data) if op == b'G' else tree(first, data)))
-        except _Over as e:
+        except (_Over, OverflowError) as e:
             status = 3
             sys.stderr.write(str(e))
         except OSError as e:
@@ -191,11 +193,51 @@ def _lsb_main():
         write_all(1, ('\x1e%s:%d\n' % (marker, status)).encode())
         write_all(2, ('\x1e%s\n' % marker).encode())
 
+    rich = []  # rich outputs (rich_outputs.h): installed at the first execution
+
+    def run_cell(text):
+        # Jupyter-style: a last expression statement is evaluated and displayed, not discarded.
+        if not rich:
+            rich.append(_lsb_rich_install(16, 4 << 20))
+        rich[0].take()
+        import ast
+        tree = ast.parse(text, '<session>', 'exec')
+        shows = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+        # One exec of the whole cell; in 'single' mode each expression statement goes through
+        # sys.displayhook, and the last one's value is what the cell shows.
+        seen = []
+        saved = sys.displayhook
+
+        def hook(value):
+            seen[:] = [value]
+        sys.displayhook = hook
+        try:
+            if shows:
+                exec(compile(ast.Interactive(body=tree.body), '<session>', 'single'), user)
+            else:
+                exec(compile(tree, '<session>', 'exec'), user)
+            if seen:
+                rich[0].display(seen[0])
+        finally:
+            if sys.displayhook is hook:
+                sys.displayhook = saved
+            rich[0].figures()
+
+    def outputs():
+        # O: the last execution's entries, "<n>\n<json>" each.
+        out = bytearray()
+        for e in (rich[0].take() if rich else []):
+            b = e.encode('utf-8', 'surrogateescape')
+            out += b'%d\n' % len(b)
+            out += b
+        write_all(1, bytes(out))
+        return 0
+
     def run_code(code, data):
         status = 0
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding='utf-8', errors='replace')
         try:
-            exec(compile(code.decode('utf-8', 'replace'), '<session>', 'exec'), user)
+            run_cell(code.decode('utf-8', 'replace'))
         except SystemExit as e:
             if e.code is None:
                 status = 0
@@ -205,7 +247,10 @@ def _lsb_main():
                 print(e.code, file=sys.stderr)
                 status = 1
         except BaseException as e:
-            traceback.print_exception(type(e), e, e.__traceback__.tb_next)
+            tb = e.__traceback__  # from the session's first frame: none of the driver's
+            while tb is not None and tb.tb_frame.f_code.co_filename != '<session>':
+                tb = tb.tb_next
+            traceback.print_exception(type(e), e, tb)
             status = 1
         flush()
         return status
@@ -489,8 +534,11 @@ def _lsb_main():
             status = run_code(first, exact(int(b)))
         elif op in (b'W', b'R'):
             status = file_op(op, first, b)
-        elif op in (b'A', b'G', b'T'):
+        elif op in (b'A', b'G', b'T', b'M'):
             status = record_op(op, first, exact(int(b)))
+        elif op == b'O':
+            exact(int(b))
+            status = outputs()
         elif op == b'S' and ctl[0] < 0:
             roots = [r for r in exact(int(b)).decode('utf-8', 'surrogateescape').split('\n') if r]
             status = run_code(first, b'')

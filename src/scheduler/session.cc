@@ -103,7 +103,8 @@ Result<PythonDriver*> Session::Driver() {
   return driver_.get();
 }
 
-Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect, const RunCallbacks& cb) {
+Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect, const OutputsLimits& outputs,
+                                    const RunCallbacks& cb) {
   Touch(false);
   std::string lang = req.language.empty() ? config_.language : req.language;
   Result<ExecResult> r = Error{""};
@@ -111,6 +112,11 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
     LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
     uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
     r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes);
+    if (r.ok() && d->alive()) {  // the entries are taken even when not wanted: none linger
+      ExecResult got;
+      Status s = TakeDriverOutputs(*d, outputs, got);
+      if (req.outputs) r->outputs = s.ok() ? std::move(got.outputs) : std::vector<nlohmann::json>{{{"error", s.error().message}}};
+    }
   } else {
     if (!box_ || !box_->usable())
       return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};

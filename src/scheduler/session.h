@@ -21,6 +21,7 @@
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/python_driver.h"
+#include "scheduler/rich_outputs.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {
@@ -87,7 +88,8 @@ class Session {
   // These need a Use that owns the session.
   // req.collect: the matching files are returned after the run (workspace_io.h).
   // `cb` gets a command's output as it comes (a program run by init; the interpreter answers whole).
-  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {}, const RunCallbacks& cb = {});
+  Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {}, const OutputsLimits& outputs = {},
+                             const RunCallbacks& cb = {});
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
   Result<FileOpResult> GetFile(const std::string& path, uint64_t max_bytes);
   // An archive checked on the host (archive_in.h) written under its target.

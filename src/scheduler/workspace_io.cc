@@ -11,12 +11,6 @@ namespace {
 constexpr size_t kUnpackMessageBytes = 4u << 20;  // one "A" message's records
 constexpr uint64_t kOpTimeoutMs = 60000;
 
-struct Record {
-  char kind = 0;
-  std::string path;
-  std::string data;
-};
-
 void AppendRecord(std::string& out, char kind, const std::string& path, std::string_view data) {
   out += kind;
   out += " " + std::to_string(path.size()) + " " + std::to_string(data.size()) + "\n";
@@ -31,9 +25,10 @@ Result<uint64_t> Number(std::string_view s) {
   return v;
 }
 
-// The helper's records, as hostile input: at most `max_records`, sizes within what was sent.
-Result<std::vector<Record>> ParseRecords(std::string_view in, uint64_t max_records) {
-  std::vector<Record> out;
+}  // namespace
+
+Result<std::vector<HelperRecord>> ParseRecords(std::string_view in, uint64_t max_records) {
+  std::vector<HelperRecord> out;
   size_t at = 0;
   const Error bad{"the file helper in the box sent a malformed reply"};
   while (at < in.size()) {
@@ -52,8 +47,6 @@ Result<std::vector<Record>> ParseRecords(std::string_view in, uint64_t max_recor
   }
   return out;
 }
-
-}  // namespace
 
 Status CheckCollectPatterns(const Policy& policy, const std::vector<std::string>& patterns, const CollectLimits& limits) {
   if (patterns.size() > limits.max_patterns)

@@ -30,6 +30,15 @@ struct TreeLimits {
   uint64_t max_bytes = 64ull << 20;
 };
 
+// One record of the file helper's replies (python_driver.h: "<kind> <npath> <ndata>\n" path data).
+struct HelperRecord {
+  char kind = 0;
+  std::string path;
+  std::string data;
+};
+// The helper's records, as hostile input: at most `max_records`, sizes within what was sent.
+Result<std::vector<HelperRecord>> ParseRecords(std::string_view in, uint64_t max_records);
+
 // Checks a request's collect patterns: absolute, normalized, inside the policy's writable dirs
 // (CheckSandboxPath on the pattern), at most max_patterns. The error names the pattern.
 Status CheckCollectPatterns(const Policy& policy, const std::vector<std::string>& patterns, const CollectLimits& limits);

@@ -72,6 +72,18 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   plan.request.stdin_data = std::move(body.stdin_data);
   plan.request.env = std::move(body.env);
   plan.request.command = std::move(body.command);
+  plan.request.outputs = body.outputs;
+  if (body.changes) {
+    auto ok = sched::CheckDriverSupported(plan.policy);
+    if (!ok.ok()) return BadRequest(where + "changes: " + ok.error().message);
+    if (!body.changes->empty()) {
+      auto dir = sched::CheckSandboxDir(plan.policy, *body.changes);
+      if (!dir.ok()) return BadRequest(where + "changes: " + dir.error().message);
+    } else if (plan.policy.tmpfs.empty()) {
+      return BadRequest(where + "changes: policy '" + plan.policy.name + "' has no writable path (container.tmpfs)");
+    }
+    plan.request.changes = body.changes;
+  }
   auto collect = PlanCollect(ctx, plan.policy, std::move(body.collect), where);
   if (!collect.ok()) return collect.error();
   plan.request.collect = std::move(*collect);
@@ -114,6 +126,7 @@ Result<ExecResult> RunInBox(ServerContext& ctx, const ExecutionPlan& plan, const
   req.execution_id = plan.execution_id;
   sched::OneShotOptions opts;
   opts.collect = ctx.limits.collect;
+  opts.outputs = ctx.limits.outputs;
   if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, cb, opts);
   // Observed: its live events and its result share the id.
   auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",

@@ -109,6 +109,15 @@ size_t FitResultJson(nlohmann::json& r, size_t max_bytes) {
       bytes = JsonBytes(r);
     }
   }
+  // So do rich outputs, last first.
+  if (bytes > max_bytes && r.contains("outputs") && r["outputs"].is_array()) {
+    auto& o = r["outputs"];
+    for (size_t i = o.size(); i-- > 0 && bytes > max_bytes;) {
+      if (o[i].contains("error")) continue;
+      o[i] = {{"error", "left out: the result did not fit its share (" + std::to_string(max_bytes) + " bytes) of the answer"}};
+      bytes = JsonBytes(r);
+    }
+  }
   if (bytes > max_bytes && r.contains("alerts") && r["alerts"].is_array()) {
     auto& a = r["alerts"];
     size_t before = a.size();

@@ -59,8 +59,8 @@ ApiOr<std::optional<uint64_t>> OptGrace(const json& j, const char* key, const st
 const std::set<std::string>& KnownExecuteKeys(bool session) {
   static const std::set<std::string> one = {"code", "language", "policy", "stdin", "timeout", "timeout_grace",
                                             "memory", "cpu", "env", "files", "network", "command", "collect",
-                                            "network_allow"};
-  static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env", "command", "collect"};
+                                            "network_allow", "outputs", "changes"};
+  static const std::set<std::string> ses = {"code", "language", "stdin", "timeout", "env", "command", "collect", "outputs"};
   return session ? ses : one;
 }
 
@@ -138,6 +138,9 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
   const auto& known = KnownExecuteKeys(session);
   for (const auto& [k, _] : j.items())
     if (!known.count(k)) {
+      if (session && k == "changes")
+        return Field(where, k, "is not available in a session yet; run the program as a one-shot execution "
+                               "(POST /v1/execute with files and changes) to get its change set");
       if (session && (k == "policy" || k == "memory" || k == "cpu" || k == "files"))
         return Field(where, k, "cannot be set per execution in a session; set it when creating the session");
       return Field(where, k, "unknown field");
@@ -161,6 +164,20 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
     if (!c.ok()) return c.error();
     if (c->empty()) return Field(where, "collect", "is empty; give paths or glob patterns such as \"/tmp/out/*.png\"");
     b.collect = std::move(*c);
+  }
+  if (Present(j, "changes")) {
+    const json& c = j.at("changes");
+    if (c.is_boolean()) {
+      if (c.get<bool>()) b.changes = "";
+    } else if (c.is_string() && !c.get<std::string>().empty()) {
+      b.changes = c.get<std::string>();
+    } else {
+      return Field(where, "changes", "must be true (every writable path) or a directory such as \"/tmp/work\"");
+    }
+  }
+  if (Present(j, "outputs")) {
+    if (!j.at("outputs").is_boolean()) return Field(where, "outputs", "must be true or false (rich outputs: figures, displayed values)");
+    b.outputs = j.at("outputs").get<bool>();
   }
   auto lang = OptString(j, "language", where);
   if (!lang.ok()) return lang.error();

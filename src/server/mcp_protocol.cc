@@ -69,9 +69,34 @@ std::string ExecText(const json& r) {
   return o.str();
 }
 
+// The text, then each rich output (docs/api.md "Rich outputs") a model can take: images as MCP
+// `image` content, the text forms of the others (a displayed value, an error entry) as text.
+json ExecContent(const json& r, std::string text) {
+  json images = json::array();
+  if (r.contains("outputs") && r["outputs"].is_array()) {
+    std::string more;
+    for (const auto& o : r["outputs"]) {
+      if (!o.is_object()) continue;
+      bool image = false;
+      for (const char* mime : {"image/png", "image/jpeg"})
+        if (o.contains(mime) && o[mime].is_string() && !image) {
+          images.push_back({{"type", "image"}, {"data", o[mime]}, {"mimeType", mime}});
+          image = true;
+        }
+      if (o.contains("error") && o["error"].is_string()) more += "[output error] " + o["error"].get<std::string>() + "\n";
+      else if (!image && o.contains("text/plain") && o["text/plain"].is_string()) more += o["text/plain"].get<std::string>() + "\n";
+    }
+    if (!more.empty()) text += "--- outputs ---\n" + more;
+    if (!images.empty()) text += "(" + std::to_string(images.size()) + " image(s) follow)\n";
+  }
+  json content = TextContent(text);
+  for (auto& i : images) content.push_back(std::move(i));
+  return content;
+}
+
 json ExecOutcome(const ApiAnswer& a) {
   if (!Ok(a)) return ApiFailure(a);
-  return {{"content", TextContent(ExecText(a.body))}, {"structuredContent", a.body}, {"isError", false}};
+  return {{"content", ExecContent(a.body, ExecText(a.body))}, {"structuredContent", a.body}, {"isError", false}};
 }
 
 // The policies a model may be offered: those this daemon's backend can run (GET /v1/policies marks

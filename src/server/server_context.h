@@ -19,6 +19,7 @@
 #include "scheduler/session_manager.h"
 #include "server/background_jobs.h"
 #include "server/execution_store.h"
+#include "scheduler/rich_outputs.h"
 #include "server/policy_runnable.h"
 
 namespace lsb::server {
@@ -38,6 +39,7 @@ struct ServerLimits {
   sched::ArchiveLimits archive;
   sched::CollectLimits collect;
   sched::TreeLimits tree;
+  sched::OutputsLimits outputs;  // rich outputs (docs/api.md "Rich outputs")
 };
 
 struct ServerContext {

@@ -97,6 +97,7 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   er.env = std::move(body->env);
   er.timeout_ms = body->timeout_ms;
   er.command = std::move(body->command);
+  er.outputs = body->outputs;
   auto collect = PlanCollect(ctx, session.policy(), std::move(body->collect), "");
   if (!collect.ok()) return ErrorResponse(collect.error());
   er.collect = std::move(*collect);
@@ -116,7 +117,7 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
           {er.execution_id, session.policy().name, "session", session.id(), lang,
            er.command.empty() ? er.code : CommandText(er.command), session.owner(), session.policy().cpu});
     }
-    auto x = session.Execute(er, ctx.limits.collect);
+    auto x = session.Execute(er, ctx.limits.collect, ctx.limits.outputs);
     if (ex && x.ok()) x->execution_id = er.execution_id;  // the interpreter names its own
     if (ex) ctx.monitor->Finish(ex, x.ok() ? &*x : nullptr, x.ok() ? "" : x.error().message, ctx.backend.name());
     if (!x.ok()) return SandboxError(x.error().message);

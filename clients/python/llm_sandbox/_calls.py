@@ -198,9 +198,12 @@ def execute_body(code: Optional[str], *, policy: Optional[str], language: Option
                  memory: Union[str, int, None] = None, cpu: Union[str, float, None] = None,
                  env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
                  command: Optional[Sequence[str]] = None,
-                 collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+                 collect: Optional[Sequence[str]] = None,
+                 changes: Union[bool, str, None] = None,
+                 outputs: Optional[bool] = None) -> Dict[str, Any]:
     """The POST /v1/execute body; unset options are left out so the policy's values apply.
-    Exactly one of ``code`` and ``command`` (a program and its arguments, run as they are)."""
+    Exactly one of ``code`` and ``command`` (a program and its arguments, run as they are).
+    ``changes``: True or a directory for a change set; ``outputs``: False turns rich outputs off."""
     if (code is None) == (command is None):
         raise TypeError("give exactly one of code and command")
     if code is not None and not isinstance(code, str):
@@ -211,7 +214,8 @@ def execute_body(code: Optional[str], *, policy: Optional[str], language: Option
     return {**program, **_given(
         language=language, policy=policy, stdin=stdin, timeout=timeout, memory=memory, cpu=cpu,
         env=None if env is None else {str(k): str(v) for k, v in env.items()},
-        files=encode_files(files), collect=None if collect is None else [str(p) for p in collect])}
+        files=encode_files(files), collect=None if collect is None else [str(p) for p in collect],
+        changes=changes, outputs=outputs)}
 
 
 def execute(body: Dict[str, Any], base_timeout: float,

@@ -141,7 +141,8 @@ class SandboxClient(ClientBase):
                 files: FilesArg = None, policy: Optional[str] = None,
                 memory: Union[str, int, None] = None,
                 cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
-                collect: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+                collect: Optional[Sequence[str]] = None, changes: Union[bool, str, None] = None,
+                outputs: Optional[bool] = None) -> Dict[str, Any]:
         """Runs code in a fresh sandbox and returns the ExecResult dict: "stdout", "stderr",
         "exit_code", "status" (ok|error|timeout|oom|killed|denied|output_limit), "duration_ms",
         "cpu_ms", "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy".
@@ -155,27 +156,30 @@ class SandboxClient(ClientBase):
 
         command: ``["python3", "-m", "unittest"]`` instead of code (allowed by the policy's
         commands.allow). collect: paths or glob patterns (``["/tmp/out/*.png"]``) whose files
-        come back in result["collected"] after the program ends.
+        come back in result["collected"] after the program ends. changes: True (every writable
+        path) or a directory: result["changes"] lists what the run changed, with a git patch.
+        Rich outputs (matplotlib figures as PNG) come in result["outputs"]; outputs=False: none.
 
         Built on :meth:`submit`: the daemon keeps the result under its execution id until this
         call fetched it, so a connection that breaks while the program runs does not lose it.
         """
         return self.submit(code, language=language, stdin=stdin, timeout=timeout, env=env,
                            files=files, policy=policy, memory=memory, cpu=cpu, command=command,
-                           collect=collect).result()
+                           collect=collect, changes=changes, outputs=outputs).result()
 
     def submit(self, code: Optional[str] = None, *, language: Optional[str] = None, stdin: Optional[str] = None,
                timeout: Optional[float] = None, env: Optional[Mapping[str, str]] = None,
                files: FilesArg = None, policy: Optional[str] = None,
                memory: Union[str, int, None] = None,
                cpu: Union[str, float, None] = None, command: Optional[Sequence[str]] = None,
-               collect: Optional[Sequence[str]] = None) -> ExecutionHandle:
+               collect: Optional[Sequence[str]] = None, changes: Union[bool, str, None] = None,
+               outputs: Optional[bool] = None) -> ExecutionHandle:
         """Queues code like :meth:`execute` (same arguments; refusals such as 400/403 are raised
         here) and returns an :class:`ExecutionHandle` at once: ``handle.result(timeout)`` waits
         for the ExecResult, ``handle.id`` names it to :meth:`execution` later."""
         body = _calls.execute_body(code, policy=policy or self._policy, language=language, stdin=stdin,
                                    timeout=timeout, memory=memory, cpu=cpu, env=env, files=files,
-                                   command=command, collect=collect)
+                                   command=command, collect=collect, changes=changes, outputs=outputs)
         return self.execution(self._run(_calls.execute_async(body, self.timeout)))
 
     def submit_batch(self, tasks: Sequence[Union[str, Mapping[str, Any]]], *,

@@ -20,7 +20,7 @@ ApiOr<ExecResult> RunMonitored(ServerContext& ctx, sched::Session& s, ExecReques
                                shown, s.owner(), s.policy().cpu});
       callbacks = ctx.monitor->Wrap(ex, cb);
     }
-    auto x = s.Execute(er, ctx.limits.collect, callbacks);
+    auto x = s.Execute(er, ctx.limits.collect, {}, callbacks);
     if (ex && x.ok()) x->execution_id = er.execution_id;
     if (ex) ctx.monitor->Finish(ex, x.ok() ? &*x : nullptr, x.ok() ? "" : x.error().message, ctx.backend.name());
     if (!x.ok()) return SandboxError(x.error().message);
