@@ -18,11 +18,13 @@
 #   their time goes to the shared engine (images, containers), not to our code. The Docker
 #   backend's host code runs under ASan in the unit tests (spec, HTTP codec, attach demux) and the
 #   attach-demux replay.
+# - cluster_swarm: nested Docker engines in a swarm running the orchestrator image; its time is the
+#   engines'. cluster_manifests: YAML checks in Python; nothing instrumented runs.
 # - python_client_unit: pure Python against a fake server; nothing instrumented runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LSB_ASAN_BUILD_DIR:-$root/build-asan}
-exclude=${LSB_ASAN_EXCLUDE:-"^(integration_docker|integration_daemon_docker|integration_monitoring_docker|python_client_unit)$"}
+exclude=${LSB_ASAN_EXCLUDE:-"^(integration_docker|integration_daemon_docker|integration_monitoring_docker|cluster_swarm|cluster_manifests|python_client_unit)$"}
 "$root/scripts/install-deps.sh"
 start=$SECONDS
 if [[ ! -f $build/CMakeCache.txt ]]; then

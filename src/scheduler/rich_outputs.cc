@@ -1,5 +1,6 @@
 #include "scheduler/rich_outputs.h"
 
+#include <cctype>
 #include <charconv>
 
 #include "base/bounded_json.h"
@@ -19,6 +20,9 @@ nlohmann::json ErrorEntry(const std::string& why) { return {{"error", why}}; }
 bool IsMimeType(const std::string& k) {
   size_t slash = k.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == k.size() || k.size() > 127) return false;
+  // RFC 6838 restricted names: type and subtype each begin with a letter or digit ("../x" is not one).
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(k[0]) || !alnum(k[slash + 1])) return false;
   for (size_t i = 0; i < k.size(); ++i) {
     char c = k[i];
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
