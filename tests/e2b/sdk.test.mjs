@@ -19,7 +19,7 @@ const auditAlerts = (rule) =>
   daemon.audit().filter((r) => JSON.stringify(r).includes(`"${rule}"`));
 
 test("create answers a sandbox the control plane knows (info, list)", async () => {
-  assert.match(sbx.sandboxId, /^ses-[0-9a-f]{16}$/);
+  assert.match(sbx.sandboxId, /^ses-[0-9a-f]{16}(-[A-Za-z0-9_-]+)?$/);
   const info = await sbx.getInfo();
   assert.equal(info.sandboxId, sbx.sandboxId);
   assert.equal(info.templateId, "code-interpreter-v1");

@@ -87,9 +87,14 @@ export class SandboxClient {
    * serve.
    */
   async execute(code: string | string[], opts: ExecuteOptions = {}): Promise<ExecResult> {
-    // Built on submit(): the daemon keeps the result under its id until it was fetched, so a
-    // connection that breaks while the program runs does not lose it.
-    return (await this.submit(code, opts)).result();
+    // One request that waits for the result (the policy's timeout bounds the wait). For a run
+    // whose result must survive a dropped connection, use submit() and handle.result().
+    const body = executeBody(code, opts, this.policy);
+    const limit = body.timeout ?? await this.policyTimeouts.seconds(body.policy);
+    return this.transport.json<ExecResult>({
+      method: "POST", path: "/v1/execute", json: body, signal: opts.signal,
+      timeoutMs: httpTimeoutMs(this.timeout, limit),
+    });
   }
 
   /**

@@ -3,7 +3,8 @@
  * queues code and returns an ExecutionHandle at once; `handle.result(timeout)` long-polls GET
  * /v1/executions/{id}?wait= until the daemon has the result. The daemon keeps the result, not the
  * connection: a long-poll whose connection breaks is asked again by id, so a dropped connection
- * does not lose a result. `SandboxClient.execute()` is `(await submit()).result()`.
+ * does not lose a result. (`SandboxClient.execute()` is one request that waits; the Python client's
+ * execute() is built on submit.)
  */
 import { errorFromBody, ConnectionFailed, ProtocolError, RequestTimedOut } from "./errors.js";
 import type { ExecutionState } from "./types.js";
@@ -41,6 +42,10 @@ export class ExecutionHandle<R = unknown> {
         const transient = e instanceof ConnectionFailed || e instanceof ProtocolError || e instanceof RequestTimedOut;
         if (!transient || ++failures > RECONNECT_TRIES) throw e;
         await new Promise((r) => setTimeout(r, RECONNECT_DELAY_S * 1000 * 2 ** (failures - 1)));
+      }
+      if (view !== undefined && !["queued", "running", "finished"].includes(view.state as string)) {
+        // Not the daemon's answer (a proxy's page, another service): never poll it forever.
+        throw new ProtocolError(`GET /v1/executions/${this.id}: not an execution state: ${JSON.stringify(view).slice(0, 200)}`);
       }
       if (view?.state === "finished") {
         if (view.error) throw errorFromBody(view);

@@ -5,6 +5,7 @@
 // number_of_executions. A sandbox has one context, its interpreter ("default"); a cell this front
 // door cannot run as asked is answered as an error line with our message, which the SDK shows as
 // execution.error.
+#include <algorithm>
 #include <chrono>
 
 #include "base/random_id.h"
@@ -32,6 +33,18 @@ HttpResponse Ndjson(const std::string& body) {
 }
 
 HttpResponse Refuse(const std::string& why) { return Ndjson(Line(ErrorLine("UnsupportedError", why))); }
+
+// A rich-output entry ({"image/png": base64, "text/plain": ...}) as an E2B result's fields.
+json E2bResult(const json& entry) {
+  static const std::pair<const char*, const char*> kKeys[] = {
+      {"image/png", "png"},       {"image/jpeg", "jpeg"},     {"image/svg+xml", "svg"},
+      {"text/html", "html"},      {"text/markdown", "markdown"}, {"text/latex", "latex"},
+      {"application/json", "json"}, {"text/plain", "text"}};
+  json res = json::object();
+  for (const auto& [mime, key] : kKeys)
+    if (entry.contains(mime)) res[key] = entry[mime];
+  return res;
+}
 
 Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   auto target = DataTarget(table, req);
@@ -67,6 +80,19 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   if (!r->stderr_data.empty()) out += Line({{"type", "stderr"}, {"text", r->stderr_data}, {"timestamp", now()}});
   for (auto res : cell.results) {
     res["type"] = "result";
+    out += Line(res);
+  }
+  // Figures the session interpreter captured itself (rich outputs, docs/api.md): its entries are
+  // {MIME type: data}; E2B names the same formats by short keys. Only when the cell's own report
+  // carried no image, so one figure is never sent twice.
+  const bool has_image = std::any_of(cell.results.begin(), cell.results.end(),
+                                     [](const json& x) { return x.contains("png") || x.contains("jpeg"); });
+  for (const json& entry : r->outputs) {
+    if (has_image || !entry.is_object() || entry.contains("error")) continue;
+    json res = E2bResult(entry);
+    if (res.empty()) continue;
+    res["type"] = "result";
+    res["is_main_result"] = false;
     out += Line(res);
   }
   if (!cell.error.is_null() && cell.error.is_object()) {
