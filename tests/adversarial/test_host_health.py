@@ -24,6 +24,21 @@ from backends import BINARY, IMAGES, SOURCE_DIR, DockerRunc, Native  # noqa: E40
 
 HEALTH_BUDGET_S = 0.100
 RSS_BOUND_KB = 200 * 1024      # the daemon's peak resident set, hostile load included
+# Under ASan the resident set is mostly the sanitizer's (shadow memory, a quarantine of freed blocks
+# up to 256 MiB): measured 168 MiB before any load. There the bound is on the growth under the load;
+# the absolute bound is checked by the release build (measured there: 11 MiB).
+ASAN_PEAK_GROWTH_KB = 96 * 1024
+
+
+def sanitized_build():
+    """True for scripts/sanitize.sh's ASan+UBSan build (its CMakeCache says LSB_SANITIZE=ON)."""
+    try:
+        with open(os.path.join(os.environ.get("LSB_BUILD_DIR", ""), "CMakeCache.txt")) as f:
+            return any(line.strip() == "LSB_SANITIZE:BOOL=ON" for line in f)
+    except OSError:
+        return False
+
+
 PR_SET_CHILD_SUBREAPER = 36
 
 FORK_BOMB = '''
@@ -227,7 +242,10 @@ class HostHealth:
         print(f"\n{self.backend.name}: /healthz {len(prober.latencies)} probes, worst {worst * 1000:.1f} ms; "
               f"daemon RSS {rss_before} -> {rss_after} kB, peak {hwm} kB", file=sys.stderr)
         self.assertLess(worst, HEALTH_BUDGET_S, f"/healthz took {worst * 1000:.0f} ms")
-        self.assertLess(hwm, RSS_BOUND_KB, "daemon peak RSS")
+        if sanitized_build():
+            self.assertLess(hwm - rss_before, ASAN_PEAK_GROWTH_KB, "daemon peak RSS growth (ASan build)")
+        else:
+            self.assertLess(hwm, RSS_BOUND_KB, "daemon peak RSS")
         self.assertLess(rss_after - rss_before, 64 * 1024, "daemon RSS kept growing")
         # Nothing left behind.
         time.sleep(1)
