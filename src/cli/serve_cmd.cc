@@ -18,6 +18,7 @@
 #include "policy/units.h"
 #include "monitor/webhook.h"
 #include "protocol/wire_values.h"
+#include "scheduler/session_manager.h"
 #include "egress/egress_options.h"
 #include "server/body_limits.h"
 #include "server/daemon.h"
@@ -421,18 +422,12 @@ Status SettleTokens(ServeInputs& in) {
 // --node-name, else $LLM_SANDBOX_NODE, else the hostname up to its first dot. A name given is
 // checked (it goes into session ids and HTTP headers); a hostname is made to fit.
 Status SettleNodeName(ServeInputs& in) {
-  auto fits = [](const std::string& n) {
-    if (n.empty() || n.size() > 63) return false;
-    for (char ch : n)
-      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) return false;
-    return true;
-  };
   std::string& node = in.c.node_name;
   if (node.empty())
     if (const char* env = std::getenv("LLM_SANDBOX_NODE"); env != nullptr && *env != '\0') node = env;
   if (!node.empty()) {
     in.c.node_label = true;
-    if (fits(node)) return OkStatus();
+    if (sched::IsNodeName(node)) return OkStatus();
     return Error{"--node-name / LLM_SANDBOX_NODE '" + node + "': use 1 to 63 letters, digits, - or _"};
   }
   char host[256] = {};

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cctype>
 
 #include <filesystem>
 
@@ -12,6 +11,7 @@
 #include "base/io.h"
 #include "base/random_id.h"
 #include "base/unique_fd.h"
+#include "scheduler/session_manager.h"
 
 namespace lsb::sched {
 namespace fs = std::filesystem;
@@ -31,13 +31,6 @@ Status WriteNewFile(const std::string& path, std::string_view data) {
 }
 
 json Strings(const std::vector<std::string>& v) { return json(v); }
-std::vector<std::string> StringsOf(const json& j, const char* key) {
-  std::vector<std::string> out;
-  if (j.contains(key) && j[key].is_array())
-    for (const auto& v : j[key])
-      if (v.is_string()) out.push_back(v.get<std::string>());
-  return out;
-}
 }  // namespace
 
 bool IsSessionId(const std::string& id) {
@@ -45,11 +38,8 @@ bool IsSessionId(const std::string& id) {
   for (size_t i = 4; i < 20; ++i)
     if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) return false;
   if (id.size() == 20) return true;
-  // "-<node>": 1 to 63 letters, digits, - or _ (serve's --node-name rule); never '/' or '.'.
-  if (id[20] != '-' || id.size() < 22 || id.size() > 21 + 63) return false;
-  for (size_t i = 21; i < id.size(); ++i)
-    if (!(std::isalnum(static_cast<unsigned char>(id[i])) || id[i] == '-' || id[i] == '_')) return false;
-  return true;
+  // "-<node>" (serve's --node-name rule: never '/' or '.').
+  return id[20] == '-' && IsNodeName(id.substr(21));
 }
 
 size_t PausedSessions::count() const {
@@ -113,9 +103,9 @@ Result<std::optional<PausedRecord>> PausedSessions::Load(const std::string& id, 
   r.idle_timeout_ms = m.value("idle_timeout_ms", uint64_t{0});
   r.max_lifetime_ms = m.value("max_lifetime_ms", uint64_t{0});
   r.state_path = m.value("state_path", "");
-  r.values = StringsOf(m, "values");
-  r.modules = StringsOf(m, "modules");
-  r.skipped = StringsOf(m, "skipped");
+  r.values = StringsAt(m, "values");
+  r.modules = StringsAt(m, "modules");
+  r.skipped = StringsAt(m, "skipped");
   r.paused_at = m.value("paused_at", "");
   size_t trees = m.value("trees", size_t{0});
   for (size_t i = 0; i < trees; ++i) {

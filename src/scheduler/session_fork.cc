@@ -97,15 +97,15 @@ Result<json> RunSnippet(Session& s, const std::string& code, const char* what) {
   return j;
 }
 
-std::vector<std::string> Names(const json& j, const char* key) {
+}  // namespace
+
+std::vector<std::string> StringsAt(const nlohmann::json& j, const char* key) {
   std::vector<std::string> out;
   if (j.contains(key) && j[key].is_array())
     for (const auto& v : j[key])
       if (v.is_string()) out.push_back(v.get<std::string>());
   return out;
 }
-
-}  // namespace
 
 Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const ArchiveLimits& archive) {
   const Policy& policy = parent.policy();
@@ -119,9 +119,9 @@ Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const 
   ForkExport ex;
   ex.state_path = policy.tmpfs.front().path + "/" + RandomHex(".lsb-fork-", 8);
   LSB_ASSIGN_OR_RETURN(json report, RunSnippet(parent, WithPath(kExport, ex.state_path), "fork: saving the interpreter state"));
-  ex.values = Names(report, "values");
-  ex.modules = Names(report, "modules");
-  ex.skipped = Names(report, "skipped");
+  ex.values = StringsAt(report, "values");
+  ex.modules = StringsAt(report, "modules");
+  ex.skipped = StringsAt(report, "skipped");
   Status copied = OkStatus();
   for (const auto& m : policy.tmpfs) {
     auto t = parent.GetTree(m.path, tree);
@@ -160,7 +160,7 @@ Result<std::vector<UnpackedArchive>> ReadForkTrees(const Policy& policy, const s
 Result<ForkImport> ImportFork(Session& child, const ForkExport& state) {
   for (const auto& t : state.trees) LSB_TRY(child.PutArchive(t));
   LSB_ASSIGN_OR_RETURN(json report, RunSnippet(child, WithPath(kImport, state.state_path), "fork: loading the state"));
-  return ForkImport{Names(report, "failed")};
+  return ForkImport{StringsAt(report, "failed")};
 }
 
 }  // namespace lsb::sched

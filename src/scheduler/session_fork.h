@@ -16,12 +16,18 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.h"
 #include "scheduler/archive_in.h"
 #include "scheduler/session.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {
+
+// The strings of `j[key]` when it is an array (other entries skipped); none when absent. Reads the
+// interpreter's fork reports and the paused-session records.
+std::vector<std::string> StringsAt(const nlohmann::json& j, const char* key);
 
 // The most children one fork request makes (docs/api.md "Fork").
 inline constexpr size_t kMaxForkCount = 16;

@@ -1,5 +1,7 @@
 #include "scheduler/session_manager.h"
 
+#include <cctype>
+
 #include <chrono>
 #include <cstdio>
 
@@ -10,6 +12,13 @@ namespace lsb::sched {
 SessionManager::SessionManager(size_t max_sessions) : max_sessions_(max_sessions) {}
 
 SessionManager::~SessionManager() { Shutdown(); }
+
+bool IsNodeName(const std::string& name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (char ch : name)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) return false;
+  return true;
+}
 
 std::string SessionManager::NewId() const {
   std::string id = RandomHex("ses-", 8);

@@ -19,6 +19,9 @@
 
 namespace lsb::sched {
 
+// A node name as session ids and HTTP headers carry it: 1 to 63 letters, digits, - or _.
+bool IsNodeName(const std::string& name);
+
 class SessionManager {
  public:
   explicit SessionManager(size_t max_sessions);
