@@ -37,6 +37,13 @@ std::string Octal(uint32_t mode) {
 Enforcement Yes(std::string how) { return Enforcement{true, std::move(how)}; }
 Enforcement No(std::string why) { return Enforcement{false, std::move(why)}; }
 
+// gVisor (runsc) serves the box's sockets from its own network stack: a listening socket made in
+// the container's host-side namespace is never seen by the box, so names cannot be filtered there.
+constexpr const char* kGvisorNoEgress =
+    "under runtime runsc the box's sockets are gVisor's own network stack, which the egress proxy's socket cannot "
+    "reach: network.allow/deny/secrets are refused; use runtime runc or the native backend, or allow: [\"*\"] for "
+    "the bridge";
+
 class Explainer {
  public:
   explicit Explainer(const Policy& p) : p_(p), gvisor_(p.runtime == "runsc") {}
@@ -212,18 +219,24 @@ class Explainer {
             "environment), served outside the box; no route, no DNS, no other address (docs/network.md)"),
         open ? Yes("the container joins the engine's bridge network (allow: [\"*\"]: outbound access as the host "
                    "allows it, no proxy)")
-             : No("the docker backend does not enforce network.allow/deny/secrets yet; write allow: [\"*\"] for "
-                  "its bridge network, or run on the native backend"));
+        : gvisor_ ? No(kGvisorNoEgress)
+                  : Yes("HostConfig.NetworkMode \"none\" (its own namespace, loopback only), where the daemon, root on "
+                        "the engine's host, makes the one listening socket: the egress proxy at " +
+                        std::string(protocol::kEgressProxyAddress) +
+                        ", served outside the container; init's connect watch and Landlock (TCP connect to the "
+                        "proxy's port only) as on native (docs/network.md)"));
+    const Enforcement docker_filter =
+        open ? Yes("not filtered (the bridge)") : gvisor_ ? No(kGvisorNoEgress) : Yes("the same egress proxy as native");
     Add("network.allow", p_.network_allow.empty() ? std::string("[] (nothing)") : JoinList(p_.network_allow),
         "network.allow",
         Yes("the egress proxy resolves each name itself and connects only to the address it checked; a name is "
             "reachable when an entry matches and no network.deny entry does; loopback, link-local, private, "
             "multicast and the host's own addresses only when an address entry names them; CONNECT carries TLS "
             "only, with the SNI equal to the CONNECT name"),
-        open ? Yes("not filtered (the bridge)") : No("not enforced by the docker backend yet"));
+        docker_filter);
     if (!p_.network_deny.empty())
       Add("network.deny", JoinList(p_.network_deny), "network.deny", Yes("wins over network.allow, names and addresses"),
-          No("not enforced by the docker backend yet"));
+          docker_filter);
     if (!p_.network_secrets.empty())
       Add("network.secrets", std::to_string(p_.network_secrets.size()) + " header(s)", "network.secrets",
           Yes("the egress proxy adds each header to plain-HTTP requests for its host only, the value filled at box "
@@ -231,7 +244,7 @@ class Explainer {
               "masked in what that host sends back; it never enters the box, events or logs. Over HTTPS the "
               "proxy terminates TLS with a per-box CA whose certificate (not key) the box trusts, and verifies "
               "the upstream's certificate against the host's store (docs/network.md)"),
-          No("not enforced by the docker backend yet"));
+          docker_filter);
   }
 
   void Commands() {

@@ -28,8 +28,8 @@ size_t IndexOf(const std::vector<std::string>& list, const std::string& item) {
 
 using Report = std::function<void(SourcePos, std::string, std::string)>;
 
-// network: lists only with the network on; the Docker backend only with the open network (its
-// bridge) until it enforces lists; every secret's host reachable by the allowlist.
+// network: lists only with the network on; gVisor only with the open network (its bridge: the
+// egress proxy cannot reach gVisor's network stack); every secret's host reachable by the allowlist.
 void CheckNetwork(const Policy& p, const Report& report) {
   const bool lists = !p.network_allow.empty() || !p.network_deny.empty() || !p.network_secrets.empty();
   if (!p.network_enabled) {
@@ -39,11 +39,12 @@ void CheckNetwork(const Policy& p, const Report& report) {
              "add enabled: true under network:, or remove the lists");
     return;
   }
-  if (p.backend == "docker" && !p.NetworkUnfiltered())
+  if (p.backend == "docker" && p.runtime == "runsc" && !p.NetworkUnfiltered())
     report(PosOf(p, {"network.allow", "network.enabled"}),
-           "network: the docker backend does not enforce network.allow/deny/secrets yet (docs/network.md)",
-           "write backend: native (or auto) for a name allowlist, or allow: [\"*\"] with no deny or secrets for "
-           "the engine's bridge network");
+           "network: under container.runtime runsc the box's sockets are gVisor's own network stack, which the "
+           "egress proxy cannot reach, so network.allow/deny/secrets are not enforced there (docs/network.md)",
+           "write runtime: runc (or backend: native) for a name allowlist, or allow: [\"*\"] with no deny or "
+           "secrets for the engine's bridge network");
   for (size_t i = 0; i < p.network_secrets.size(); ++i) {
     const NetworkSecret& s = p.network_secrets[i];
     bool reachable = false;

@@ -37,9 +37,12 @@ class Backend:
 
     def policy(self):
         """The seed policy, or a temp variant of it with this backend's container: lines.
-        LSB_ADVERSARIAL_NETWORK=egress (native): the network on through the egress proxy, every
-        name allowed (docs/network.md), so the cases run against a box that has a way out."""
-        egress = os.environ.get("LSB_ADVERSARIAL_NETWORK") == "egress" and self.backend_arg == "native"
+        LSB_ADVERSARIAL_NETWORK=egress (native, docker/runc): the network on through the egress
+        proxy, every name allowed (docs/network.md), so the cases run against a box that has a way
+        out. On Docker allow: ["*"] alone is the engine's bridge, so a deny entry no name matches
+        makes it the proxy there; gVisor cannot have the proxy (its own network stack) and runs as is."""
+        egress = os.environ.get("LSB_ADVERSARIAL_NETWORK") == "egress" and (
+            self.backend_arg == "native" or (self.backend_arg == "docker" and not self.has(GVISOR)))
         if not self.policy_lines and not egress:
             return SEED_POLICY
         if self._policy is None:
@@ -48,7 +51,10 @@ class Backend:
             text = text.replace("container:\n", "container:\n" + "".join(
                 f"  {line}\n" for line in self.policy_lines), 1)
             if egress:
-                text = text.replace("network:\n  enabled: false\n", 'network:\n  enabled: true\n  allow: ["*"]\n', 1)
+                net = 'network:\n  enabled: true\n  allow: ["*"]\n'
+                if self.backend_arg == "docker":
+                    net += '  deny: ["nothing.invalid"]\n'
+                text = text.replace("network:\n  enabled: false\n", net, 1)
             fd, self._policy = tempfile.mkstemp(prefix="lsb-adv-", suffix=".yaml")
             with os.fdopen(fd, "w") as f:
                 f.write(text)

@@ -1,11 +1,15 @@
-"""Network egress by name on the native backend (docs/network.md), through the real binary: a box
+"""Network egress by name (docs/network.md), through the real binary: a box
 with network.enabled reaches only its egress proxy, which lets allowed names through over HTTP and
 HTTPS (CONNECT, SNI checked), refuses the rest with a network_denied alert, resolves names itself
 (pinned here with --egress-resolve) and refuses loopback and link-local addresses behind a name.
 
 Real servers on 127.0.0.1: an HTTP server and an HTTPS server whose certificate (for allowed.test
 and denied.test) is signed by a CA made in this test. The box gets the CA's certificate inside the
-program text (it has no access to the test's files)."""
+program text (it has no access to the test's files).
+
+The classes here run on the native backend (integration_native); tests/docker/test_docker_egress.py
+runs them again on Docker/runc (integration_docker) with BACKEND = "docker": the same policies with
+backend: docker, the same assertions. The Docker test image has no curl: those checks skip there."""
 import datetime
 import http.server
 import json
@@ -102,9 +106,16 @@ def get(url):
 '''
 
 
+def skip_without_curl(test):
+    if test.BACKEND == "docker":
+        test.skipTest("the Docker test image (scripts/build-test-image.sh) has no curl")
+
+
 @unittest.skipUnless(os.geteuid() == 0, "the native backend enforces everything only as root")
 @unittest.skipIf(x509 is None, "python3-cryptography is needed to make the test CA")
 class EgressNative(SandboxTestCase):
+    BACKEND = "native"
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -135,7 +146,7 @@ class EgressNative(SandboxTestCase):
         with open(path, "w") as f:
             f.write(f"""version: "1.0"
 name: {name}
-backend: native
+backend: {cls.BACKEND}
 container:
   image: python:3.12-slim
   tmpfs:
@@ -154,7 +165,8 @@ resources:
 
     def run_box(self, body, policy=None, extra=()):
         code = PRELUDE % self.ca_pem + body
-        args = ["run", "--json", "--policy", policy or self.policy, "--images", IMAGES] + self.pins + list(extra) + ["-"]
+        args = ["run", "--backend", self.BACKEND, "--json", "--policy", policy or self.policy, "--images", IMAGES]
+        args += self.pins + list(extra) + ["-"]
         proc = run_cli(args, stdin=code, timeout=180)
         try:
             r = json.loads(proc.stdout)
@@ -182,6 +194,7 @@ print(json.dumps({{"env": os.environ.get("HTTPS_PROXY"),
         self.assertEqual(alerts_with_rule(r, "network_denied"), [])
 
     def test_curl_uses_the_proxy_for_http_and_https(self):
+        skip_without_curl(self)
         r, _ = self.run_box(f'''
 a = subprocess.run(["/usr/bin/curl", "-sS", "--max-time", "20", "http://allowed.test:{self.hp}/c"], capture_output=True, text=True)
 b = subprocess.run(["/usr/bin/curl", "-sS", "--max-time", "20", "--cacert", CA, "https://allowed.test:{self.sp}/c"], capture_output=True, text=True)
@@ -297,6 +310,7 @@ print(json.dumps([st, len(body)]))
 @unittest.skipUnless(os.geteuid() == 0, "the native backend enforces everything only as root")
 class EgressDaemon(SandboxTestCase):
     """Through `llm-sandbox serve`: the proxy's events reach the result's alerts and the audit log."""
+    BACKEND = "native"
 
     def test_allowed_and_denied_connections_reach_the_result_and_the_audit_log(self):
         from daemon_harness import Daemon, request
@@ -307,7 +321,7 @@ class EgressDaemon(SandboxTestCase):
             with open(os.path.join(d, "egress.yaml"), "w") as f:
                 f.write(f"""version: "1.0"
 name: egress
-backend: native
+backend: {self.BACKEND}
 container:
   image: python:3.12-slim
   tmpfs:
@@ -319,7 +333,9 @@ commands:
   allow: ["/usr/bin/python3"]
 """)
             audit = os.path.join(d, "audit.jsonl")
-            daemon = Daemon("--backend", "native", "--pool-size", "0", "--audit-log", audit,
+            # On Docker with a warm pool: a pooled container gets its proxy when it is taken.
+            pool = "1" if self.BACKEND == "docker" else "0"
+            daemon = Daemon("--backend", self.BACKEND, "--pool-size", pool, "--audit-log", audit,
                             "--egress-resolve", "allowed.test:127.0.0.1", "--egress-resolve", "denied.test:127.0.0.1",
                             policies=d)
             try:

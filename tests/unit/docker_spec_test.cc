@@ -57,9 +57,21 @@ TEST(DockerSpec, MapsEveryOuterControl) {
   EXPECT_EQ(h["Tmpfs"][kJobDir], "rw,size=16777216,mode=1777,noexec,nosuid,nodev");
 }
 
+TEST(DockerSpec, AFilteredNetworkIsNetworkModeNoneWithItsLoopback) {
+  Policy p = SeedLike();
+  p.network_enabled = true;
+  p.network_allow = {"pypi.org"};
+  SpecInputs in{.image = "img", .init_host_path = "/init", .owner = "o", .pooled = false, .seccomp_opt = ""};
+  auto s = BuildContainerSpec(p, in);
+  // The egress proxy's socket is made in this namespace once the container runs (egress_attach.h).
+  EXPECT_EQ(s["HostConfig"]["NetworkMode"], "none");
+  EXPECT_EQ(s["NetworkDisabled"], false);
+}
+
 TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
   Policy p = SeedLike();
   p.network_enabled = true;
+  p.network_allow = {"*"};  // the bridge: only allow ["*"] joins it
   p.runtime = "runsc";
   p.memory_bytes = 0;
   p.cpu = 0;

@@ -72,13 +72,22 @@ TEST(NetworkPolicy, ListsNeedTheNetworkOn) {
   EXPECT_NE(e.find("only mean something with network.enabled: true"), std::string::npos) << e;
 }
 
-TEST(NetworkPolicy, DockerRefusesListsItCannotEnforceYet) {
-  std::string e = ParseError(DockerPolicy("  enabled: true\n  allow: [\"pypi.org\"]\n"));
-  EXPECT_NE(e.find("docker backend does not enforce"), std::string::npos) << e;
-  // enabled: true with no allow is "nothing", which the bridge would not be: refused too.
-  std::string none = ParseError(DockerPolicy("  enabled: true\n"));
-  EXPECT_NE(none.find("docker backend does not enforce"), std::string::npos) << none;
+TEST(NetworkPolicy, DockerEnforcesListsOnRuncAndRefusesThemUnderGvisor) {
+  // runc: the egress proxy in the container's namespace (runtime/docker/egress_attach.h).
+  MustParse(DockerPolicy("  enabled: true\n  allow: [\"pypi.org\"]\n  deny: [\"x.pypi.org\"]\n"));
+  MustParse(DockerPolicy("  enabled: true\n"));  // nothing reachable: also the proxy
   MustParse(DockerPolicy("  enabled: true\n  allow: [\"*\"]\n"));
+  // runsc: gVisor's own network stack never sees the proxy's socket; only the bridge.
+  auto gvisor = [](const std::string& network) {
+    return "version: \"1.0\"\nname: t\nbackend: docker\ncontainer:\n  image: python:3.12-slim\n  runtime: runsc\n"
+           "  gvisor_accept_weaker: true\nnetwork:\n" + network;
+  };
+  std::string e = ParseError(gvisor("  enabled: true\n  allow: [\"pypi.org\"]\n"));
+  EXPECT_NE(e.find("gVisor's own network stack"), std::string::npos) << e;
+  EXPECT_NE(e.find("runtime: runc"), std::string::npos) << e;
+  std::string none = ParseError(gvisor("  enabled: true\n"));
+  EXPECT_NE(none.find("gVisor's own network stack"), std::string::npos) << none;
+  MustParse(gvisor("  enabled: true\n  allow: [\"*\"]\n"));
 }
 
 NetworkRule Rule(const std::string& text) {

@@ -44,7 +44,9 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
       {"Mounts", mounts},
       {"ReadonlyRootfs", policy.read_only},
       {"Tmpfs", tmpfs},
-      {"NetworkMode", policy.network_enabled ? kIsolatedNetwork : "none"},
+      // Only allow: ["*"] joins the bridge; a filtered network is "none" plus the egress proxy's
+      // socket, made in the container's namespace once it runs (egress_attach.h).
+      {"NetworkMode", policy.NetworkUnfiltered() ? kIsolatedNetwork : "none"},
       {"CapDrop", json::array({"ALL"})},
       {"SecurityOpt", security_opt},
       {"PidsLimit", HostPidsLimit(policy)},

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+
+#include <unistd.h>
 
 #include "protocol/frame.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_box.h"
+#include "runtime/docker/egress_attach.h"
 #include "runtime/docker/init_path.h"
 #include "runtime/docker/ownership.h"
 #include "runtime/docker/seccomp_profile.h"
@@ -101,11 +105,24 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (!policy.build.empty())
     problems.push_back("container.build: the Docker backend does not build environments yet (docs/policy.md); run the "
                        "policy on the native backend");
-  // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for.
-  if (policy.network_enabled && !policy.NetworkUnfiltered())
-    problems.push_back("network: the Docker backend does not enforce network.allow/deny/secrets yet (docs/network.md); "
-                       "run the policy on the native backend, or write allow: [\"*\"] with no deny or secrets for "
-                       "the engine's bridge network");
+  // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for; any
+  // other network is the egress proxy's socket made in the container's namespace (egress_attach.h).
+  if (policy.network_enabled && !policy.NetworkUnfiltered()) {
+    if (policy.runtime == "runsc")
+      problems.push_back(
+          "network: under container.runtime runsc the box's sockets are gVisor's own network stack, which the egress "
+          "proxy's listening socket (made in the container's host-side namespace) cannot reach, so "
+          "network.allow/deny/secrets cannot be enforced (docs/network.md); use container.runtime runc or the "
+          "native backend, or write allow: [\"*\"] with no deny or secrets for the engine's bridge network");
+    else if (engine_->endpoint().kind != Endpoint::Kind::kUnix)
+      problems.push_back("network: network.allow/deny/secrets need the engine on this host (the daemon makes the egress "
+                         "proxy's socket in the container's network namespace); " + engine_->endpoint().ToString() +
+                         " is remote: run the daemon on the engine's host, or use the native backend");
+    else if (::geteuid() != 0)
+      problems.push_back("network: network.allow/deny/secrets on Docker need this process to run as root (it joins the "
+                         "container's network namespace to make the egress proxy's socket); run the daemon as root, "
+                         "or use the native backend");
+  }
   if (problems.empty()) return OkStatus();
   std::string msg = "policy '" + policy.name + "' cannot be enforced on the Docker backend:";
   for (const auto& p : problems) msg += "\n  - " + p;
@@ -131,7 +148,8 @@ Result<std::string> DockerBackend::BoxShape(const Policy& policy, const protocol
 }
 
 ContainerPool* DockerBackend::PoolFor(const Policy& policy) {
-  if (opts_.pool_size == 0) return nullptr;
+  // With network.secrets each box gets a CA of its own in init's setup: made at start, not ahead.
+  if (opts_.pool_size == 0 || !policy.network_secrets.empty()) return nullptr;
   auto spec = SpecFor(policy, true);
   if (!spec.ok()) return nullptr;
   auto setup = SetupFor(policy);
@@ -223,15 +241,36 @@ Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const pr
     std::lock_guard<std::mutex> lock(images_mu_);
     images_seen_.insert(mapped);
   }
-  if (policy.network_enabled) LSB_TRY(EnsureIsolatedNetwork());
-  if (ContainerPool* pool = PoolFor(policy)) {
+  if (policy.NetworkUnfiltered()) LSB_TRY(EnsureIsolatedNetwork());
+  // Before anything starts: a secret that cannot be filled refuses the box; the box's CA is made.
+  const bool filtered = policy.network_enabled && !policy.NetworkUnfiltered();
+  std::optional<egress::BoxEgress> egress;
+  if (filtered) {
+    auto prepared = egress::PrepareBoxEgress(policy.network_allow, policy.network_deny, policy.network_secrets,
+                                             opts_.egress);
+    if (!prepared.ok()) return prepared.error().Wrap("docker");
+    egress = std::move(*prepared);
+  }
+  if (ContainerPool* pool = PoolFor(policy)) {  // never with secrets: the setup holds no box CA
     LSB_ASSIGN_OR_RETURN(auto box, pool->Take());
+    if (egress) {
+      auto proxy = AttachEgress(*engine_, box->container_id(), std::move(*egress), opts_.egress);
+      if (!proxy.ok()) return proxy.error().Wrap("docker");
+      box->set_egress(std::move(*proxy));
+    }
     return std::unique_ptr<Box>(std::move(box));
   }
   LSB_ASSIGN_OR_RETURN(auto spec, SpecFor(policy, false));
   auto box = DockerBox::Launch(engine_, spec, reaper_);
   if (!box.ok()) return box.error().Wrap("docker: start box");
-  auto sent = protocol::WriteFrame((*box)->stream_fd(), protocol::FrameType::kSetup, nlohmann::json(setup).dump());
+  protocol::BoxSetup box_setup = setup;
+  if (egress) {
+    box_setup.egress_ca_pem = egress->ca_pem();
+    auto proxy = AttachEgress(*engine_, (*box)->container_id(), std::move(*egress), opts_.egress);
+    if (!proxy.ok()) return proxy.error().Wrap("docker");
+    (*box)->set_egress(std::move(*proxy));
+  }
+  auto sent = protocol::WriteFrame((*box)->stream_fd(), protocol::FrameType::kSetup, nlohmann::json(box_setup).dump());
   if (!sent.ok()) return sent.error().Wrap("docker: send kSetup to the box's init");
   return std::unique_ptr<Box>(std::move(*box));
 }
@@ -253,6 +292,9 @@ Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
   // Only under runsc, and only when the policy said so: init then runs without Landlock and the
   // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.
   s.gvisor_accept_weaker = policy.runtime == "runsc" && policy.gvisor_accept_weaker;
+  // A filtered network: init points the proxy variables at the socket egress_attach.h makes and
+  // lets TCP connect only to its port (as on native).
+  if (policy.network_enabled && !policy.NetworkUnfiltered()) s.egress_proxy = protocol::kEgressProxyAddress;
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "egress/egress_options.h"
 #include "runtime/backend.h"
 #include "runtime/docker/container_pool.h"
 #include "runtime/docker/container_reaper.h"
@@ -30,6 +31,7 @@ struct DockerBackendOptions {
   size_t pool_refillers = 2;
   size_t max_pools = 8;      // distinct warm pools (one per container spec); beyond: boxes on demand
   bool reap_orphans = true;  // remove containers of dead owners when the backend is created
+  egress::EgressOptions egress;  // every box's egress proxy (network.allow/deny/secrets; egress_attach.h)
   ClientOptions client;
 };
 

@@ -137,6 +137,7 @@ Result<std::unique_ptr<DockerBox>> DockerBox::Launch(std::shared_ptr<const Engin
 }
 
 DockerBox::~DockerBox() {
+  proxy_.reset();  // its connections end, its threads are joined; the box's socket closes with it
   // With a reaper: closing our attach connection (the pump) makes the engine close init's stdin
   // (StdinOnce), so init kills what is left and exits; the reaper waits for that stop and removes
   // the container in the background. Without one: remove with force kills init and everything in
@@ -149,6 +150,13 @@ DockerBox::~DockerBox() {
   auto st = engine_->RemoveContainer(container_id_, /*force=*/true);
   if (!st.ok()) std::fprintf(stderr, "llm-sandbox: %s (it will be removed as an orphan later)\n", st.error().message.c_str());
   pump_.reset();
+}
+
+std::vector<protocol::Event> DockerBox::TakeHostEvents(bool run_ended) {
+  if (!proxy_) return {};
+  // As on native: the program has exited and its connections close within moments; a background
+  // process the run left behind may keep one open, and the result does not wait longer than this.
+  return proxy_->TakeEvents(run_ended ? std::chrono::milliseconds(500) : std::chrono::milliseconds(0));
 }
 
 BoxVerdict DockerBox::Verdict() { return ReadVerdict(*engine_, container_id_); }

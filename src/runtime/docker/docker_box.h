@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "egress/egress_proxy.h"
 #include "runtime/backend.h"
 #include "runtime/docker/container_reaper.h"
 #include "runtime/docker/engine_client.h"
@@ -43,6 +44,13 @@ class DockerBox : public Box {
   std::optional<protocol::InitReady> ReadyAhead() const override { return ready_ahead_; }
   void set_ready_ahead(protocol::InitReady ready) { ready_ahead_ = std::move(ready); }
 
+  // The box's egress proxy (egress_attach.h), served until the box goes; its events join each run's.
+  void set_egress(std::unique_ptr<egress::EgressProxy> proxy) { proxy_ = std::move(proxy); }
+  void BeginRun() override {
+    if (proxy_) proxy_->BeginRun();
+  }
+  std::vector<protocol::Event> TakeHostEvents(bool run_ended) override;
+
  private:
   DockerBox(std::shared_ptr<const EngineClient> engine, std::string id)
       : engine_(std::move(engine)), container_id_(std::move(id)) {}
@@ -53,6 +61,7 @@ class DockerBox : public Box {
   std::unique_ptr<StreamPump> pump_;
   std::string death_note_;  // how the container ended, once known
   std::optional<protocol::InitReady> ready_ahead_;
+  std::unique_ptr<egress::EgressProxy> proxy_;  // stopped first (destructor)
 };
 
 // The box's cgroup counters read straight from the host's cgroup files when the engine is local

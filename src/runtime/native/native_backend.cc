@@ -3,6 +3,8 @@
 #include <linux/capability.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "base/capabilities.h"
 #include "base/io.h"
 #include "base/random_id.h"
@@ -14,6 +16,7 @@
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
 #include "runtime/native/native_box.h"
+#include "egress/box_egress.h"
 #include "egress/egress_proxy.h"
 #include "egress/secrets.h"
 #include "image/store_puller.h"
@@ -268,26 +271,13 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
 Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   // Before anything starts: a secret that cannot be filled refuses the box (never a request
-  // without the header it expects).
-  std::vector<egress::HeaderSecret> secrets;
-  if (!plan.egress.secrets.empty()) {
-    std::map<std::string, std::string> file_values;
-    if (!opts_.egress.secrets_file.empty()) {
-      LSB_ASSIGN_OR_RETURN(file_values, egress::ReadSecretsFile(opts_.egress.secrets_file));
-    }
-    LSB_ASSIGN_OR_RETURN(secrets, egress::ResolveSecrets(plan.egress.secrets, file_values, opts_.egress.secrets_file));
-  }
-  // The box's own CA, for HTTPS to the secrets' hosts: its certificate goes to init, its key stays here.
-  std::shared_ptr<egress::BoxCa> ca;
+  // without the header it expects). The box's CA (with secrets): its certificate goes to init.
+  std::optional<egress::BoxEgress> egress;
   protocol::BoxSetup box_setup = setup;
-  if (!secrets.empty()) {
-    std::vector<std::string> hosts;
-    for (const auto& s : secrets)
-      if (std::find(hosts.begin(), hosts.end(), s.host) == hosts.end()) hosts.push_back(s.host);
-    auto made = egress::BoxCa::Create(hosts);
-    if (!made.ok()) return made.error().Wrap("make the box's CA for network.secrets over HTTPS");
-    ca = std::move(*made);
-    box_setup.egress_ca_pem = ca->cert_pem();
+  if (plan.egress.enabled) {
+    LSB_ASSIGN_OR_RETURN(egress, egress::PrepareBoxEgress(plan.egress.allow, plan.egress.deny, plan.egress.secrets,
+                                                          opts_.egress));
+    box_setup.egress_ca_pem = egress->ca_pem();
   }
   // Before the root is mounted: from here on the store keeps the image's layers (store_lease.h).
   auto lease = image::ImageLease::Take(setup.layers);
@@ -323,12 +313,9 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   auto launched = LaunchInit(lo);
   if (!launched.ok()) return launched.error().Wrap("start native box (init " + init.path + ")");
   std::unique_ptr<egress::EgressProxy> proxy;
-  if (plan.egress.enabled) {
-    LSB_ASSIGN_OR_RETURN(egress::EgressRules rules, egress::EgressRules::Parse(plan.egress.allow, plan.egress.deny));
-    auto made = egress::EgressProxy::Create(std::move(launched->egress_listener), std::move(rules), opts_.egress,
-                                            std::move(secrets), std::move(ca));
-    if (!made.ok()) return made.error().Wrap("start the box's egress proxy");
-    proxy = std::move(*made);
+  if (egress) {
+    LSB_ASSIGN_OR_RETURN(proxy, egress::ServeBoxEgress(std::move(launched->egress_listener), std::move(*egress),
+                                                       opts_.egress));
   }
   auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(*launched), std::move(proxy));
   box->HoldImage(std::move(lease).value());
