@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The egress proxy's cost on loopback (docs/network.md; issue 19's targets: >= 0.8x throughput,
-<= 1 ms added median latency): a 10 MB download and a small request, each timed inside a native box
+<= 1 ms added median latency): a 10 MB download and a small request, each timed inside a box
 through its egress proxy and directly from the host against the same server on 127.0.0.1, with the
 same client code (urllib, one connection per request). Needs root and a built llm-sandbox.
 
-  LSB_BUILD_DIR=build python3 bench/egress/run.py [--rounds 5] [--small 200]
+  LSB_BUILD_DIR=build python3 bench/egress/run.py [--rounds 5] [--small 200] [--backend native|docker]
+
+--backend docker: a Docker/runc box, whose proxy's socket is made in the container's namespace
+(runtime/docker/egress_attach.h); the same proxy code, so the figures should match native's.
 """
 import argparse
 import http.server
@@ -70,6 +73,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--small", type=int, default=200)
+    ap.add_argument("--backend", choices=["native", "docker"], default="native")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -86,7 +90,7 @@ def main():
         with open(policy, "w") as f:
             f.write(f'''version: "1.0"
 name: bench-egress
-backend: native
+backend: {a.backend}
 container:
   image: python:3.12-slim
   tmpfs:
@@ -101,13 +105,14 @@ resources:
   timeout: 300
 ''')
         code = CLIENT + f'\nprint(json.dumps(measure("http://bench.test:{port}", {a.rounds}, {a.small})))\n'
-        p = subprocess.run([os.path.join(BUILD, "llm-sandbox"), "run", "--policy", policy, "--images",
+        p = subprocess.run([os.path.join(BUILD, "llm-sandbox"), "run", "--backend", a.backend, "--policy", policy, "--images",
                             os.path.join(ROOT, "config", "images.yaml"), "--egress-resolve", "bench.test:127.0.0.1", "-"],
                            input=code, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             sys.exit(f"the box failed: {p.stdout} {p.stderr}")
         proxied = json.loads(p.stdout.strip().splitlines()[-1])
     out = {
+        "backend": a.backend,
         "download_10MB_direct_MB_s": round(direct["mb_per_s"], 1),
         "download_10MB_proxy_MB_s": round(proxied["mb_per_s"], 1),
         "throughput_ratio": round(proxied["mb_per_s"] / direct["mb_per_s"], 3),
