@@ -1,7 +1,7 @@
 """`llm-sandbox serve --backend docker` on a real engine: executions through POST /v1/execute
 (seed policy print("hi"), a denied /bin/sh and its alert, a session), the warm pool (never a
-used container), and SIGKILL of the daemon mid-run followed by a restart that removes its
-containers."""
+used container), session reset, fork and pause/resume (issue 22: each works on Docker, tested
+here), and SIGKILL of the daemon mid-run followed by a restart that removes its containers."""
 import json
 import os
 import shutil
