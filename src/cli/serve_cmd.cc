@@ -19,6 +19,7 @@
 #include "monitor/webhook.h"
 #include "protocol/wire_values.h"
 #include "scheduler/session_manager.h"
+#include "scheduler/session_pool.h"
 #include "egress/egress_options.h"
 #include "server/body_limits.h"
 #include "server/daemon.h"
@@ -42,6 +43,9 @@ constexpr const char* kServeUsage =
     "  --prebuild               build every policy's container.build before listening (native backend;\n"
     "                           without it, the first box of a policy builds it)\n"
     "  --native-pool N          the same as --pool-size (its older name; the last one given wins)\n"
+    "  --session-pool N         warm python session boxes kept per (policy, setup) key, setup already\n"
+    "                           run, for creates, forks and resets (default 0 = none; at most 16 per key,\n"
+    "                           8 keys; docs/api.md \"Warm session pool\")\n"
     "  --max-concurrency N      executions at once (default: by box cost, the largest policy's memory\n"
     "                           and pids against the host's, from 4 to 64; docs/api.md)\n"
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
@@ -220,6 +224,11 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   // One knob for every backend's pool; --native-pool is its older name, kept for scripts.
   if (o.Is("--pool-size") || o.Is("--native-pool")) {
     if (!ParseCountOrZero(v, &c.pool_size)) return Error{name + " wants a count"};
+    return true;
+  }
+  if (o.Is("--session-pool")) {
+    if (!ParseCountOrZero(v, &c.session_pool) || c.session_pool > sched::kMaxSessionPoolPerKey)
+      return Error{"--session-pool wants a count from 0 to " + std::to_string(sched::kMaxSessionPoolPerKey)};
     return true;
   }
   if (o.Is("--max-concurrency")) {

@@ -70,6 +70,10 @@ Monitor::Monitor(MonitorOptions opts) : opts_(std::move(opts)) {
   metrics_.Declare("lsb_sessions_active", MetricType::kGauge, "Sessions open now.");
   metrics_.Declare("lsb_sessions_limit", MetricType::kGauge, "Sessions that may be open at once.");
   metrics_.Declare("lsb_sessions_created_total", MetricType::kCounter, "Sessions created.");
+  metrics_.Declare("lsb_session_pool_warm", MetricType::kGauge, "Warm python session boxes waiting (--session-pool).");
+  metrics_.Declare("lsb_session_pool_hits_total", MetricType::kCounter, "Sessions started from a warm box.");
+  metrics_.Declare("lsb_session_pool_misses_total", MetricType::kCounter,
+                   "Sessions with a setup started cold (their key had no warm box).");
   metrics_.Declare("lsb_image_pulls_total", MetricType::kCounter,
                    "Pulls into the image store on first use (container.pull), by result.");
   metrics_.Declare("lsb_http_requests_total", MetricType::kCounter, "HTTP requests answered, by route and status.");

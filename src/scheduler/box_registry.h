@@ -15,6 +15,7 @@
 namespace lsb::sched {
 
 class OneShotPool;
+class SessionPool;
 
 class BoxRegistry {
  public:
@@ -36,6 +37,9 @@ class BoxRegistry {
   // The warm pool one-shot executions take their boxes from (scheduler/one_shot_pool.h); null: none.
   void set_pool(OneShotPool* p) { pool_ = p; }
   OneShotPool* pool() const { return pool_; }
+  // The warm python session boxes sessions with a setup start from (scheduler/session_pool.h).
+  void set_session_pool(SessionPool* p) { session_pool_ = p; }
+  SessionPool* session_pool() const { return session_pool_; }
 
  private:
   void Add(BoxSession* s);
@@ -43,6 +47,7 @@ class BoxRegistry {
   mutable std::mutex mu_;
   std::set<BoxSession*> boxes_;
   OneShotPool* pool_ = nullptr;  // set before the daemon serves, cleared after its executor stopped
+  SessionPool* session_pool_ = nullptr;  // the same
 };
 
 }  // namespace lsb::sched

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "scheduler/session_pool.h"
+
 namespace lsb::sched {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -37,7 +39,30 @@ Result<std::unique_ptr<Session>> Session::Open(Backend& backend, BoxRegistry& re
   return s;
 }
 
+bool Session::AdoptWarm() {
+  SessionPool* pool = registry_.session_pool();
+  if (!pool || config_.language != "python" || config_.setup.empty()) return false;
+  auto w = pool->Take(policy_, config_.setup);
+  if (!w) return false;
+  box_ = std::move(w->box);
+  lease_ = std::make_unique<BoxRegistry::Lease>(registry_, box_.get());
+  driver_ = std::move(w->driver);
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    setup_ms_ = w->setup.duration_ms;
+    warm_ = true;
+  }
+  setup_result_ = std::move(w->setup);
+  baseline_ = true;
+  return true;
+}
+
 Status Session::OpenBox() {
+  if (AdoptWarm()) return OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    warm_ = false;
+  }
   LSB_ASSIGN_OR_RETURN(box_, BoxSession::Open(backend_, policy_));
   lease_ = std::make_unique<BoxRegistry::Lease>(registry_, box_.get());
   // Start the interpreter now, so the first execute pays only for its own code.
@@ -261,6 +286,7 @@ SessionInfo Session::Info() const {
   i.resets = resets_;
   i.snapshots = snapshots_;
   i.setup_ms = setup_ms_;
+  i.warm = warm_;
   if (closed_) {
     i.state = "closed";
   } else {

@@ -57,6 +57,7 @@ struct SessionInfo {
   std::string state;  // "ready" | "busy" | "closed"
   std::optional<uint64_t> setup_ms;  // how long the setup took when the interpreter last started
   uint64_t resets = 0, snapshots = 0;
+  bool warm = false;  // the box came set up from the warm session pool (session_pool.h)
 };
 
 class Session {
@@ -123,6 +124,8 @@ class Session {
   Status OpenBox();
   // Starts the interpreter (a zygote over the policy's tmpfs paths, after the setup).
   Status StartDriver();
+  // Takes a warm box with its interpreter from the session pool; false on a miss.
+  bool AdoptWarm();
   Result<PythonDriver*> Driver();
   uint64_t RemainingLifetimeMs() const;
   void Touch(bool executed);
@@ -154,6 +157,7 @@ class Session {
   uint64_t idle_timeout_ms_, max_lifetime_ms_;  // from config_, until SetDeadline
   uint64_t resets_ = 0, snapshots_ = 0;
   std::optional<uint64_t> setup_ms_;
+  bool warm_ = false;
 };
 
 }  // namespace lsb::sched

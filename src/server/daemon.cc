@@ -18,6 +18,7 @@
 #include "runtime/backend_select.h"
 #include "runtime/native/native_backend.h"
 #include "scheduler/one_shot_pool.h"
+#include "scheduler/session_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/owner.h"
@@ -337,6 +338,11 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   sessions_->set_node(c.node_name);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
+  if (c.session_pool > 0) {
+    session_pool_ = std::make_unique<sched::SessionPool>(*backend_, c.session_pool, c.limits.max_session_lifetime_ms);
+    session_pool_->Start();
+    boxes_.set_session_pool(session_pool_.get());
+  }
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
   ctx_->executions = executions_.get();
   ctx_->jobs = jobs_.get();
@@ -351,7 +357,8 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
 
 DaemonCore::~DaemonCore() {
   if (images_.puller) images_.puller->SetListener(nullptr);  // the monitor it publishes to goes first
-  boxes_.set_pool(nullptr);  // the pool goes before the registry that names it
+  boxes_.set_pool(nullptr);  // the pools go before the registry that names them
+  boxes_.set_session_pool(nullptr);
 }
 
 // One layer pools for each backend: the backend itself when it keeps warm boxes (Docker's
@@ -374,6 +381,7 @@ void DaemonCore::ReloadPolicies() {
   }
   Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + policies_->dir());
   if (pool_) pool_->Drain();  // warm boxes of the previous policies go; the pool refills
+  if (session_pool_) session_pool_->Drain();
 }
 
 void DaemonCore::BeginShutdown() {
@@ -396,6 +404,10 @@ void DaemonCore::FinishWork(int grace_ms) {
   if (pool_) {
     boxes_.set_pool(nullptr);
     pool_->Shutdown();  // warm boxes and used ones still waiting for the reaper
+  }
+  if (session_pool_) {
+    boxes_.set_session_pool(nullptr);
+    session_pool_->Shutdown();
   }
   sessions_->Shutdown();
 }

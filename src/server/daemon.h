@@ -15,6 +15,7 @@
 #include "image/store_puller.h"
 #include "runtime/backend.h"
 #include "scheduler/one_shot_pool.h"
+#include "scheduler/session_pool.h"
 #include "server/connection_table.h"
 #include "server/e2b/front_door.h"
 #include "server/router.h"
@@ -43,6 +44,9 @@ struct DaemonConfig {
   // Warm boxes kept per policy, whatever the backend (--pool-size, alias --native-pool; 0 = none):
   // kept by the backend when it pools itself (Docker's containers), else by the one-shot pool.
   size_t pool_size = 2;
+  // Warm python session boxes kept per (policy, setup) key (--session-pool; 0 = none):
+  // scheduler/session_pool.h.
+  size_t session_pool = 0;
   bool prebuild = false;           // --prebuild: every policy's container.build before listening
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency
@@ -111,6 +115,7 @@ class DaemonCore {
   sched::BoxRegistry boxes_;
   std::unique_ptr<sched::SessionManager> sessions_;
   std::unique_ptr<sched::OneShotPool> pool_;  // null: the backend pools itself, or no pooling
+  std::unique_ptr<sched::SessionPool> session_pool_;  // null: --session-pool 0
   std::unique_ptr<ServerContext> ctx_;
   std::unique_ptr<monitor::Monitor> monitor_;
   image::StoreAndPuller images_;  // empty: no image store here

@@ -1,10 +1,22 @@
 // /healthz: the process answers. /readyz: it takes work (503 while shutting down), with the
 // backend's name and what it holds now.
 #include "scheduler/one_shot_pool.h"
+#include "scheduler/session_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 
 namespace lsb::server {
+namespace {
+
+nlohmann::json SessionPoolJson(ServerContext& ctx) {
+  const sched::SessionPool* p = ctx.boxes.session_pool();
+  if (!p) return nullptr;
+  auto s = p->stats();
+  return {{"per_key", s.per_key}, {"keys", s.keys}, {"warm_boxes", s.ready}, {"hits", s.hits}, {"misses", s.misses},
+          {"full", s.full}};
+}
+
+}  // namespace
 
 void AddHealthRoutes(Router& router, ServerContext& ctx) {
   router.Add("GET", "/healthz", [](HttpRequest&, ResponseStream&) -> Reply {
@@ -28,7 +40,9 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
                               {"warm_boxes", pool.ready},
                               {"reaping", pool.reaping},
                               {"pool_hits", pool.hits},
-                              {"pool_misses", pool.misses}});
+                              {"pool_misses", pool.misses},
+                              // the warm session pool (--session-pool): sessions started set up / not
+                              {"session_pool", SessionPoolJson(ctx)}});
   });
 }
 

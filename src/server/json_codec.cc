@@ -322,7 +322,8 @@ json SessionJson(const sched::SessionInfo& s) {
           {"state", s.state},
           {"setup_ms", s.setup_ms ? json(*s.setup_ms) : json(nullptr)},
           {"resets", s.resets},
-          {"snapshots", s.snapshots}};
+          {"snapshots", s.snapshots},
+          {"warm", s.warm}};
 }
 
 json PolicyJson(const Policy& p) {

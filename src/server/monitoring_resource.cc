@@ -9,6 +9,7 @@
 
 #include "monitor/dashboard_page.h"
 #include "scheduler/one_shot_pool.h"
+#include "scheduler/session_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 
@@ -32,6 +33,12 @@ void SetLiveGauges(ServerContext& ctx, monitor::Monitor& m) {
   mx.Set("lsb_sessions_limit", {}, static_cast<double>(ctx.sessions.max_sessions()));
   mx.Set("lsb_events_subscribers", {}, static_cast<double>(m.events().subscribers()));
   mx.Set("lsb_executions_running", {}, static_cast<double>(m.RunningCount()));
+  if (const sched::SessionPool* p = ctx.boxes.session_pool()) {
+    auto s = p->stats();
+    mx.Set("lsb_session_pool_warm", {}, static_cast<double>(s.ready));
+    mx.Set("lsb_session_pool_hits_total", {}, static_cast<double>(s.hits));
+    mx.Set("lsb_session_pool_misses_total", {}, static_cast<double>(s.misses));
+  }
 }
 
 std::set<std::string> Types(const std::string& csv) {

@@ -108,8 +108,10 @@ Reply Fork(ServerContext& ctx, HttpRequest& req) {
   }
   json sessions = json::array();
   std::set<std::string> unloaded;
+  size_t warm = 0;
   for (size_t i = 0; i < *count; ++i) {
     sessions.push_back(SessionJson((**children[i])->Info()));
+    warm += (**children[i])->Info().warm ? 1 : 0;
     unloaded.insert(not_loaded[i].begin(), not_loaded[i].end());
   }
   auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
@@ -123,6 +125,7 @@ Reply Fork(ServerContext& ctx, HttpRequest& req) {
                                 {"unpicklable", "functions, classes and their instances defined in the session, open "
                                                 "files, sockets, threads and generators"}}},
                {"save_ms", ms(saved - start)},
+               {"warm_children", warm},
                {"duration_ms", ms(done - start)}};
   if (ctx.monitor)
     for (auto& c : children)

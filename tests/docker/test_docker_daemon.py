@@ -1,7 +1,8 @@
 """`llm-sandbox serve --backend docker` on a real engine: executions through POST /v1/execute
 (seed policy print("hi"), a denied /bin/sh and its alert, a session), the warm pool (never a
-used container), and SIGKILL of the daemon mid-run followed by a restart that removes its
-containers."""
+used container), session reset, fork and pause/resume (issue 22: each works on Docker, tested
+here), and SIGKILL of the daemon mid-run followed by a restart that removes its containers."""
+import json
 import os
 import shutil
 import signal
@@ -87,6 +88,75 @@ class DockerDaemon(unittest.TestCase):
         finally:
             status, _ = request(self.d.base, "DELETE", f"/v1/sessions/{sid}")
             self.assertEqual(status, 204)
+
+
+# Issue 22's session operations on the Docker backend: each works there as on native (the zygote,
+# the state transfer and the paused record live inside the box and in the daemon, not in the
+# backend), so each is tested, not answered 501.
+EPISODE = (
+    "import subprocess, sys\nepisode_var = 1\nopen('/tmp/episode.txt', 'w').write('e')\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)  # lsbdockermarker'],"
+    " start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print('started')")
+LOOK = (
+    "import json, os\nprocs = 0\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit():\n"
+    "        try:\n"
+    "            procs += b'lsbdockermarker' in open('/proc/%s/cmdline' % p, 'rb').read()\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "print(json.dumps({'episode_var': globals().get('episode_var'), 'x': globals().get('x'),"
+    " 'BASE': globals().get('BASE'), 'files': sorted(n for n in os.listdir('/tmp') if not n.startswith('.')),"
+    " 'procs': procs}))")
+
+
+class DockerSessionOps(unittest.TestCase):
+    def setUp(self):
+        self.paused = tempfile.mkdtemp(prefix="lsb-docker-paused-")
+        self.addCleanup(shutil.rmtree, self.paused, True)
+
+    def daemon(self):
+        d = Daemon(pool_size=0, extra=("--paused-dir", self.paused))
+        self.addCleanup(d.close)
+        return d
+
+    def call(self, d, method, path, body=None, want=200):
+        status, r = request(d.base, method, path, body)
+        self.assertEqual(status, want, f"{method} {path}: {r}\n{d.output()[-3000:]}")
+        return r
+
+    def look(self, d, sid):
+        r = self.call(d, "POST", f"/v1/sessions/{sid}/execute", {"code": LOOK})
+        return json.loads(r["stdout"].strip().splitlines()[-1])
+
+    def test_reset_fork_and_pause_resume_work_on_docker(self):
+        d = self.daemon()
+        sid = self.call(d, "POST", "/v1/sessions", {"policy": "code-sandbox", "setup": "import decimal\nBASE = 7"},
+                        want=201)["session_id"]
+        self.assertEqual(self.call(d, "POST", f"/v1/sessions/{sid}/execute", {"code": EPISODE})["stdout"], "started\n")
+        self.assertEqual(self.look(d, sid)["procs"], 1)
+        r = self.call(d, "POST", f"/v1/sessions/{sid}/reset")
+        self.assertEqual(r["reset"]["mode"], "interpreter", r)
+        self.assertEqual(self.look(d, sid), {"episode_var": None, "x": None, "BASE": 7, "files": [], "procs": 0},
+                         "after reset no global, file or process of the episode remains")
+
+        self.call(d, "POST", f"/v1/sessions/{sid}/execute", {"code": "x = 41\nopen('/tmp/a.txt', 'w').write('p')"})
+        kids = [c["session_id"] for c in self.call(d, "POST", f"/v1/sessions/{sid}/fork", {"count": 2}, want=201)["sessions"]]
+        self.call(d, "POST", f"/v1/sessions/{kids[0]}/execute", {"code": EPISODE})
+        self.assertEqual(self.look(d, kids[1]), {"episode_var": None, "x": 41, "BASE": 7, "files": ["a.txt"], "procs": 0},
+                         "a fork sees neither its sibling's later writes nor its processes")
+        self.assertEqual(self.look(d, kids[0])["files"], ["a.txt", "episode.txt"])
+        for k in kids:
+            self.call(d, "DELETE", f"/v1/sessions/{k}", want=204)
+
+        self.assertEqual(self.call(d, "POST", f"/v1/sessions/{sid}/pause")["state"], "paused")
+        d.stop()
+        d2 = self.daemon()
+        self.assertEqual(self.call(d2, "POST", f"/v1/sessions/{sid}/resume")["session_id"], sid)
+        self.assertEqual(self.look(d2, sid), {"episode_var": None, "x": 41, "BASE": 7, "files": ["a.txt"], "procs": 0},
+                         "a new daemon resumes the paused session with its variables")
+        self.call(d2, "DELETE", f"/v1/sessions/{sid}", want=204)
 
 
 class KilledDaemon(unittest.TestCase):
