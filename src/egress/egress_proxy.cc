@@ -143,6 +143,13 @@ void EgressProxy::AcceptLoop() {
       Refuse(std::move(client), std::to_string(opts_.max_connections) + " connections are open already (the limit per box)");
       continue;
     }
+    if (opts_.slots && !opts_.slots->TryTake(opts_.max_connections_total)) {
+      lock.unlock();
+      Refuse(std::move(client), std::to_string(opts_.max_connections_total) +
+                                    " egress connections are open across every box of this daemon already (the "
+                                    "limit across boxes, --egress-max-connections-total)");
+      continue;
+    }
     ++open_;
     workers_.emplace_back();
     Worker* w = &workers_.back();
@@ -152,6 +159,7 @@ void EgressProxy::AcceptLoop() {
       protocol::Event e = ServeConnection(fd.get(), ctx);
       fd.reset();
       Record(std::move(e));
+      if (opts_.slots) opts_.slots->Release();
       std::lock_guard<std::mutex> l(mu_);
       --open_;
       w->done = true;
