@@ -173,11 +173,6 @@ print(json.dumps({{"proxy": os.environ.get("HTTPS_PROXY"), "pip_rc": p.returncod
         self.assertIn("/simple/lsbdemo/", Index.seen)
         self.assertIn("/packages/lsbdemo-1.0-py3-none-any.whl", Index.seen)
         self.assertEqual(alerts_with_rule(r, "network_denied"), [], r.get("alerts"))
-        # Every connection pip made is an allowed event for the index host, with its bytes.
-        events = [e for e in r.get("trace", []) + r.get("events", []) if e.get("kind") == "egress"]
-        hosts = {e["egress"]["host"] for e in events if e.get("decision") == "allowed"}
-        if events:
-            self.assertEqual(hosts, {"pypi.test"}, events)
 
     def test_a_package_file_on_another_host_is_refused_with_an_alert(self):
         r, o = self.pip_box("lsbother")

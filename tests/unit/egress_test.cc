@@ -275,7 +275,8 @@ TEST(EgressProxy, ConnectionLimitAndByteLimitHold) {
   EgressOptions o = Pinned("allowed.test", "127.0.0.1");
   o.max_connections = 1;
   ProxyUnderTest p({"allowed.test"}, {}, o);
-  UniqueFd held = Dial(p.port);  // sends nothing: holds the one slot until its head times out
+  UniqueFd held = Dial(p.port);  // half a head: holds the one slot until its head times out
+  (void)!::write(held.get(), "GET http://allowed.test/ HTTP/1.1\r\n", 35);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(p.Request("GET http://allowed.test/ HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 503", 0), 0u);
   held.reset();
@@ -311,7 +312,8 @@ TEST(EgressProxy, TheBoundAcrossBoxesHolds) {
   EgressOptions o = Pinned("allowed.test", "127.0.0.1");
   o.max_connections_total = 1;
   ProxyUnderTest a({"allowed.test"}, {}, o), b({"allowed.test"}, {}, o);
-  UniqueFd held = Dial(a.port);  // sends nothing: holds the one slot
+  UniqueFd held = Dial(a.port);  // half a head: holds the one slot
+  (void)!::write(held.get(), "GET http://allowed.test/ HTTP/1.1\r\n", 35);
   for (int i = 0; i < 100 && o.slots->taken() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(o.slots->taken(), 1u);
   std::string refused = b.Request("GET http://denied.test/ HTTP/1.1\r\n\r\n");
