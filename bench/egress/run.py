@@ -4,7 +4,10 @@
 through its egress proxy and directly from the host against the same server on 127.0.0.1, with the
 same client code (urllib, one connection per request). Needs root and a built llm-sandbox.
 
-  LSB_BUILD_DIR=build python3 bench/egress/run.py [--rounds 5] [--small 200] [--backend native|docker]
+  LSB_BUILD_DIR=build python3 bench/egress/run.py [--rounds 3] [--downloads 3] [--small 100] [--backend native|docker]
+
+Rounds are interleaved (direct, then through the proxy); the figures are medians over every sample
+of a side. The last line of stdout is the figures as one JSON object (bench/run reads it).
 
 --backend docker: a Docker/runc box, whose proxy's socket is made in the container's namespace
 (runtime/docker/egress_attach.h); the same proxy code, so the figures should match native's.
@@ -25,6 +28,7 @@ import urllib.request
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("LSB_BUILD_DIR") or os.path.join(ROOT, "build")
 BIG = 10 * 1024 * 1024
+PY = "/usr/bin/python3"  # the box's interpreter (the host's root): the direct side runs the same one
 PAYLOAD = b"x" * BIG
 
 
@@ -65,26 +69,33 @@ def measure(base, rounds, small):
     lat = []
     for _ in range(small):
         t = time.perf_counter(); fetch(base + "/small"); lat.append(time.perf_counter() - t)
-    return {"mb_per_s": %d / statistics.median(big) / 1e6, "small_median_ms": statistics.median(lat) * 1000}
-''' % (BIG, BIG)
+    return {"big_s": big, "small_s": lat}
+''' % BIG
+
+
+def run_client(cmd, code, env=None, what="client"):
+    p = subprocess.run(cmd, input=code, capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"the {what} failed: {p.stdout[-2000:]} {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--small", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds, direct then proxied (default 3)")
+    ap.add_argument("--downloads", type=int, default=3, help="10 MB downloads per round and side (default 3)")
+    ap.add_argument("--small", type=int, default=100, help="small requests per round and side (default 100)")
     ap.add_argument("--backend", choices=["native", "docker"], default="native")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
-    # Direct: the same client in a process of its own (as the box's is), no proxy in its environment.
+    # Direct: the same client and interpreter in a process of its own (as the box's is), no proxy in
+    # its environment.
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    code = CLIENT + f'\nprint(json.dumps(measure("http://127.0.0.1:{port}", {a.rounds}, {a.small})))\n'
-    p = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, env=env, timeout=600)
-    if p.returncode != 0:
-        sys.exit(f"the direct client failed: {p.stderr}")
-    direct = json.loads(p.stdout.strip().splitlines()[-1])
+    direct_code = CLIENT + f'\nprint(json.dumps(measure("http://127.0.0.1:{port}", {a.downloads}, {a.small})))\n'
+    box_code = CLIENT + f'\nprint(json.dumps(measure("http://bench.test:{port}", {a.downloads}, {a.small})))\n'
+    samples = {"direct": {"big": [], "small": []}, "proxy": {"big": [], "small": []}}
     with tempfile.TemporaryDirectory() as d:
         policy = os.path.join(d, "bench-egress.yaml")
         with open(policy, "w") as f:
@@ -104,23 +115,29 @@ resources:
   memory: "256M"
   timeout: 300
 ''')
-        code = CLIENT + f'\nprint(json.dumps(measure("http://bench.test:{port}", {a.rounds}, {a.small})))\n'
-        p = subprocess.run([os.path.join(BUILD, "llm-sandbox"), "run", "--backend", a.backend, "--policy", policy, "--images",
-                            os.path.join(ROOT, "config", "images.yaml"), "--egress-resolve", "bench.test:127.0.0.1", "-"],
-                           input=code, capture_output=True, text=True, timeout=600)
-        if p.returncode != 0:
-            sys.exit(f"the box failed: {p.stdout} {p.stderr}")
-        proxied = json.loads(p.stdout.strip().splitlines()[-1])
+        box = [os.path.join(BUILD, "llm-sandbox"), "run", "--backend", a.backend, "--policy", policy, "--images",
+               os.path.join(ROOT, "config", "images.yaml"), "--egress-resolve", "bench.test:127.0.0.1", "-"]
+        # Interleaved rounds: load that comes and goes on a shared host hits both sides alike.
+        for _ in range(a.rounds):
+            for side, cmd, code, e in (("direct", [PY, "-"], direct_code, env), ("proxy", box, box_code, None)):
+                got = run_client(cmd, code, e, side)
+                samples[side]["big"] += got["big_s"]
+                samples[side]["small"] += got["small_s"]
+    med = {side: {k: statistics.median(v) for k, v in s.items()} for side, s in samples.items()}
+    direct_mb, proxy_mb = BIG / med["direct"]["big"] / 1e6, BIG / med["proxy"]["big"] / 1e6
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
     out = {
-        "backend": a.backend,
-        "download_10MB_direct_MB_s": round(direct["mb_per_s"], 1),
-        "download_10MB_proxy_MB_s": round(proxied["mb_per_s"], 1),
-        "throughput_ratio": round(proxied["mb_per_s"] / direct["mb_per_s"], 3),
-        "small_request_direct_median_ms": round(direct["small_median_ms"], 3),
-        "small_request_proxy_median_ms": round(proxied["small_median_ms"], 3),
-        "added_latency_median_ms": round(proxied["small_median_ms"] - direct["small_median_ms"], 3),
+        "backend": a.backend, "rounds": a.rounds, "downloads": a.rounds * a.downloads, "small": a.rounds * a.small, "load": load,
+        "download_10MB_direct_MB_s": round(direct_mb, 1),
+        "download_10MB_proxy_MB_s": round(proxy_mb, 1),
+        "throughput_ratio": round(proxy_mb / direct_mb, 3),
+        "small_request_direct_median_ms": round(med["direct"]["small"] * 1000, 3),
+        "small_request_proxy_median_ms": round(med["proxy"]["small"] * 1000, 3),
+        "added_latency_median_ms": round((med["proxy"]["small"] - med["direct"]["small"]) * 1000, 3),
     }
-    print(json.dumps(out, indent=2))
+    print(json.dumps(out, indent=2), file=sys.stderr)
+    print(json.dumps(out))  # the last line: what bench/run reads
 
 
 if __name__ == "__main__":

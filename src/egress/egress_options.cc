@@ -51,6 +51,12 @@ Result<bool> ApplyEgressFlag(const std::string& flag, const std::string& value, 
     opts.max_connections = static_cast<uint32_t>(std::min<uint64_t>(n, 4096));
     return true;
   }
+  if (flag == "--egress-max-connections-total") {
+    uint64_t n = 0;
+    LSB_TRY(count(&n));
+    opts.max_connections_total = static_cast<uint32_t>(std::min<uint64_t>(n, 65536));
+    return true;
+  }
   if (flag == "--egress-idle-timeout") {
     uint64_t n = 0;
     LSB_TRY(count(&n));

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "egress/connection_slots.h"
 #include "policy/network_rules.h"
 
 namespace lsb::egress {
@@ -16,6 +18,9 @@ struct EgressOptions {
   // operators). A pin never makes an address allowed: the address is checked like any other.
   std::map<std::string, std::vector<IpAddress>> pins;
   uint32_t max_connections = 32;                // open at once, per box; more are refused
+  // Open at once across every box of this process (all copies of these options share `slots`).
+  uint32_t max_connections_total = 512;
+  std::shared_ptr<ConnectionSlots> slots = std::make_shared<ConnectionSlots>();
   uint64_t max_bytes_per_run = 1ull << 30;      // both directions, per execution
   uint64_t idle_timeout_ms = 60000;             // no byte either way for this long: closed
   uint64_t connect_timeout_ms = 10000;          // to the upstream address
@@ -33,7 +38,8 @@ struct EgressOptions {
 Result<std::pair<std::string, IpAddress>> ParseResolvePin(const std::string& text);
 
 // The operator's flags, the same for `llm-sandbox run` and `serve` (docs/network.md):
-// --egress-resolve NAME:ADDR (repeatable), --egress-max-connections N, --egress-max-bytes BYTES,
+// --egress-resolve NAME:ADDR (repeatable), --egress-max-connections N,
+// --egress-max-connections-total N, --egress-max-bytes BYTES,
 // --egress-idle-timeout SECONDS, --secrets-file PATH (checked now: it must parse and be mode 600),
 // --egress-upstream-ca FILE.
 // False: `flag` is none of them.

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "egress/proxy_connection.h"
@@ -18,6 +19,10 @@ using Clock = std::chrono::steady_clock;
 Result<std::unique_ptr<EgressProxy>> EgressProxy::Create(UniqueFd listener, EgressRules rules, EgressOptions opts,
                                                          std::vector<HeaderSecret> secrets, std::shared_ptr<BoxCa> ca) {
   if (!listener) return Error{"the egress proxy has no listening socket"};
+  // A connection is accepted once its first bytes (the request head) are there: one wakeup of the
+  // proxy for connect + head instead of two, and a connection that sends nothing holds no thread.
+  int defer_s = static_cast<int>(std::max<uint64_t>(1, opts.head_timeout_ms / 1000));
+  ::setsockopt(listener.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop) return Error::FromErrno("eventfd for the egress proxy");
   SslCtxPtr upstream_tls;
@@ -143,6 +148,13 @@ void EgressProxy::AcceptLoop() {
       Refuse(std::move(client), std::to_string(opts_.max_connections) + " connections are open already (the limit per box)");
       continue;
     }
+    if (opts_.slots && !opts_.slots->TryTake(opts_.max_connections_total)) {
+      lock.unlock();
+      Refuse(std::move(client), std::to_string(opts_.max_connections_total) +
+                                    " egress connections are open across every box of this daemon already (the "
+                                    "limit across boxes, --egress-max-connections-total)");
+      continue;
+    }
     ++open_;
     workers_.emplace_back();
     Worker* w = &workers_.back();
@@ -152,6 +164,7 @@ void EgressProxy::AcceptLoop() {
       protocol::Event e = ServeConnection(fd.get(), ctx);
       fd.reset();
       Record(std::move(e));
+      if (opts_.slots) opts_.slots->Release();
       std::lock_guard<std::mutex> l(mu_);
       --open_;
       w->done = true;

@@ -1,7 +1,8 @@
 // One box's egress proxy (docs/network.md): serves the listening socket the launcher made in the
 // box's network namespace, from the host's namespace, where the box's code cannot reach. Each
-// accepted connection gets a thread of its own, at most EgressOptions.max_connections at once
-// (more are refused with 503 and an alert); each connection is one event. Stopping (or destroying)
+// accepted connection gets a thread of its own, at most EgressOptions.max_connections at once and
+// max_connections_total across every proxy sharing EgressOptions.slots (more are refused with 503
+// and an alert); each connection is one event. Stopping (or destroying)
 // the proxy closes the listener, ends every connection and joins every thread.
 #pragma once
 

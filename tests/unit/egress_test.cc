@@ -275,7 +275,8 @@ TEST(EgressProxy, ConnectionLimitAndByteLimitHold) {
   EgressOptions o = Pinned("allowed.test", "127.0.0.1");
   o.max_connections = 1;
   ProxyUnderTest p({"allowed.test"}, {}, o);
-  UniqueFd held = Dial(p.port);  // sends nothing: holds the one slot until its head times out
+  UniqueFd held = Dial(p.port);  // half a head: holds the one slot until its head times out
+  (void)!::write(held.get(), "GET http://allowed.test/ HTTP/1.1\r\n", 35);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(p.Request("GET http://allowed.test/ HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 503", 0), 0u);
   held.reset();
@@ -303,6 +304,80 @@ TEST(EgressProxy, ConnectionLimitAndByteLimitHold) {
   ASSERT_EQ(cut.size(), 1u);
   EXPECT_EQ(cut[0].rule, protocol::AlertRule::kNetworkDenied);
   EXPECT_NE(cut[0].message.find("byte limit"), std::string::npos) << cut[0].message;
+}
+
+// Boxes whose proxies share one EgressOptions (a daemon's) share --egress-max-connections-total:
+// a connection held open on one box's proxy takes the only slot from the other box.
+TEST(EgressProxy, TheBoundAcrossBoxesHolds) {
+  EgressOptions o = Pinned("allowed.test", "127.0.0.1");
+  o.max_connections_total = 1;
+  ProxyUnderTest a({"allowed.test"}, {}, o), b({"allowed.test"}, {}, o);
+  UniqueFd held = Dial(a.port);  // half a head: holds the one slot
+  (void)!::write(held.get(), "GET http://allowed.test/ HTTP/1.1\r\n", 35);
+  for (int i = 0; i < 100 && o.slots->taken() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(o.slots->taken(), 1u);
+  std::string refused = b.Request("GET http://denied.test/ HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  auto events = b.proxy->TakeEvents(std::chrono::milliseconds(1000));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].rule, protocol::AlertRule::kNetworkDenied);
+  EXPECT_NE(events[0].message.find("--egress-max-connections-total"), std::string::npos) << events[0].message;
+  held.reset();  // the slot comes back: the other box is served again
+  for (int i = 0; i < 200 && o.slots->taken() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(b.Request("GET http://denied.test/ HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 403", 0), 0u);
+  (void)a.proxy->TakeEvents(std::chrono::milliseconds(1000));
+  (void)b.proxy->TakeEvents(std::chrono::milliseconds(1000));
+  EXPECT_EQ(o.slots->taken(), 0u);
+}
+
+// A large body both ways through a plain tunnel (the splice path): every byte arrives, in order,
+// and the event counts exactly what passed.
+TEST(EgressProxy, RelaysALargeStreamExactlyAndCountsItsBytes) {
+  Upstream up;
+  const std::string port = std::to_string(up.port);
+  ProxyUnderTest p({"allowed.test", "127.0.0.1:" + port}, {}, Pinned("allowed.test", "127.0.0.1"));
+  const size_t kBody = 5u << 20;
+  std::string body(kBody, '\0');
+  for (size_t i = 0; i < kBody; ++i) body[i] = static_cast<char>((i * 131 + i / 7) & 0xff);
+  std::string echoed_head;
+  std::thread server([&] {
+    UniqueFd c(::accept(up.fd.get(), nullptr, nullptr));
+    std::string got;
+    char buf[65536];
+    ssize_t n;
+    while (got.find("\r\n\r\n") == std::string::npos || got.size() < got.find("\r\n\r\n") + 4 + kBody) {
+      n = ::read(c.get(), buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    size_t at = got.find("\r\n\r\n") + 4;
+    echoed_head = got.substr(0, at);
+    std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kBody) + "\r\n\r\n" + got.substr(at);
+    (void)!::send(c.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+  });
+  std::string req = "POST http://allowed.test:" + port + "/up HTTP/1.1\r\nContent-Length: " + std::to_string(kBody) +
+                    "\r\n\r\n";
+  UniqueFd c = Dial(p.port);
+  std::thread writer([&] {
+    std::string all = req + body;
+    size_t off = 0;
+    while (off < all.size()) {
+      ssize_t n = ::send(c.get(), all.data() + off, all.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+  });
+  std::string got = ReadAll(c.get());
+  writer.join();
+  server.join();
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kBody) + "\r\n\r\n";
+  ASSERT_EQ(got.size(), head.size() + kBody);
+  EXPECT_TRUE(got.compare(head.size(), kBody, body) == 0);
+  auto events = p.proxy->TakeEvents(std::chrono::milliseconds(1000));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].decision, "allowed") << events[0].message;
+  EXPECT_EQ(events[0].egress.bytes_down, got.size());
+  EXPECT_EQ(events[0].egress.bytes_up, echoed_head.size() + kBody);
 }
 
 }  // namespace
