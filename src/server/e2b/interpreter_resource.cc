@@ -32,6 +32,16 @@ HttpResponse Answer(int status, const std::string& message) {
   return JsonResponse(status, {{"code", status}, {"message", message}});
 }
 
+// A cell refused before it runs: the SDK shows only the status of a 4xx other than 404, so the
+// refusal is an error line it reads as execution.error, with our message.
+HttpResponse Refuse(const std::string& name, const std::string& why) {
+  HttpResponse r;
+  r.status = 200;
+  r.content_type = "application/x-ndjson";
+  r.body = Line(ErrorLine(name, why));
+  return r;
+}
+
 int64_t NowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -107,9 +117,9 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req, Respons
   sched::Session& s = *target->session;
   std::string lang = body.value("language", json()).is_string() ? body["language"].get<std::string>() : "";
   if (!lang.empty() && lang != "python")
-    return Answer(400, "language '" + lang + "': this sandbox's interpreter runs python only");
+    return Refuse("UnsupportedError", "language '" + lang + "': this sandbox's interpreter runs python only");
   if (!s.RunsInInterpreter(""))
-    return Answer(400, "this sandbox's policy '" + s.policy().name + "' starts no python interpreter (its language is " +
+    return Refuse("UnsupportedError", "this sandbox's policy '" + s.policy().name + "' starts no python interpreter (its language is " +
                            s.Info().language + ")");
   std::string context = body.value("context_id", json()).is_string() ? body["context_id"].get<std::string>() : "";
   if (context == "default") context.clear();
@@ -118,13 +128,13 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req, Respons
     return Answer(404, "context '" + context + "' not found in sandbox " + target->record.id);
   std::map<std::string, std::string> envs;
   if (body.contains("env_vars") && !body["env_vars"].is_null()) {
-    if (!body["env_vars"].is_object()) return Answer(400, "env_vars: an object of strings");
+    if (!body["env_vars"].is_object()) return Refuse("InvalidArgumentError", "env_vars: an object of strings");
     for (const auto& [k, v] : body["env_vars"].items()) {
-      if (!v.is_string()) return Answer(400, "env_vars." + k.substr(0, 64) + ": values are strings");
+      if (!v.is_string()) return Refuse("InvalidArgumentError", "env_vars." + k.substr(0, 64) + ": values are strings");
       envs[k] = v.get<std::string>();
     }
     if (Status st = env::CheckRequestEnv(s.policy().env, envs); !st.ok())
-      return Answer(400, "env_vars: " + st.error().message);
+      return Refuse("InvalidArgumentError", "env_vars: " + st.error().message);
   }
   std::string code = body["code"];
   ExecRequest er;
