@@ -8,7 +8,7 @@ let daemon;
 let sbx;
 before(async () => {
   daemon = await startDaemon();
-  sbx = await Sandbox.create({ timeoutMs: 120_000 });
+  sbx = await Sandbox.create({ timeoutMs: 300_000 }); // the whole file runs on it
 });
 after(async () => {
   if (sbx) await sbx.kill().catch(() => {});

@@ -161,6 +161,9 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req, Respons
       queue.Push(Line(ErrorLine("SandboxError", "env_vars could not be set: " + saved->error().message)));
     } else {
       auto r = RunMonitored(ctx, s, std::move(er), code, cb);
+      // Read before the restore below: a cell that does not fail clears sys.last_*.
+      std::optional<json> err;
+      if (r.ok()) err = r->status == ExecStatus::kError ? CellError(ctx, s) : EndedLine(s, *r);
       if (saved) {
         json before = json::parse((*saved)->stdout_data, nullptr, false);
         if (before.is_object())
@@ -179,7 +182,6 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req, Respons
           }
           queue.Push(Line(E2bResult(entry)));
         }
-        std::optional<json> err = r->status == ExecStatus::kError ? CellError(ctx, s) : EndedLine(s, *r);
         if (err) queue.Push(Line(*err));
       }
     }
