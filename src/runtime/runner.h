@@ -46,6 +46,9 @@ struct ExecRequest {
   // Arguments put before the language's "{file}" (the one-shot rich-outputs prelude: "-c" CODE
   // ...); only for a language whose command ends in "{file}", never with `command`.
   std::vector<std::string> prelude_args;
+  // A session's interpreter only: the named globals the code runs in ("" = the session's own;
+  // PythonDriver::Namespace). The E2B front door's code contexts.
+  std::string context;
 };
 
 // Whether `policy` lets `command` start: argv[0] absolute and in commands.allow (not in deny), or

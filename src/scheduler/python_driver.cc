@@ -113,7 +113,7 @@ void PythonDriver::Stop() {
 
 Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const std::string& a,
                                                const std::string& b, uint64_t timeout_ms,
-                                               uint64_t output_cap) {
+                                               uint64_t output_cap, const RunCallbacks* live) {
   if (!alive()) return Error{"the session's python driver is not running"};
   run_->SendStdin(header);
   run_->SendStdin(a);
@@ -130,11 +130,35 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
   };
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   size_t out_at = std::string::npos, err_at = std::string::npos;
+  // Live output: what is certainly before the reply's marker (a tail that may be the start of the
+  // marker is held back until the next piece tells), within the cap.
+  size_t out_sent = 0, err_sent = 0;
+  auto stream = [&](const std::string& buf, size_t at, const std::string& mark, size_t& sent,
+                    const std::function<void(std::string_view)>& to) {
+    if (!live || !to) return;
+    size_t end = at;
+    if (end == std::string::npos) {
+      end = buf.size();
+      size_t k = buf.rfind('\x1e');
+      if (k != std::string::npos && k >= sent && buf.size() - k < mark.size() &&
+          mark.compare(0, buf.size() - k, buf, k, std::string::npos) == 0)
+        end = k;
+    }
+    uint64_t room = output_cap > out_sent + err_sent ? output_cap - out_sent - err_sent : 0;
+    if (end > sent + room) end = sent + room;
+    if (end <= sent) return;
+    to(std::string_view(buf).substr(sent, end - sent));
+    sent = end;
+  };
   for (;;) {
     if (out_at == std::string::npos) {
       out_at = rep.out.find(out_mark);
     }
     if (err_at == std::string::npos) err_at = rep.err.find(err_mark);
+    if (live) {
+      stream(rep.out, out_at, out_mark, out_sent, live->on_stdout);
+      stream(rep.err, err_at, err_mark, err_sent, live->on_stderr);
+    }
     if (out_at != std::string::npos && rep.out.find('\n', out_at) != std::string::npos &&
         err_at != std::string::npos)
       break;
@@ -177,20 +201,31 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
 }
 
 Result<ExecResult> PythonDriver::Execute(const std::string& code, const std::string& stdin_data,
-                                         uint64_t timeout_ms, uint64_t output_cap) {
+                                         uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live) {
   std::string header = "X " + std::to_string(code.size()) + " " + std::to_string(stdin_data.size()) + "\n";
-  return RunCode(header, code, stdin_data, timeout_ms, output_cap);
+  return RunCode(header, code, stdin_data, timeout_ms, output_cap, live);
+}
+
+Result<FileOpResult> PythonDriver::Namespace(const std::string& name, NamespaceOp op) {
+  std::string header = "N " + std::to_string(name.size()) + " " + std::to_string(static_cast<int>(op)) + "\n";
+  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, name, "", 10000, 64 << 10));
+  if (rep.deadline || rep.over_cap || rep.run_ended)
+    return Error{"the session's interpreter ended or did not answer while switching its namespace"};
+  FileOpResult f;
+  f.status = static_cast<FileOpStatus>(rep.status);
+  f.message = rep.err;
+  return f;
 }
 
 Result<ExecResult> PythonDriver::RunCode(const std::string& header, const std::string& code,
                                          const std::string& stdin_data, uint64_t timeout_ms,
-                                         uint64_t output_cap) {
+                                         uint64_t output_cap, const RunCallbacks* live) {
   ExecResult r;
   r.execution_id = NewExecutionId();
   r.backend = session_.backend().name();
   BoxVerdict before = session_.box().Verdict();
   auto start = Clock::now();
-  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, code, stdin_data, timeout_ms, output_cap));
+  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, code, stdin_data, timeout_ms, output_cap, live));
   r.duration_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
   OutputBudget budget(output_cap);

@@ -10,6 +10,9 @@
 //   "A <nblob> 0\n"        blob          write the records of a checked archive (archive_in.h)
 //   "G <npat> <nlim>\n"    patterns lim  collect: the files matching newline-separated patterns
 //   "T <npath> <nlim>\n"   dir lim       a directory's tree, no link followed
+//   "N <nname> <op>\n"     name          the globals X runs in: op 0 select (created when new; status
+//                                        3 past kMaxNamespaces), 1 delete, 2 empty again; "" is the
+//                                        default namespace, the one every other caller uses
 // Records (A in, G and T out): "<kind> <npath> <ndata>\n" path data; kinds d (directory), f
 // (file), x (executable file), e (G: a file not returned, data says why), n (G: a pattern that
 // matched nothing), s (T: an entry that is neither a file nor a directory, skipped).
@@ -50,6 +53,11 @@ Status CheckDriverSupported(const Policy& policy);
 
 enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4 };
 
+// Op N: separate globals in one interpreter (the E2B front door's code contexts).
+enum class NamespaceOp { kSelect = 0, kDelete = 1, kRestart = 2 };
+// The most namespaces one driver holds besides the default one (its own bound; callers keep theirs).
+inline constexpr int kMaxNamespaces = 16;
+
 struct FileOpResult {
   FileOpStatus status = FileOpStatus::kFailed;
   std::string data;     // R: the file's bytes
@@ -76,8 +84,12 @@ class PythonDriver {
   // Runs `code` in the persistent globals. On timeout or output cap the driver is killed (its
   // variables are lost): the result says so with an "interpreter_restarted" alert, alive() turns
   // false and the owner starts a new driver for the next call.
+  // `live` gets the code's stdout/stderr as the driver writes them (the driver's stdout is
+  // line-buffered), within the cap; the result still carries all of it.
   Result<ExecResult> Execute(const std::string& code, const std::string& stdin_data, uint64_t timeout_ms,
-                             uint64_t output_cap);
+                             uint64_t output_cap, const RunCallbacks* live = nullptr);
+  // Op N (above): kOk, or kTooLarge past kMaxNamespaces.
+  Result<FileOpResult> Namespace(const std::string& name, NamespaceOp op);
   Result<FileOpResult> WriteFile(const std::string& path, const std::string& data);
   Result<FileOpResult> ReadFile(const std::string& path, uint64_t max_bytes);
   // One of the record ops (A, G, T) above; `reply_cap` bounds what the driver may send back
@@ -109,11 +121,11 @@ class PythonDriver {
   };
   explicit PythonDriver(BoxSession& s) : session_(s) {}
   Result<Reply> Send(const std::string& header, const std::string& a, const std::string& b,
-                     uint64_t timeout_ms, uint64_t output_cap);
+                     uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr);
   void WaitExit(std::chrono::milliseconds within);
   // X and S: run code in the interpreter and report it as an execution.
   Result<ExecResult> RunCode(const std::string& header, const std::string& code, const std::string& b,
-                             uint64_t timeout_ms, uint64_t output_cap);
+                             uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr);
   Result<FileOpResult> StateOp(const char* op, uint64_t timeout_ms);
 
   BoxSession& session_;

@@ -10,6 +10,10 @@ const std::string& PythonDriverSource() {
   static const std::string s = R"PY(import io, os, signal, sys, traceback
 
 def _lsb_main():
+    try:  # a line reaches the host as it is printed (live output), not when a buffer fills
+        sys.stdout.reconfigure(line_buffering=True)
+    except Exception:
+        pass
     src = os.dup(0)
     nul = os.open('/dev/null', os.O_RDONLY)
     os.dup2(nul, 0)
@@ -235,6 +239,7 @@ def _lsb_main():
 
     def run_code(code, data):
         status = 0
+        failed = False
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding='utf-8', errors='replace')
         try:
             run_cell(code.decode('utf-8', 'replace'))
@@ -251,7 +256,13 @@ def _lsb_main():
             while tb is not None and tb.tb_frame.f_code.co_filename != '<session>':
                 tb = tb.tb_next
             traceback.print_exception(type(e), e, tb)
+            # As the interactive interpreter does: the exception stays readable after the cell.
+            sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
             status = 1
+            failed = True
+        if not failed:
+            for k in ('last_type', 'last_value', 'last_traceback', 'last_exc'):
+                sys.__dict__.pop(k, None)
         flush()
         return status
 
@@ -529,6 +540,7 @@ def _lsb_main():
 
     marker = line().decode()
     user = {'__name__': '__main__', '__builtins__': __builtins__}
+    spaces = {'': user}  # op N: named globals; run_cell reads `user`, the selected one
     roots = []
     owed = None
     while True:
@@ -549,6 +561,23 @@ def _lsb_main():
             status = file_op(op, first, b)
         elif op in (b'A', b'G', b'T', b'M'):
             status = record_op(op, first, exact(int(b)))
+        elif op == b'N':
+            name = first.decode('utf-8', 'replace')
+            how = int(b)
+            if how == 1 and name:
+                if spaces.get(name) is user:
+                    user = spaces['']
+                spaces.pop(name, None)
+            elif how == 2 and name in spaces:
+                spaces[name].clear()
+                spaces[name].update({'__name__': '__main__', '__builtins__': __builtins__})
+            elif how == 0:
+                if name not in spaces and len(spaces) > 16:  # kMaxNamespaces (python_driver.h)
+                    status = 3
+                    sys.stderr.write('the interpreter holds its maximum of 16 namespaces')
+                    flush()
+                else:
+                    user = spaces.setdefault(name, {'__name__': '__main__', '__builtins__': __builtins__})
         elif op == b'O':
             exact(int(b))
             status = outputs()

@@ -136,7 +136,12 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
   if (RunsInInterpreter(req)) {
     LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
     uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
-    r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes);
+    if (!req.context.empty()) {
+      LSB_ASSIGN_OR_RETURN(FileOpResult sel, d->Namespace(req.context, NamespaceOp::kSelect));
+      if (sel.status != FileOpStatus::kOk) return Error{"context '" + req.context + "': " + sel.message};
+    }
+    r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes, &cb);
+    if (!req.context.empty() && d->alive()) (void)d->Namespace("", NamespaceOp::kSelect);  // back to the session's own
     if (r.ok() && d->alive()) {  // the entries are taken even when not wanted: none linger
       ExecResult got;
       Status s = TakeDriverOutputs(*d, outputs, got);
@@ -164,6 +169,13 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
   Touch(true);
   if (r.ok()) r->trust = "session";  // one trust domain: what ran before could shape this report
   return r;
+}
+
+Result<FileOpResult> Session::Namespace(const std::string& name, NamespaceOp op) {
+  if (!RunsInInterpreter("")) return Error{"session " + id_ + " has no python interpreter"};
+  Touch(false);
+  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
+  return d->Namespace(name, op);
 }
 
 Result<FileOpResult> Session::PutFile(const std::string& path, const std::string& data) {

@@ -88,9 +88,12 @@ class Session {
 
   // These need a Use that owns the session.
   // req.collect: the matching files are returned after the run (workspace_io.h).
-  // `cb` gets a command's output as it comes (a program run by init; the interpreter answers whole).
+  // `cb` gets the output as it comes (a program run by init, or the interpreter's lines).
   Result<ExecResult> Execute(const ExecRequest& req, const CollectLimits& collect = {}, const OutputsLimits& outputs = {},
                              const RunCallbacks& cb = {});
+  // A named globals of the interpreter (PythonDriver::Namespace); an interpreter restart empties
+  // them all. Python sessions only.
+  Result<FileOpResult> Namespace(const std::string& name, NamespaceOp op);
   Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
   Result<FileOpResult> GetFile(const std::string& path, uint64_t max_bytes);
   // An archive checked on the host (archive_in.h) written under its target.

@@ -163,3 +163,33 @@ test("a shell line is not reinterpreted without a shell in the policy", async ()
     assert.equal(e.code, "invalid_argument", line);
   }
 });
+
+function interp(path, { id = a.id, token = a.token, ...init } = {}) {
+  const headers = { "E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49999", "Content-Type": "application/json" };
+  if (token !== null) headers["E2B-Traffic-Access-Token"] = token; // what the SDK sends on /contexts
+  return fetch(`${daemon.url}${path}`, { ...init, headers });
+}
+
+test("code contexts: the traffic token is required, another sandbox's context is not found, the count is bounded", async () => {
+  assert.equal((await interp("/contexts", { token: null })).status, 401);
+  assert.equal((await interp("/contexts", { token: b.token })).status, 401, "b's token does not open a");
+  const made = await interp("/contexts", { method: "POST", body: "{}" });
+  assert.equal(made.status, 200);
+  const { id } = await made.json();
+  // b cannot run in, restart or remove a's context, even knowing its id.
+  const run = await interp("/execute", { id: b.id, token: b.token, method: "POST", body: JSON.stringify({ code: "1", context_id: id }) });
+  assert.equal(run.status, 404);
+  assert.equal((await interp(`/contexts/${id}`, { id: b.id, token: b.token, method: "DELETE" })).status, 404);
+  assert.equal((await interp(`/contexts/${id}/restart`, { id: b.id, token: b.token, method: "POST" })).status, 404);
+  assert.equal((await interp("/contexts/default", { method: "DELETE" })).status, 400);
+  assert.equal((await interp("/contexts", { method: "POST", body: JSON.stringify({ cwd: "/etc" }) })).status, 400);
+  // At most 8 besides default.
+  const ids = [id];
+  for (let i = 1; i < 8; i++) ids.push((await (await interp("/contexts", { method: "POST", body: "{}" })).json()).id);
+  const over = await interp("/contexts", { method: "POST", body: "{}" });
+  assert.equal(over.status, 400);
+  assert.match(await over.text(), /maximum of 8 contexts/);
+  assert.equal((await (await interp("/contexts")).json()).length, 9);
+  for (const c of ids) assert.equal((await interp(`/contexts/${c}`, { method: "DELETE" })).status, 204);
+  assert.equal((await (await interp("/contexts")).json()).length, 1);
+});

@@ -8,7 +8,7 @@ let daemon;
 let sbx;
 before(async () => {
   daemon = await startDaemon();
-  sbx = await Sandbox.create({ timeoutMs: 120_000 });
+  sbx = await Sandbox.create({ timeoutMs: 300_000 }); // the whole file runs on it
 });
 after(async () => {
   if (sbx) await sbx.kill().catch(() => {});
@@ -119,6 +119,66 @@ test("runCode keeps variables across calls and reports results and errors", asyn
   assert.match(e.error.traceback, /ZeroDivisionError/);
   e = await sbx.runCode("x");
   assert.equal(e.text, "41", "the error did not lose the state");
+});
+
+test("a command between cells keeps the interpreter's state (one sandbox, both)", async () => {
+  await sbx.runCode("x = 41");
+  const c = await sbx.commands.run(`python3 -c "print('hi')"`);
+  assert.equal(c.stdout, "hi\n");
+  const e = await sbx.runCode("x + 1");
+  assert.equal(e.text, "42", JSON.stringify(e.error));
+});
+
+test("runCode streams stdout to onStdout while the cell runs", async () => {
+  const seen = [];
+  const started = Date.now();
+  const e = await sbx.runCode("import time\nprint('first')\ntime.sleep(1)\nprint('second')", {
+    onStdout: (m) => seen.push([m.line, Date.now() - started]),
+  });
+  const ended = Date.now() - started;
+  assert.deepEqual(seen.map((s) => s[0]).join(""), "first\nsecond\n");
+  assert.ok(ended - seen[0][1] >= 800, `the first line came ${ended - seen[0][1]} ms before the cell ended: ${JSON.stringify(seen)}`);
+  assert.equal(e.logs.stdout.join(""), "first\nsecond\n");
+});
+
+test("code contexts are separate globals in the sandbox's interpreter", async () => {
+  const ctx = await sbx.createCodeContext();
+  assert.match(ctx.id, /^ctx-[0-9a-f]{16}$/);
+  await sbx.runCode("y = 'in context'", { context: ctx });
+  assert.equal((await sbx.runCode("y", { context: ctx })).text, "'in context'");
+  const outside = await sbx.runCode("y");
+  assert.equal(outside.error?.name, "NameError", "the default context does not see it");
+  assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+  await sbx.restartCodeContext(ctx);
+  assert.equal((await sbx.runCode("y", { context: ctx })).error?.name, "NameError", "restart emptied it");
+  await sbx.removeCodeContext(ctx);
+  assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+  await assert.rejects(sbx.runCode("1", { context: ctx }), /not found/);
+  assert.equal((await sbx.runCode("x")).text, "41", "the default context kept its own");
+});
+
+test("envs: at create, per command and per cell, under the policy's env rules; cwd per command", async () => {
+  const s2 = await Sandbox.create({ envs: { LSB_AT_CREATE: "created" } });
+  try {
+    assert.equal((await s2.runCode("import os\nos.environ['LSB_AT_CREATE']")).text, "'created'");
+    const c = await s2.commands.run(`python3 -c "import os; print(os.environ['LSB_AT_CREATE'], os.environ['LSB_CMD'], os.getcwd())"`,
+      { envs: { LSB_CMD: "cmd" }, cwd: "/tmp" });
+    assert.equal(c.stdout, "created cmd /tmp\n");
+    const e = await s2.runCode("os.environ.get('LSB_CELL')", { envs: { LSB_CELL: "cell" } });
+    assert.equal(e.text, "'cell'");
+    assert.equal((await s2.runCode("os.environ.get('LSB_CELL')")).text, undefined, "put back after the cell");
+    await assert.rejects(s2.commands.run(`python3 -c "print(1)"`, { envs: { LD_PRELOAD: "/tmp/x.so" } }), /LD_PRELOAD/);
+    const refused = await s2.runCode("1", { envs: { PYTHONSTARTUP: "/tmp/x.py" } });
+    assert.match(refused.error?.value ?? "", /PYTHONSTARTUP/);
+    assert.equal(refused.text, undefined, "nothing ran");
+  } finally {
+    await s2.kill();
+  }
+  await assert.rejects(Sandbox.create({ envs: { LD_PRELOAD: "/tmp/x.so" } }), /LD_PRELOAD/);
+});
+
+test("stdin for commands is refused with the SDK's error saying so", async () => {
+  await assert.rejects(sbx.commands.run(`python3 -c "print(1)"`, { stdin: true }), /stdin/);
 });
 
 test("runCode returns a matplotlib figure as a PNG result", async () => {

@@ -2,9 +2,10 @@
 // multipart parser and the runCode report (src/server/e2b/).
 #include <gtest/gtest.h>
 
-#include "server/e2b/code_cell.h"
+#include "server/e2b/command_cell.h"
 #include "server/e2b/connect_codec.h"
 #include "server/e2b/multipart.h"
+#include "server/json_codec.h"
 #include "server/e2b/shell_words.h"
 
 namespace lsb::server::e2b {
@@ -76,15 +77,25 @@ TEST(E2bMultipart, ParsesPartsAndRefusesBrokenOnes) {
   EXPECT_FALSE(ParseMultipart("text/plain; boundary=B1", body).ok());
 }
 
-TEST(E2bCodeCell, SplitsTheReportFromTheClientsStdout) {
-  std::string m = "\x1emk:";
-  auto r = ParseCellReport("hello\n" + m + R"({"results":[{"text":"2","is_main_result":true}],"error":null})" + "\n", m);
-  EXPECT_TRUE(r.reported);
-  EXPECT_EQ(r.stdout_data, "hello\n");
-  EXPECT_EQ(r.results[0]["text"], "2");
-  auto none = ParseCellReport("partial", m);
-  EXPECT_FALSE(none.reported);
-  EXPECT_EQ(none.stdout_data, "partial");
+TEST(E2bCommandCell, CarriesTheCheckedRunAsDataNeverAsCode) {
+  CommandCell c;
+  c.argv = {"python3", "-c", "print('a'); __import__('os')"};
+  c.env = {{"A", "x'); import os #"}};
+  c.cwd = "/tmp";
+  c.timeout_ms = 1000;
+  c.output_cap = 100;
+  std::string src = CommandCellSource(c);
+  // The argv and env travel base64-encoded inside one string literal: nothing of them is Python.
+  EXPECT_EQ(src.find("print('a')"), std::string::npos);
+  EXPECT_EQ(src.find("import os #"), std::string::npos);
+  size_t at = src.find("_lsb_cmd('") + 10;
+  bool ok = false;
+  std::string decoded = Base64Decode(src.substr(at, src.find('\'', at) - at), &ok);
+  ASSERT_TRUE(ok);
+  auto j = nlohmann::json::parse(decoded);
+  EXPECT_EQ(j["argv"][2], "print('a'); __import__('os')");
+  EXPECT_EQ(j["env"]["A"], "x'); import os #");
+  EXPECT_EQ(j["timeout_ms"], 1000);
 }
 
 }  // namespace

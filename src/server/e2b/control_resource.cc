@@ -7,6 +7,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "base/base64.h"
+#include "policy/env_rules.h"
 #include "server/e2b/front_door.h"
 #include "server/execute_plan.h"
 #include "server/json_codec.h"
@@ -63,7 +65,9 @@ json SandboxJson(const SandboxTable::Found& f, bool with_token) {
             {"metadata", f.record.metadata},
             {"state", "running"},
             {"domain", nullptr}};
-  if (with_token) j["envdAccessToken"] = f.record.access_token;
+  // The same secret under both names: the code interpreter's /contexts calls carry only the
+  // traffic token (front_door.h).
+  if (with_token) j["envdAccessToken"] = j["trafficAccessToken"] = f.record.access_token;
   return j;
 }
 
@@ -89,9 +93,6 @@ std::optional<ApiError> Unsupported(const json& body, const Policy& policy) {
       return BadRequest(std::string(k) + ": not supported by llm-sandbox's E2B front door (docs/e2b.md); the policy decides");
   if (body.contains("autoPause") && body["autoPause"] == true)
     return BadRequest("autoPause: sandboxes are not paused here; they end at their timeout (docs/e2b.md)");
-  if (body.contains("envVars") && body["envVars"].is_object() && !body["envVars"].empty())
-    return BadRequest("envVars: a sandbox's interpreter keeps the policy's environment; pass envs per command "
-                      "(commands.run(cmd, {envs})) instead (docs/e2b.md)");
   if (body.contains("allow_internet_access") && body["allow_internet_access"].is_boolean()) {
     bool want = body["allow_internet_access"].get<bool>();
     if (want != policy.network_enabled)
@@ -101,6 +102,28 @@ std::optional<ApiError> Unsupported(const json& body, const Policy& policy) {
                           "; the policy decides (choose a template whose policy has what you need)"};
   }
   return std::nullopt;
+}
+
+// create's envVars: under the same rules as a request's env (policy/env_rules.h), so a refused
+// name is refused here, with the rule's words, before the sandbox starts.
+ApiOr<std::map<std::string, std::string>> EnvVars(const json& body, const Policy& policy) {
+  std::map<std::string, std::string> env;
+  if (!body.contains("envVars") || body["envVars"].is_null()) return env;
+  if (!body["envVars"].is_object()) return BadRequest("envVars: an object of strings");
+  for (const auto& [k, v] : body["envVars"].items()) {
+    if (!v.is_string()) return BadRequest("envVars." + k.substr(0, 64) + ": values are strings");
+    env[k] = v.get<std::string>();
+  }
+  if (Status st = env::CheckRequestEnv(policy.env, env); !st.ok())
+    return BadRequest("envVars: " + st.error().message);
+  return env;
+}
+
+// Python that sets `env` in the interpreter's os.environ, leaving no name behind: run as part of
+// the session's setup, so a restarted interpreter (and a reset) has it again.
+std::string EnvSetup(const std::map<std::string, std::string>& env) {
+  return "if 1:\n    __import__('os').environ.update(__import__('json').loads(__import__('base64').b64decode('" +
+         Base64Encode(json(env).dump()) + "')))\n";
 }
 
 ApiOr<json> Metadata(const json& body) {
@@ -132,6 +155,8 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   if (!timeout.ok()) return E2bError(timeout.error());
   auto metadata = Metadata(*j);
   if (!metadata.ok()) return E2bError(metadata.error());
+  auto envs = EnvVars(*j, **policy);
+  if (!envs.ok()) return E2bError(envs.error());
   if (ctx.sessions.count() >= ctx.sessions.max_sessions())
     return E2bError(429, "the daemon holds its maximum of " + std::to_string(ctx.sessions.max_sessions()) +
                              " sessions; kill a sandbox or retry later");
@@ -141,6 +166,8 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   cfg.max_lifetime_ms = *timeout;
   cfg.owner = req.owner;
   cfg.setup = (*policy)->session_setup;
+  // Commands get them from the record; the interpreter from its setup.
+  if (!envs->empty() && cfg.language == "python") cfg.setup = EnvSetup(*envs) + cfg.setup;
   std::string id = ctx.sessions.NewId();
   sched::Admission admission;
   std::function<Result<std::shared_ptr<sched::Session>>()> open = [&]() -> Result<std::shared_ptr<sched::Session>> {
@@ -157,7 +184,7 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
     return E2bError(ctx.shutting_down ? 503 : 429, "too many sessions; retry later");
   }
   SandboxRecord rec{id, req.owner, template_id, SandboxTable::NewAccessToken(), std::move(*metadata),
-                    std::chrono::system_clock::now()};
+                    std::chrono::system_clock::now(), std::move(*envs), {}};
   table.Add(rec);
   if (ctx.monitor) {
     json ev = SessionJson(s->Info());

@@ -4,17 +4,17 @@
 // policy allows /bin/bash that runs as asked (and every program the shell starts is still judged
 // by the box's exec watch); when it does not, the line is split as a simple command
 // (shell_words.h) and its words run. A command the policy refuses is a permission_denied error
-// with our message, before anything starts. Output is streamed as Connect envelopes as it comes:
+// with our message, before anything starts. In a session with a python interpreter the command
+// is run by the interpreter (command_cell.h), so runCode's variables survive it. Output is streamed as Connect envelopes as it comes:
 // start, data (base64), end (exit code), keepalives while the program is silent.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "base/base64.h"
+#include "server/e2b/chunk_queue.h"
+#include "server/e2b/command_cell.h"
 #include "server/e2b/connect_codec.h"
 #include "server/e2b/front_door.h"
 #include "server/e2b/session_run.h"
@@ -28,40 +28,6 @@ using nlohmann::json;
 
 // How long the stream stays silent before a keepalive event (the SDK asks for 50 s).
 constexpr auto kKeepalive = std::chrono::seconds(20);
-
-// Envelopes from the run's callbacks to the connection thread; never blocks the run. Its bytes
-// are bounded by the run itself (init cuts stdout+stderr at the policy's output cap).
-class EnvelopeQueue {
- public:
-  void Push(std::string s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    q_.push_back(std::move(s));
-    cv_.notify_one();
-  }
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    cv_.notify_one();
-  }
-  // The next envelope; "" after `idle` with nothing; nullopt once closed and drained.
-  std::optional<std::string> Pop(std::chrono::milliseconds idle) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, idle, [&] { return closed_ || !q_.empty(); });
-    if (!q_.empty()) {
-      std::string s = std::move(q_.front());
-      q_.pop_front();
-      return s;
-    }
-    if (closed_) return std::nullopt;
-    return std::string();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> q_;
-  bool closed_ = false;
-};
 
 bool IsShell(const std::string& cmd) { return cmd == "/bin/bash" || cmd == "bash" || cmd == "/bin/sh" || cmd == "sh"; }
 
@@ -89,28 +55,54 @@ ApiOr<std::vector<std::string>> Argv(const Policy& policy, const json& process) 
   return argv;
 }
 
-ApiOr<ExecRequest> CommandRequest(const Policy& policy, const json& body) {
+// The run for the SDK's process: the program itself on init (a session without a python
+// interpreter), or a command cell in the interpreter (command_cell.h), which keeps its state.
+// `shown` gets the command as the audit log records it.
+ApiOr<ExecRequest> CommandRequest(const sched::Session& s, const SandboxRecord& rec, const json& body,
+                                  std::string& shown) {
+  const Policy& policy = s.policy();
   if (!body.contains("process") || !body["process"].is_object()) return BadRequest("process: the process to start");
   const json& p = body["process"];
   if (body.contains("pty") && !body["pty"].is_null())
     return ApiError{ApiCode::kBadRequest, "pty: terminals are not supported here (docs/e2b.md)"};
   if (body.contains("stdin") && body["stdin"] == true)
-    return BadRequest("stdin: a command's stdin cannot be kept open here; pass input in the command line");
+    return BadRequest("stdin: a command's stdin cannot be kept open here (sendStdin is not supported); pass input "
+                      "in the command line or write it to a file first (docs/e2b.md)");
   auto argv = Argv(policy, p);
   if (!argv.ok()) return argv.error();
   ExecRequest er;
   er.command = std::move(*argv);
-  if (p.contains("envs") && p["envs"].is_object())
+  shown = CommandText(er.command);
+  er.env = rec.envs;  // the sandbox's (create's envVars), then the command's own
+  if (p.contains("envs") && !p["envs"].is_null()) {
+    if (!p["envs"].is_object()) return BadRequest("process.envs: an object of strings");
     for (const auto& [k, v] : p["envs"].items()) {
       if (!v.is_string()) return BadRequest("process.envs: values are strings");
       er.env[k] = v.get<std::string>();
     }
-  if (p.contains("cwd") && p["cwd"].is_string() && !p["cwd"].get<std::string>().empty() && p["cwd"] != policy.workdir)
-    return BadRequest("process.cwd: commands run in the policy's workdir " + policy.workdir +
-                      " here; cd inside the command (with a shell policy) or use absolute paths");
-  auto spec = BuildRunSpec(policy, er);
+  }
+  std::string cwd = p.contains("cwd") && p["cwd"].is_string() ? p["cwd"].get<std::string>() : "";
+  if (!cwd.empty() && cwd.front() != '/') return BadRequest("process.cwd: an absolute path");
+  auto spec = BuildRunSpec(policy, er);  // the allowlist and the environment's rules
   if (!spec.ok()) return FromRunSpec(spec.error(), "");
-  return er;
+  if (!s.RunsInInterpreter("")) {
+    if (!cwd.empty() && cwd != policy.workdir)
+      return BadRequest("process.cwd: a session without an interpreter runs commands in the policy's workdir " +
+                        policy.workdir + "; cd inside the command (with a shell policy) or use absolute paths");
+    return er;
+  }
+  CommandCell cell;
+  cell.argv = spec->argv;
+  cell.env = er.env;  // the interpreter has the policy's environment already
+  cell.cwd = cwd.empty() ? policy.workdir : cwd;
+  // Inside the cell's own time and cap, so the interpreter itself is never killed for it.
+  cell.timeout_ms = policy.timeout_ms > 3000 ? policy.timeout_ms - 1500 : policy.timeout_ms / 2;
+  cell.output_cap = policy.output_bytes > 8192 ? policy.output_bytes - 4096 : policy.output_bytes / 2;
+  ExecRequest run;
+  run.code = CommandCellSource(cell);
+  run.language = "python";
+  run.outputs = false;
+  return run;
 }
 
 json Event(json e) { return json{{"event", std::move(e)}}; }
@@ -127,13 +119,13 @@ Reply Start(ServerContext& ctx, SandboxTable& table, HttpRequest& req, ResponseS
   if (!target) return fail(ApiError{ApiCode::kNotFound, "the sandbox is gone"});
   if (!body.ok()) return fail(body.error());
   sched::Session& s = *target->session;
-  auto er = CommandRequest(s.policy(), *body);
+  std::string shown;
+  auto er = CommandRequest(s, target->record, *body, shown);
   if (!er.ok()) return fail(er.error());
-  std::string shown = CommandText(er->command);
   static std::atomic<uint32_t> next_pid{1000};
   uint32_t pid = next_pid++;
 
-  EnvelopeQueue queue;
+  ChunkQueue queue;
   RunCallbacks cb;
   cb.on_stdout = [&](std::string_view d) { queue.Push(Envelope(Event({{"data", {{"stdout", Base64Encode(d)}}}}))); };
   cb.on_stderr = [&](std::string_view d) { queue.Push(Envelope(Event({{"data", {{"stderr", Base64Encode(d)}}}}))); };

@@ -13,9 +13,14 @@ HttpResponse PlainError(int status, const std::string& message) {
 
 }  // namespace
 
+std::string AccessToken(const HttpRequest& req) {
+  std::string t = req.Header("x-access-token");
+  return t.empty() ? req.Header("e2b-traffic-access-token") : t;
+}
+
 std::optional<SandboxTable::Found> DataTarget(SandboxTable& table, const HttpRequest& req) {
   std::string id = req.Header("e2b-sandbox-id");
-  std::string token = req.Header("x-access-token");
+  std::string token = AccessToken(req);
   if (id.empty() || token.empty()) return std::nullopt;
   return table.Authenticate(id, token);
 }
@@ -35,9 +40,10 @@ Reply FrontDoor::Dispatch(HttpRequest& req, ResponseStream& out) const {
     return PlainError(502, "E2b-Sandbox-Port '" + port + "' is not served: this daemon serves envd on " +
                                std::to_string(kEnvdPort) + " and the code interpreter on " +
                                std::to_string(kInterpreterPort) + " (docs/e2b.md)");
-  if (req.Header("x-access-token").empty())
-    return PlainError(401, "the data plane needs the sandbox's access token in X-Access-Token (the create "
-                           "answer's envdAccessToken); this daemon creates every sandbox with one");
+  if (AccessToken(req).empty())
+    return PlainError(401, "the data plane needs the sandbox's access token in X-Access-Token or "
+                           "E2B-Traffic-Access-Token (the create answer's envdAccessToken and "
+                           "trafficAccessToken); this daemon creates every sandbox with one");
   auto target = DataTarget(table_, req);
   // Unknown id, another sandbox's token and a deleted sandbox answer alike: nothing to probe.
   if (!target) return PlainError(401, "no sandbox " + req.Header("e2b-sandbox-id") + " with this access token");

@@ -6,7 +6,10 @@
 //  - Data plane: a request that carries E2b-Sandbox-Id. The SDK sends no API key there, only the
 //    sandbox's access token (X-Access-Token, from the create answer): that token, checked in
 //    constant time, is what authenticates it, and the request acts as the sandbox's owner on that
-//    sandbox alone. E2b-Sandbox-Port picks the service: 49983 envd (process, filesystem, files),
+//    sandbox alone. @e2b/code-interpreter 2.8 sends X-Access-Token on /execute only; on /contexts
+//    it sends E2B-Traffic-Access-Token when the create answer had a trafficAccessToken. So create
+//    answers the same per-sandbox secret under both names and either header authenticates (the
+//    SDK carries no other secret there; a sandbox id alone is not one). E2b-Sandbox-Port picks the service: 49983 envd (process, filesystem, files),
 //    49999 the code interpreter. The data plane has its own routers, so a header cannot turn a
 //    v1 route into an unauthenticated one.
 #pragma once
@@ -26,6 +29,8 @@ inline constexpr int kInterpreterPort = 49999;
 // from 0.5.7 on (octet-stream uploads, no default user).
 inline constexpr const char* kEnvdVersion = "0.5.7";
 
+// The per-sandbox secret a data-plane request carries: X-Access-Token, else E2B-Traffic-Access-Token.
+std::string AccessToken(const HttpRequest& req);
 // The live sandbox a data-plane request names (E2b-Sandbox-Id) with its access token; nullopt
 // when either is missing or wrong, or the sandbox is gone.
 std::optional<SandboxTable::Found> DataTarget(SandboxTable& table, const HttpRequest& req);
@@ -34,6 +39,7 @@ void AddControlRoutes(Router& r, ServerContext& ctx, SandboxTable& table);      
 void AddEnvdRoutes(Router& r, ServerContext& ctx, SandboxTable& table);         // envd_process.cc, envd_files.cc
 void AddEnvdFileRoutes(Router& r, ServerContext& ctx, SandboxTable& table);     // envd_files.cc
 void AddInterpreterRoutes(Router& r, ServerContext& ctx, SandboxTable& table);  // interpreter_resource.cc
+void AddContextRoutes(Router& r, ServerContext& ctx, SandboxTable& table);      // context_resource.cc
 
 class FrontDoor {
  public:

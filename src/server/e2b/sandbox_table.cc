@@ -1,5 +1,7 @@
 #include "server/e2b/sandbox_table.h"
 
+#include <algorithm>
+
 #include "base/random_id.h"
 
 namespace lsb::server::e2b {
@@ -59,6 +61,26 @@ std::vector<SandboxTable::Found> SandboxTable::List(const std::string& owner) {
   for (const auto& id : ids)
     if (auto f = Get(id, owner)) out.push_back(std::move(*f));
   return out;
+}
+
+std::optional<std::string> SandboxTable::AddContext(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end() || it->second.contexts.size() >= kMaxContexts) return std::nullopt;
+  std::string c = RandomHex("ctx-", 8);
+  it->second.contexts.push_back(c);
+  return c;
+}
+
+bool SandboxTable::RemoveContext(const std::string& id, const std::string& context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return false;
+  auto& cs = it->second.contexts;
+  auto c = std::find(cs.begin(), cs.end(), context);
+  if (c == cs.end()) return false;
+  cs.erase(c);
+  return true;
 }
 
 void SandboxTable::Forget(const std::string& id) {

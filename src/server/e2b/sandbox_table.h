@@ -23,6 +23,9 @@ namespace lsb::server::e2b {
 // The most metadata one sandbox keeps (create's `metadata`): entries, and bytes of each key/value.
 inline constexpr size_t kMaxMetadataEntries = 64;
 inline constexpr size_t kMaxMetadataBytes = 1024;
+// The most code contexts one sandbox holds besides "default" (each is a globals dict in the one
+// interpreter: its memory counts against the box's, the count bounds the bookkeeping).
+inline constexpr size_t kMaxContexts = 8;
 
 struct SandboxRecord {
   std::string id;            // the session's id
@@ -31,6 +34,8 @@ struct SandboxRecord {
   std::string access_token;  // "ea-" + 32 hex digits, answered once as envdAccessToken
   nlohmann::json metadata = nlohmann::json::object();
   std::chrono::system_clock::time_point started_at;
+  std::map<std::string, std::string> envs;  // create's envVars (checked by env_rules)
+  std::vector<std::string> contexts;        // code contexts other than "default", oldest first
 };
 
 class SandboxTable {
@@ -50,6 +55,9 @@ class SandboxTable {
   // which, so an id cannot be probed without its token.
   std::optional<Found> Authenticate(const std::string& id, const std::string& token);
   std::vector<Found> List(const std::string& owner);
+  // Code contexts of sandbox `id`: a new one's id, or nullopt at kMaxContexts (or gone).
+  std::optional<std::string> AddContext(const std::string& id);
+  bool RemoveContext(const std::string& id, const std::string& context);
   void Forget(const std::string& id);
 
  private:
