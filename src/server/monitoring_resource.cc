@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "base/time_format.h"
 #include "monitor/dashboard_page.h"
 #include "scheduler/one_shot_pool.h"
 #include "server/api_error.h"
@@ -149,6 +150,7 @@ Reply History(ServerContext& ctx, HttpRequest& req) {
 // running executions "mine" are the caller's, every other number is of the whole daemon.
 Reply Overview(ServerContext& ctx, HttpRequest& req) {
   json totals = ctx.monitor->HostTotals();
+  totals["daemon"]["started_at"] = Rfc3339(ctx.started_at);
   json pool = nullptr;
   if (auto st = sched::WarmPoolStats(ctx.backend, ctx.boxes)) {
     pool = {{"per_policy", st->per_policy}, {"warm_boxes", st->ready}, {"by_policy", st->ready_by_policy},

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -51,6 +52,9 @@ struct ServerContext {
   ServerLimits limits;
   std::set<std::string> tokens;           // empty: no auth (loopback only)
   std::string node;                       // this daemon's node (--node-name): /readyz, /metrics, results
+  // When this daemon started (/readyz, /v1/overview): tells a restarted or updated daemon on the
+  // same node from the one before it (a rolling update's check, docs/scale-out.md).
+  std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
