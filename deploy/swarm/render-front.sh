@@ -2,6 +2,10 @@
 # Writes the front's HAProxy config for the swarm the docker CLI talks to (run on a manager):
 # one backend per node, named by the node's hostname and pointing at the orchestrator port that
 # node publishes, plus "any", every node balanced. Re-run it (and redeploy) when nodes join.
+# Routes on ids (docs/scale-out.md): /v1/sessions/ses-<hex>-<node>... and
+# /v1/executions/ex-<hex>-<node> to that node (410 when it is not serving); the cluster view:
+# GET /cluster/nodes (the list, answered here) and GET /nodes/<node>/{readyz,metrics,v1/...} (a
+# few read-only pages of one node, for the dashboard); everything else to "any".
 #
 #   render-front.sh [NODE_PORT] > haproxy.cfg        (NODE_PORT: the orchestrators' port, 8080)
 set -euo pipefail
@@ -42,6 +46,10 @@ frontend api
     acl session_path path_reg ^/v1/sessions/ses-[0-9a-f]{16}-[A-Za-z0-9_-]+(/|$)
     http-request set-var(txn.sid) path,field(4,/) if session_path
     http-request set-var(txn.node) var(txn.sid),bytes(21) if session_path
+    # So do an execution's (its async result, its monitoring view): ex-<16 hex>-<node>.
+    acl execution_path path_reg ^/v1/executions/ex-[0-9a-f]{16}-[A-Za-z0-9_-]+\$
+    http-request set-var(txn.eid) path,field(4,/) if execution_path
+    http-request set-var(txn.node) var(txn.eid),bytes(20) if execution_path
     http-request set-header X-LLM-Sandbox-Front %[hostname]
     # The cluster's view (the dashboard's nodes table and its pinned node): the node list, and the
     # read-only pages of one node at /nodes/<node>/..., GET only, the prefix taken off before the
@@ -72,7 +80,8 @@ for n in "${nodes[@]}"; do
 backend node_$n
     # A node page (/nodes/$n/...) while the node is not serving.
     http-request return status 503 content-type application/json hdr Retry-After 2 string "{\\"error\\":{\\"code\\":\\"unavailable\\",\\"message\\":\\"node $n is not serving now (stopped, updating or left the swarm)\\"}}" if { nbsrv() lt 1 } { var(txn.pnode) -m found }
-    # The node is not serving: its sessions died with its daemon.
+    # The node is not serving: its executions' kept results and its sessions died with its daemon.
+    http-request return status 410 content-type application/json lf-string "{\\"error\\":{\\"code\\":\\"gone\\",\\"message\\":\\"execution %[var(txn.eid)] ran on node $n, which is not serving now (stopped, restarted or left the swarm); its result is lost with the node: run it again\\"}}" if { nbsrv() lt 1 } { var(txn.eid) -m found }
     http-request return status 410 content-type application/json lf-string "{\\"error\\":{\\"code\\":\\"gone\\",\\"message\\":\\"session %[var(txn.sid)] lived on node $n, which is not serving now (stopped, restarted or left the swarm); a session's state is lost with its node: create a new session\\"}}" if { nbsrv() lt 1 }
     server $n $(addr_of "$n"):$port
 CFG

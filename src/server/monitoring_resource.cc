@@ -226,6 +226,8 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
                                                      : ctx.executions->Find(req.params.at("id"), req.owner);
       if (a) return JsonResponse(200, *a);
     }
+    if (auto elsewhere = MissingExecutionHere(ctx, req.params.at("id")); !elsewhere.empty())
+      return ErrorResponse(NotFound(elsewhere));
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());
     auto e = ctx.monitor->FindExecution(req.params.at("id"), req.owner);
     if (!e) return ErrorResponse(NotFound("no execution " + req.params.at("id") +
