@@ -433,6 +433,11 @@ def main():
                 fail("session %s on the stopped node answered %s %s, not a clear 410/404" % (sid, status, msg[:300]))
             time.sleep(0.5)
     report("gone_sessions", sessions=len(gone), status=status, message=doc["error"]["message"])
+    # The cluster view shows the stopped node as not serving (the dashboard's "down").
+    survivor_addr = [addr for n, addr in nodes if n != a.stop_node][0]
+    st, page, _ = cl.request(survivor_addr, a.front_port, "GET", "/nodes/%s/v1/overview" % a.stop_node)
+    if st != 503 or a.stop_node not in json.dumps(page):
+        fail("the stopped node's overview through the front answered %s %s, not a 503 naming it" % (st, page))
     alive = [s for s in sessions if s[1] != a.stop_node]
     for k, (sid, _) in enumerate(alive):
         step_session(cl, k, sid, done_steps + 1)
