@@ -207,7 +207,7 @@ def python_client_through_front(cl, names, policy="code-sandbox"):
     GET /v1/executions/{id}: through a front the long-poll must reach the node that holds the
     result (the front routes on the id), whichever node the submit landed on."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
-    from llm_sandbox import Client
+    from llm_sandbox import SandboxClient as Client
     seen = collections.Counter()
     for k in range(3 * len(names)):
         _, addr = cl.nodes[k % len(cl.nodes)]
