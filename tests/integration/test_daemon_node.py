@@ -83,6 +83,7 @@ class NodeNameTest(unittest.TestCase):
         self.assertRegex(xid, r"^ex-[0-9a-f]{16}-edge-7$")
         g = request(self.d.base, "GET", f"/v1/executions/{xid}?wait=30")
         self.assertEqual((g.status, g.json()["state"], g.json()["result"]["stdout"]), (200, "finished", "2\n"))
+        self.assertEqual(g.json()["result"]["node"], "edge-7")  # an async result names its node too
         b = request(self.d.base, "POST", "/v1/batch", {"tasks": [{"code": "print(3)"}], "async": True})
         self.assertEqual(b.status, 202, b.body[:500])
         self.assertRegex(b.json()["execution_id"], r"^ex-[0-9a-f]{16}-edge-7$")
