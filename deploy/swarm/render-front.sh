@@ -35,7 +35,9 @@ defaults
     timeout server 150s
     timeout http-request 10s
     # A daemon is in service while its /readyz answers 200 (503 while it shuts down).
-    option httpchk GET /readyz
+    # HTTP/1.1 with a loopback Host: a daemon without tokens refuses other Hosts (DNS rebinding).
+    option httpchk
+    http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
     # A node marked down takes its open requests with it: their clients get an error at once
     # (and retry elsewhere) rather than waiting for "timeout server" on a node that vanished.
     default-server check inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
