@@ -16,6 +16,7 @@ int LogsCommand(const Args& args);    // logs_cmd.cc: llm-sandbox logs (the audi
 int McpCommand(const Args& args);     // mcp_cmd.cc: llm-sandbox mcp (MCP server on stdio)
 int ImagePullCommand(const Args& args);  // image_pull_cmd.cc: llm-sandbox image pull
 int ImageBuildCommand(const Args& args);  // image_build_cmd.cc: llm-sandbox image build
+int ReadyCommand(const Args& args);   // ready_cmd.cc: llm-sandbox ready (the image's health check)
 int ImageCommand(const Args& args);   // image_cmd.cc: llm-sandbox image import|ls|inspect|rm|prune
 
 }  // namespace lsb::cli

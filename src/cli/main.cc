@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "  logs [--file FILE] [--policy P] [--rule R] [-f] ...         read/filter/follow the audit log\n"
     "  mcp [--policies DIR] [--images FILE] ...                   MCP server on stdin/stdout\n"
     "  image pull|build|import|ls|inspect|rm|prune ...           the image store (docs/images.md)\n"
+    "  ready [--port PORT]                                        exit 0 if the local daemon is ready\n"
     "  version                                                    print the version\n"
     "\n"
     "Run 'llm-sandbox <command> --help' for a command's options.\n";
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   if (cmd == "image" && !args.empty() && args[0] == "build")
     return lsb::cli::ImageBuildCommand(lsb::cli::Args(args.begin() + 1, args.end()));
   if (cmd == "image") return lsb::cli::ImageCommand(args);
+  if (cmd == "ready") return lsb::cli::ReadyCommand(args);
   if (cmd == "version" || cmd == "--version") {
     std::printf("llm-sandbox %s\n", LSB_VERSION);
     return 0;

@@ -5,6 +5,10 @@ namespace {
 
 // Plain HTML+JS. Live events are read with fetch() streaming rather than EventSource, so the page
 // can send the bearer token in a header (never in a URL, where logs would keep it).
+// Behind the cluster's front (deploy/swarm, docs/scale-out.md) the page also lists every node
+// (GET /cluster/nodes, answered by the front) with each node's overview read through the front's
+// per-node paths (/nodes/<node>/v1/overview); picking a node (#node=NAME) pins every view of the
+// page to that node. Served by a lone daemon, /cluster/nodes is not there and the list stays hidden.
 constexpr std::string_view kPage = R"HTML(<!doctype html>
 <html lang="en">
 <head>
@@ -56,6 +60,9 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
 <div id="token-box">This daemon wants a bearer token:
   <input id="token" type="password" size="40"> <button id="token-save">use</button></div>
 <main>
+  <section id="nodes-section" class="wide" style="display: none"><h2>Nodes</h2>
+    <table><thead><tr><th>node</th><th>state</th><th>backend</th><th>daemon started</th><th>workers busy</th><th>queue</th><th>sessions</th><th>running</th><th>warm pool</th><th>host CPU</th></tr></thead>
+    <tbody id="nodes"></tbody></table><p id="nodes-note" class="muted"></p></section>
   <section id="totals" class="wide"><h2>Daemon and host</h2><div id="totals-grid">
     <div class="card">daemon CPU<b id="t-daemon-cpu">-</b><span id="t-daemon-mem" class="muted">-</span></div>
     <div class="card">host CPU<b id="t-host-cpu">-</b><span id="t-host-load" class="muted">-</span></div>
@@ -88,7 +95,7 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
 <script>
 "use strict";
 const state = { running: new Map(), recent: [], alerts: 0, token: sessionStorage.getItem("lsb-token") || "",
-  owner: "", history: [], historyCursor: null, historyLoading: false, historyGen: 0, filter: { policy: "", status: "", rule: "" } };
+  owner: "", prefix: "", nodes: [], history: [], historyCursor: null, historyLoading: false, historyGen: 0, filter: { policy: "", status: "", rule: "" } };
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s == null ? "" : s).replace(/[&<>"']/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;","'":"&#39;"}[c]));
 const num = (v) => (typeof v === "number" && isFinite(v)) ? v : null;
@@ -100,7 +107,9 @@ const time = (t) => t ? esc(new Date(t).toLocaleTimeString()) : "";
 const age = (t) => { const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000)); return isFinite(s) ? (s < 120 ? s + " s" : s < 7200 ? Math.round(s / 60) + " min" : Math.round(s / 3600) + " h") : "-"; };
 
 function headers() { return state.token ? { Authorization: "Bearer " + state.token } : {}; }
-async function api(path) {
+// This page's API paths go to the pinned node, if any (the front's /nodes/<node> prefix).
+function api(path) { return getJson(state.prefix + path); }
+async function getJson(path) {
   const r = await fetch(path, { headers: headers() });
   if (r.status === 401) { $("token-box").style.display = "block"; throw new Error("unauthorized"); }
   if (!r.ok) { let m = "HTTP " + r.status; try { m = (await r.json()).error.message; } catch (e) {} const err = new Error(m); err.status = r.status; throw err; }
@@ -206,6 +215,39 @@ function renderTotals(o) {
   $("n-owner").textContent = state.owner || "single user";
 }
 
+// The cluster's nodes, when a front serves this page. Paths are built here from names of the
+// node-name shape (never taken from the answer), so the token only goes to this origin's paths.
+const NODE_NAME = /^[A-Za-z0-9_-]{1,63}$/;
+async function findNodes() {
+  try {
+    const r = await fetch("/cluster/nodes", { headers: headers() });
+    if (!r.ok) return;
+    const d = await r.json();
+    state.nodes = (Array.isArray(d.nodes) ? d.nodes : []).map((n) => n && n.name).filter((n) => typeof n === "string" && NODE_NAME.test(n));
+  } catch (err) { return; }
+  if (!state.nodes.length) return;
+  const m = /^#node=([A-Za-z0-9_-]{1,63})$/.exec(location.hash);
+  if (m && state.nodes.includes(m[1])) state.prefix = "/nodes/" + m[1];
+  $("nodes-section").style.display = "block";
+  $("nodes-note").innerHTML = state.prefix
+    ? "The views below are of node <b>" + esc(m[1]) + "</b> only. <a href=\"#\">all nodes</a>"
+    : "The views below are of whichever node the front picks for each request; pick a node to see only its own.";
+}
+async function refreshNodes() {
+  const rows = await Promise.all(state.nodes.map(async (n) => {
+    try { return { n, o: await getJson("/nodes/" + n + "/v1/overview") }; } catch (err) { return { n, err: String(err.message || err) }; }
+  }));
+  $("nodes").innerHTML = rows.map(({ n, o, err }) => {
+    const pinned = state.prefix === "/nodes/" + n;
+    const name = `<a href="#node=${esc(n)}">${pinned ? "<b>" + esc(n) + "</b>" : esc(n)}</a>`;
+    if (!o) return `<tr class="node" data-node="${esc(n)}"><td>${name}</td><td class="st-error">down</td><td colspan=8 class=muted>${esc(err)}</td></tr>`;
+    const x = o.executor || {}, s = o.sessions || {}, h = o.host || {};
+    return `<tr class="node" data-node="${esc(n)}"><td>${name}</td><td class="st-ok">${o.node === n ? "serving" : "answered as " + esc(o.node)}</td>` +
+      `<td>${esc(o.backend)}</td><td>${time((o.daemon || {}).started_at)}</td><td>${esc(x.busy)} / ${esc(x.workers)}</td><td>${esc(x.queued)} / ${esc(x.queue_limit)}</td>` +
+      `<td>${esc(s.active)} / ${esc(s.limit)}</td><td>${esc((o.executions || {}).running)}</td><td>${o.pool ? esc(o.pool.warm_boxes) + " warm" : "-"}</td><td>${pct(h.cpu_percent)}</td></tr>`;
+  }).join("");
+}
+
 function fillFilters(f) {
   for (const [id, values] of [["f-policy", f.policies], ["f-status", f.statuses], ["f-rule", f.rules]]) {
     const sel = $(id);
@@ -298,7 +340,7 @@ function onEvent(type, data) {
 async function follow() {
   for (;;) {
     try {
-      const r = await fetch("/v1/events", { headers: headers() });
+      const r = await fetch(state.prefix + "/v1/events", { headers: headers() });
       if (r.status === 401) { $("token-box").style.display = "block"; }
       if (!r.ok) throw new Error("HTTP " + r.status);
       $("conn").textContent = "live"; $("conn").className = "";
@@ -345,7 +387,11 @@ $("history-more").onclick = () => loadHistory(false);
 $("history-reload").onclick = () => loadHistory(true);
 $("token-save").onclick = () => { state.token = $("token").value; sessionStorage.setItem("lsb-token", state.token); location.reload(); };
 
+window.addEventListener("hashchange", () => location.reload());
+
 (async () => {
+  await findNodes();
+  if (state.nodes.length) { refreshNodes(); setInterval(refreshNodes, 3000); }
   const o = await refreshTotals();
   refreshSessions();
   const d = await refresh();

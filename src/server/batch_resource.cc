@@ -121,7 +121,7 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
 // the executor as in the synchronous form) and its whole answer becomes the kept result.
 Reply SubmitBatch(ServerContext& ctx, const std::string& owner, BatchPlan b) {
   if (!ctx.executions || !ctx.jobs) return ErrorResponse(BadRequest("async: this daemon keeps no asynchronous results"));
-  const std::string id = NewExecutionId();
+  const std::string id = ctx.NewExecutionId();
   ExecutionStore& store = *ctx.executions;
   if (!store.Add(id, owner, "", ExecutionKind::kBatch)) return ErrorResponse(AsyncStoreFull(store));
   auto plan = std::make_shared<BatchPlan>(std::move(b));

@@ -66,7 +66,7 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   o.network_allow = body.network_allow;
   auto tight = TightenPolicy(**base, o);  // refused before any box is started
   if (!tight.ok()) return FromTightening(tight.error(), where);
-  ExecutionPlan plan{std::move(*tight), {}, {}, owner, NewExecutionId()};
+  ExecutionPlan plan{std::move(*tight), {}, {}, owner, ctx.NewExecutionId()};
   plan.request.code = std::move(body.code);
   plan.request.language = std::move(body.language);
   plan.request.stdin_data = std::move(body.stdin_data);

@@ -89,8 +89,8 @@ Reply SubmitAsync(ServerContext& ctx, ExecutionPlan plan) {
   std::string policy = shared->policy.name;
   auto admission = SubmitPlan(
       ctx, shared, [&store, id] { store.Start(id); },
-      [&store, id, policy](ApiOr<ExecResult> r) {
-        store.Finish(id, r.ok() ? ExecResultJson(*r, policy) : ErrorJson(r.error()));
+      [&store, id, policy, node = ctx.node](ApiOr<ExecResult> r) {
+        store.Finish(id, r.ok() ? ExecResultJson(*r, policy, node) : ErrorJson(r.error()));
       });
   if (admission != sched::Admission::kAccepted) {
     store.Forget(id);

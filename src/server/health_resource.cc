@@ -1,5 +1,6 @@
 // /healthz: the process answers. /readyz: it takes work (503 while shutting down), with the
 // backend's name and what it holds now.
+#include "base/time_format.h"
 #include "scheduler/one_shot_pool.h"
 #include "scheduler/session_pool.h"
 #include "server/api_error.h"
@@ -28,6 +29,7 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
     PoolStats pool = sched::WarmPoolStats(ctx.backend, ctx.boxes).value_or(PoolStats{});
     return JsonResponse(200, {{"status", "ready"},
                               {"node", ctx.node},
+                              {"started_at", Rfc3339(ctx.started_at)},
                               {"backend", ctx.backend.name()},
                               {"policies", ctx.policies.Snapshot()->size()},
                               {"boxes", ctx.boxes.size()},

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "base/time_format.h"
 #include "monitor/dashboard_page.h"
 #include "scheduler/one_shot_pool.h"
 #include "scheduler/session_pool.h"
@@ -156,6 +157,7 @@ Reply History(ServerContext& ctx, HttpRequest& req) {
 // running executions "mine" are the caller's, every other number is of the whole daemon.
 Reply Overview(ServerContext& ctx, HttpRequest& req) {
   json totals = ctx.monitor->HostTotals();
+  totals["daemon"]["started_at"] = Rfc3339(ctx.started_at);
   json pool = nullptr;
   if (auto st = sched::WarmPoolStats(ctx.backend, ctx.boxes)) {
     pool = {{"per_policy", st->per_policy}, {"warm_boxes", st->ready}, {"by_policy", st->ready_by_policy},
@@ -231,6 +233,8 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
                                                      : ctx.executions->Find(req.params.at("id"), req.owner);
       if (a) return JsonResponse(200, *a);
     }
+    if (auto elsewhere = MissingExecutionHere(ctx, req.params.at("id")); !elsewhere.empty())
+      return ErrorResponse(NotFound(elsewhere));
     if (!ctx.monitor) return ErrorResponse(MonitoringOff());
     auto e = ctx.monitor->FindExecution(req.params.at("id"), req.owner);
     if (!e) return ErrorResponse(NotFound("no execution " + req.params.at("id") +

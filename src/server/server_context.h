@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 #include "image/store_puller.h"
 #include "monitor/monitor.h"
 #include "runtime/backend.h"
+#include "runtime/exec_result.h"
 #include "scheduler/archive_in.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/paused_sessions.h"
@@ -51,6 +53,9 @@ struct ServerContext {
   ServerLimits limits;
   std::set<std::string> tokens;           // empty: no auth (loopback only)
   std::string node;                       // this daemon's node (--node-name): /readyz, /metrics, results
+  // When this daemon started (/readyz, /v1/overview): tells a restarted or updated daemon on the
+  // same node from the one before it (a rolling update's check, docs/scale-out.md).
+  std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();
   std::atomic<bool> shutting_down{false};
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
@@ -58,6 +63,19 @@ struct ServerContext {
   BackgroundJobs* jobs = nullptr;              // async batches' threads (background_jobs.h); with `executions`
   const image::SharedStore* images = nullptr;  // the image store (GET /v1/images); null: none here
   PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)
+
+  // An execution id naming this node, ex-<16 hex>-<node>, as a session id does: a front routes
+  // GET /v1/executions/{id} (an async result, the monitoring view) to the daemon that has it.
+  std::string NewExecutionId() const { return lsb::NewExecutionId() + "-" + node; }
 };
+
+// Why an execution is not here: an id naming another node was sent to the wrong daemon.
+inline std::string MissingExecutionHere(const ServerContext& ctx, const std::string& id) {
+  const size_t tag = std::string("ex-").size() + 16;
+  if (id.rfind("ex-", 0) == 0 && id.size() > tag + 1 && id[tag] == '-' && id.substr(tag + 1) != ctx.node)
+    return "no execution " + id + " on node " + ctx.node + ": it ran on node " + id.substr(tag + 1) +
+           "; ask that node (the cluster front routes by the id, docs/scale-out.md)";
+  return "";
+}
 
 }  // namespace lsb::server

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "base/time_format.h"
 #include "scheduler/executor.h"
 #include "scheduler/session.h"
 #include "server/api_error.h"
@@ -26,7 +27,9 @@ inline std::string MissingSession(const ServerContext& ctx, const std::string& i
   if (id.rfind("ses-", 0) == 0 && id.size() > tag + 1 && id[tag] == '-' && id.substr(tag + 1) != ctx.node)
     return "no session " + id + " on node " + ctx.node + ": it lives on node " + id.substr(tag + 1) +
            "; send its requests there (the cluster front routes by the id, docs/scale-out.md)";
-  return "no session " + id + " (it may have expired or been deleted)";
+  // A restarted or updated daemon knows nothing of its predecessor's sessions: say when it began.
+  return "no session " + id + " (it may have expired or been deleted, or lived in an earlier daemon on node " +
+         ctx.node + ": this one started at " + Rfc3339(ctx.started_at) + ")";
 }
 
 inline ApiOr<std::shared_ptr<sched::Session>> Find(ServerContext& ctx, const HttpRequest& req) {

@@ -111,7 +111,7 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   auto r = OnSession<ExecResult>(ctx, session, [&]() -> ApiOr<ExecResult> {
     std::shared_ptr<monitor::Execution> ex;
     if (ctx.monitor) {
-      er.execution_id = NewExecutionId();
+      er.execution_id = ctx.NewExecutionId();
       std::string lang = er.language.empty() ? session.Info().language : er.language;
       ex = ctx.monitor->Begin(
           {er.execution_id, session.policy().name, "session", session.id(), lang,

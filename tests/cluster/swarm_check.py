@@ -13,7 +13,9 @@ broken promise, naming it.
 import argparse
 import collections
 import http.client
+import itertools
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -137,6 +139,156 @@ def run_executions(cl, count, clients, tag, on_progress=None):
     return results, elapsed
 
 
+def run_until(cl, clients, done, tag):
+    """One-shot executions from `clients` threads, back to back, until `done` is set. Every one
+    must answer its own right result (a client retries on connection errors and 502/503/504, as
+    in run_executions). Returns {job: (node, attempts, finished_at)}."""
+    ids = itertools.count()
+    results, errors = {}, []
+    lock = threading.Lock()
+
+    def client(k):
+        while not done.is_set():
+            j = next(ids)
+            try:
+                status, doc, attempts = cl.front(k, "POST", "/v1/execute",
+                                                 {"language": "python", "code": "print(%d * 7)" % j})
+            except RuntimeError as e:
+                with lock:
+                    errors.append("job %d lost: %s" % (j, e))
+                continue
+            with lock:
+                if status != 200 or doc.get("exit_code") != 0 or doc.get("stdout", "").strip() != str(j * 7):
+                    errors.append("job %d: %s %s" % (j, status, json.dumps(doc)[:300]))
+                else:
+                    results[j] = (doc.get("node"), attempts, time.monotonic())
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        fail("%s: %d of %d executions failed or were lost; first: %s" % (tag, len(errors), len(errors) + len(results), errors[:3]))
+    return results
+
+
+def readyz_through_front(cl, k, node):
+    """A node's /readyz through the fronts; (503, None) while it is not serving."""
+    try:
+        status, doc, _ = cl.front(k, "GET", "/nodes/%s/readyz" % node, budget_s=5)
+    except RuntimeError:
+        return 503, None
+    return status, doc
+
+
+def cluster_view(cl, names):
+    """The front's cluster view (the dashboard's nodes table): every front lists every node, and
+    each node's overview and readyz, read through any front, are that node's own."""
+    for k, (_, addr) in enumerate(cl.nodes):
+        status, doc, _ = cl.request(addr, cl.front_port, "GET", "/cluster/nodes")
+        if status != 200 or sorted(n["name"] for n in doc.get("nodes", [])) != sorted(names):
+            fail("front of %s: GET /cluster/nodes answered %s %s, not the nodes %s" % (addr, status, doc, names))
+        for n in names:
+            status, doc, node = cl.request(addr, cl.front_port, "GET", "/nodes/%s/v1/overview" % n)
+            if status != 200 or doc.get("node") != n or node != n or not doc.get("daemon", {}).get("started_at"):
+                fail("front of %s: /nodes/%s/v1/overview answered %s (node header %s): %s" % (addr, n, status, node, json.dumps(doc)[:300]))
+    status, doc, _ = cl.request(cl.nodes[0][1], cl.front_port, "GET", "/nodes/no-such-node/v1/overview")
+    if status != 404 or "/cluster/nodes" not in json.dumps(doc):
+        fail("an unknown node's page answered %s %s, not a 404 naming /cluster/nodes" % (status, doc))
+    status, doc, _ = cl.request(cl.nodes[0][1], cl.front_port, "POST", "/nodes/%s/v1/overview" % names[0], {})
+    if status != 404:
+        fail("POST to a node page answered %s, not 404 (the node paths are GET only)" % status)
+    report("cluster_view", fronts=len(cl.nodes), nodes=names)
+
+
+def python_client_through_front(cl, names, policy="code-sandbox"):
+    """The Python client's execute() is submit (202, an id naming the node) and a long-poll of
+    GET /v1/executions/{id}: through a front the long-poll must reach the node that holds the
+    result (the front routes on the id), whichever node the submit landed on."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+    from llm_sandbox import SandboxClient as Client
+    seen = collections.Counter()
+    for k in range(3 * len(names)):
+        _, addr = cl.nodes[k % len(cl.nodes)]
+        c = Client("http://%s:%d" % (addr, cl.front_port), token=cl.token, policy=policy, timeout=60)
+        r = c.execute("print(%d + 1)" % k, language="python")
+        if r.get("stdout", "").strip() != str(k + 1) or not r["execution_id"].endswith("-" + str(r.get("node"))):
+            fail("python client through the front: %s" % json.dumps(r)[:300])
+        seen[r["node"]] += 1
+    if set(seen) != set(names):
+        fail("python client's executions did not reach every node: %s" % dict(seen))
+    report("python_client", executions=sum(seen.values()), per_node=dict(seen))
+
+
+def service_tasks(manager_sock, service):
+    out = subprocess.run(["docker", "-H", "unix://" + manager_sock, "service", "ps", "-q", "--no-trunc",
+                          "--filter", "desired-state=running", service], capture_output=True, text=True, timeout=30)
+    return set(out.stdout.split())
+
+
+def rolling_update(cl, names, clients, manager_sock, sessions):
+    """`docker service update` of the orchestrators (the stack's update_config: one node at a time,
+    stop-first, each new daemon healthy before the next node's turn) while clients keep executing
+    through the fronts: none lost, every node serves again, from a new task and a new daemon. The
+    sessions of the old daemons are gone by design: they answer the clear 410/404."""
+    before_tasks = service_tasks(manager_sock, "lsb_orchestrator")
+    before = {n: readyz_through_front(cl, 0, n)[1]["started_at"] for n in names}
+    done, upd = threading.Event(), {}
+
+    def update():
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(["docker", "-H", "unix://" + manager_sock, "service", "update", "--detach=false",
+                                "--no-resolve-image", "--env-add", "LSB_ROLLOUT=%d" % time.time(), "lsb_orchestrator"],
+                               capture_output=True, text=True, timeout=240)
+            upd.update(rc=r.returncode, out=(r.stdout + r.stderr)[-800:], seconds=time.monotonic() - t0)
+        finally:
+            upd["ended"] = time.monotonic()
+            done.set()
+
+    started = time.monotonic()
+    threading.Thread(target=update).start()
+    results = run_until(cl, clients, done, "rolling update")
+    if upd.get("rc") != 0:
+        fail("docker service update failed (rc %s): %s" % (upd.get("rc"), upd.get("out")))
+    after_tasks = service_tasks(manager_sock, "lsb_orchestrator")
+    per_node = collections.Counter(r[0] for r in results.values())
+    # Every node serves again: each answers through the front, as a daemon started after the
+    # update began (a new process), in a task the update made.
+    fresh = {}
+    deadline = time.monotonic() + 60
+    for k, n in enumerate(names):
+        while True:
+            status, doc = readyz_through_front(cl, k, n)
+            if status == 200 and doc.get("node") == n and doc.get("started_at") not in (None, before[n]):
+                fresh[n] = doc["started_at"]
+                break
+            if time.monotonic() > deadline:
+                fail("node %s does not serve a new daemon after the update: %s %s (before: %s)" % (n, status, doc, before[n]))
+            time.sleep(0.5)
+    if len(after_tasks) != len(names) or after_tasks & before_tasks:
+        fail("the update did not replace every node's task: before %s, after %s" % (sorted(before_tasks), sorted(after_tasks)))
+    later, _ = run_executions(cl, 4 * len(names), len(names), "after the update")
+    later_nodes = collections.Counter(r[0] for r in later.values())
+    if set(later_nodes) != set(names):
+        fail("after the update, executions did not reach every node: %s" % dict(later_nodes))
+    # The old daemons' sessions: lost with them, each answers a clear error naming why.
+    answers = collections.Counter()
+    for k, (sid, node) in enumerate(sessions):
+        status, doc, _ = cl.front(k, "POST", "/v1/sessions/%s/execute" % sid, {"code": "print(n)"})
+        msg = json.dumps(doc)
+        clear = (status == 410 and "not serving now" in msg) or (status == 404 and "earlier daemon" in msg)
+        if not clear or sid not in msg:
+            fail("session %s of an updated node answered %s %s, not a clear 410/404" % (sid, status, msg[:300]))
+        answers[status] += 1
+    report("rolling_update", seconds=round(upd["seconds"], 1), executions=len(results), per_node=dict(per_node),
+           retried=sum(1 for r in results.values() if r[1] > 1), lost=0, new_daemons=fresh,
+           after_update=dict(later_nodes), old_sessions=dict(answers),
+           example_answer=(status, doc.get("error", {}).get("message")))
+    return time.monotonic() - started
+
+
 def open_sessions(cl, count):
     sessions = []
     for k in range(count):
@@ -178,6 +330,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--stop-node", required=True)
     ap.add_argument("--stop-cmd", required=True)
+    ap.add_argument("--no-rolling", action="store_true", help="leave out the rolling update phase")
     a = ap.parse_args()
     nodes = [tuple(x.split("=", 1)) for x in a.nodes.split(",")]
     socks = dict(x.split("=", 1) for x in a.socks.split(","))
@@ -214,12 +367,27 @@ def main():
         sys.exit(1)
     report("sessions", sessions=len(sessions), steps=a.steps, seconds=round(time.monotonic() - t0, 1),
            per_node=dict(collections.Counter(n for _, n in sessions)))
+
+    # 2b. The cluster's view through the fronts (the dashboard's nodes table); the Python client
+    #     (submit + long-poll by a node-named id) through the fronts.
+    cluster_view(cl, names)
+    python_client_through_front(cl, names)
+
+    # 2c. A rolling update keeps serving; then fresh sessions for the failover phase (the old ones
+    #     went with their daemons).
+    done_steps = a.steps
+    if not a.no_rolling:
+        rolling_update(cl, names, a.clients, socks[names[0]], sessions)
+        sessions, done_steps = open_sessions(cl, a.sessions), 2
+        for k, (sid, _) in enumerate(sessions):
+            for step in range(1, done_steps + 1):
+                step_session(cl, k, sid, step)
     if a.stop_node not in {n for _, n in sessions}:
         # Round robin puts them everywhere; one more makes sure the stopped node holds one.
         for _ in range(2 * len(names)):
             extra = open_sessions(cl, 1)[0]
             sessions.append(extra)
-            for step in range(1, a.steps + 1):
+            for step in range(1, done_steps + 1):
                 step_session(cl, 0, extra[0], step)
             if extra[1] == a.stop_node:
                 break
@@ -265,9 +433,14 @@ def main():
                 fail("session %s on the stopped node answered %s %s, not a clear 410/404" % (sid, status, msg[:300]))
             time.sleep(0.5)
     report("gone_sessions", sessions=len(gone), status=status, message=doc["error"]["message"])
+    # The cluster view shows the stopped node as not serving (the dashboard's "down").
+    survivor_addr = [addr for n, addr in nodes if n != a.stop_node][0]
+    st, page, _ = cl.request(survivor_addr, a.front_port, "GET", "/nodes/%s/v1/overview" % a.stop_node)
+    if st != 503 or a.stop_node not in json.dumps(page):
+        fail("the stopped node's overview through the front answered %s %s, not a 503 naming it" % (st, page))
     alive = [s for s in sessions if s[1] != a.stop_node]
     for k, (sid, _) in enumerate(alive):
-        step_session(cl, k, sid, a.steps + 1)
+        step_session(cl, k, sid, done_steps + 1)
         status, doc, _ = cl.front(k, "DELETE", "/v1/sessions/" + sid)
         if status != 204:
             fail("close %s: %s %s" % (sid, status, doc))

@@ -14,7 +14,7 @@ ApiOr<ExecResult> RunMonitored(ServerContext& ctx, sched::Session& s, ExecReques
     std::shared_ptr<monitor::Execution> ex;
     RunCallbacks callbacks = cb;
     if (ctx.monitor) {
-      er.execution_id = NewExecutionId();
+      er.execution_id = ctx.NewExecutionId();
       std::string lang = er.language.empty() ? s.Info().language : er.language;
       ex = ctx.monitor->Begin({er.execution_id, s.policy().name, "session", s.id(), lang,
                                shown, s.owner(), s.policy().cpu});
