@@ -101,6 +101,9 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (!policy.build.empty())
     problems.push_back("container.build: the Docker backend does not build environments yet (docs/policy.md); run the "
                        "policy on the native backend");
+  if (!policy.mounts.empty())
+    problems.push_back("container.mounts: the Docker backend does not mount host directories yet (docs/policy.md "
+                       "\"container.mounts\"); run the policy on the native backend (--backend native)");
   // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for.
   if (policy.network_enabled && !policy.NetworkUnfiltered())
     problems.push_back("network: the Docker backend does not enforce network.allow/deny/secrets yet (docs/network.md); "
