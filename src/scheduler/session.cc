@@ -77,7 +77,7 @@ Result<nlohmann::json> Session::Changes(const std::string& dir) {
   if (!now.ok()) return now.error();
   Manifest before;
   for (const auto& [path, e] : *changes_base_) {
-    bool inside = dir.empty() || path == dir || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
+    bool inside = dir.empty() || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
     if (inside) before.emplace(path, e);
   }
   return DiffManifests(before, *now, dir.empty() ? "/" : dir, ChangesLimits{});
