@@ -127,7 +127,7 @@ describe("LangChain.js tool", () => {
   });
 
   test("a figure the program shows reaches the model as an image content block", async () => {
-    const runCode = await createSandboxTool({ client, policies: ["python-strict"] });
+    const runCode = await createSandboxTool({ client, policies: ["research-trace"] });
     const code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('three points')\nplt.show()\nprint('plotted')";
     let seen: unknown = null;
     const model = fakeModel()
