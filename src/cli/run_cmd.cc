@@ -26,6 +26,7 @@
 #include "policy/policy_loader.h"
 #include "policy/suggest.h"
 #include "runtime/backend_select.h"
+#include "runtime/mount_roots.h"
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/one_shot.h"
@@ -126,7 +127,15 @@ struct RunArgs {
   std::string store;         // the image store (--store; registry_flags.h)
   image::PullOptions pull;   // how container.pull reaches registries
   egress::EgressOptions egress;
+  std::vector<std::string> mount_roots;  // --mount-root
+  std::string workspace;                 // --workspace DIR: DIR at kWorkspaceTarget, overlay
+  std::vector<std::string> collect;      // --collect PATTERN
+  std::string changes;                   // --changes [DIR]
+  bool want_changes = false;
 };
+
+// Where --workspace mounts its directory (docs/api.md "Host workspaces"), and the run's cwd.
+constexpr const char* kWorkspaceTarget = "/workspace";
 
 // nullopt: go on; else the exit code (--help, a usage error).
 std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
@@ -160,6 +169,15 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--egress-idle-timeout", idle, "seconds a proxied connection may be idle (default 60)");
   app.add_option("--secrets-file", secrets_file, "NAME=value lines (mode 600) for network.secrets' ${NAME}");
   app.add_option("--egress-upstream-ca", upstream_ca, "CA certificates (PEM) trusted for secret hosts' TLS");
+  app.add_option("--mount-root", a.mount_roots, "a host directory the policy's container.mounts may bind from (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--workspace", a.workspace,
+                 "mount DIR at /workspace as a writable copy-on-write view (writes never reach DIR) and run there");
+  app.add_option("--collect", a.collect, "return files matching PATTERN (e.g. /workspace/report.xml) in --json's result (repeatable)")
+      ->allow_extra_args(false);
+  auto* changes = app.add_option("--changes", a.changes,
+                                 "list what the run changed (under DIR, default the writable paths) with a patch, in --json's result");
+  changes->expected(0, 1);
   app.add_option("program", a.program, "program file, or '-' for stdin")->capture_default_str();
   app.footer("llm-sandbox run [options] -- COMMAND [ARG...] runs a command (allowed by the policy's "
              "commands.allow) instead of a program: llm-sandbox run -- python3 -m unittest");
@@ -178,6 +196,11 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  a.want_changes = changes->count() > 0;
+  if ((a.want_changes || !a.collect.empty()) && !a.json) {
+    std::fputs("llm-sandbox run: --changes and --collect return their results in --json's output; add --json\n", stderr);
+    return kExitUsage;
   }
   std::vector<std::pair<const char*, std::string>> egress_flags;
   for (const auto& r : resolve) egress_flags.emplace_back("--egress-resolve", r);
@@ -204,6 +227,24 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   return std::nullopt;
 }
 
+// --workspace DIR: the user named DIR on their own command line, so it is its own mount root; it
+// is mounted as an overlay at kWorkspaceTarget, which becomes the run's working directory.
+Status AddWorkspace(RunArgs& a, Policy& policy) {
+  if (a.workspace.empty()) return OkStatus();
+  LSB_ASSIGN_OR_RETURN(std::string real, RealDirectory(a.workspace, "--workspace"));
+  for (const auto& m : policy.mounts)
+    if (m.target == kWorkspaceTarget)
+      return Error{"--workspace: policy '" + policy.name + "' already mounts " + m.target + " (container.mounts)"};
+  HostMount m;
+  m.source = real;
+  m.target = kWorkspaceTarget;
+  m.mode = "overlay";
+  policy.mounts.push_back(m);
+  policy.workdir = kWorkspaceTarget;
+  a.mount_roots.push_back(real);
+  return OkStatus();
+}
+
 Result<ExecRequest> ReadRequest(const RunArgs& a) {
   ExecRequest req;
   if (a.command.empty()) {
@@ -216,6 +257,8 @@ Result<ExecRequest> ReadRequest(const RunArgs& a) {
     LSB_ASSIGN_OR_RETURN(std::string in, ReadInput(a.stdin_file, "--stdin input"));
     req.stdin_data = std::move(in);
   }
+  req.collect = a.collect;
+  if (a.want_changes) req.changes = a.changes;
   if (a.timeout_s > 0) req.timeout_ms = static_cast<uint64_t>(std::llround(a.timeout_s * 1000));
   return req;
 }
@@ -282,6 +325,7 @@ int RunCommand(const Args& args) {
   if (auto rc = ParseRunArgs(args, a)) return *rc;
   auto policy = LoadPolicy(a.policy);
   if (!policy.ok()) return Fail("policy: " + policy.error().message);
+  if (auto st = AddWorkspace(a, *policy); !st.ok()) return Fail(st.error().message);
   if (a.command.empty()) {
     if (int rc = ChooseLanguage(*policy, a.program, a.lang); rc != 0) return rc;
   } else if (Status ok = CheckCommand(*policy, a.command); !ok.ok()) {
@@ -293,6 +337,7 @@ int RunCommand(const Args& args) {
   if (!req.ok()) return Fail(req.error().message);
   BackendOptions bo;
   bo.images_file = a.images;
+  bo.mount_roots = a.mount_roots;
   if (auto st = WireImageStore(a.store, a.pull, bo); !st.ok()) return Fail(st.error().message);
   bo.egress = a.egress;
   bo.build_progress = [](const std::string& line) { std::fprintf(stderr, "llm-sandbox: build %s\n", line.c_str()); };

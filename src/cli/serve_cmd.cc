@@ -35,6 +35,8 @@ constexpr const char* kServeUsage =
     "  --policies DIR           policy directory (default: ./policies or /etc/llm-sandbox/policies)\n"
     "  --default-policy NAME    policy of requests that name none (default code-sandbox)\n"
     "  --images FILE            native backend image map (config/images.yaml)\n"
+    "  --mount-root DIR         a host directory policies' container.mounts may bind from (repeatable;\n"
+    "                           none given: every container.mounts is refused)\n"
     "  --node-name NAME         this daemon's node, named in /readyz, /metrics, results and session ids\n"
     "                           (letters, digits, - and _; default $LLM_SANDBOX_NODE, else the short hostname)\n"
     "  --backend auto|native|docker   auto: docker when an engine answers and can serve every policy\n"
@@ -217,6 +219,7 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   if (o.Is("--policies")) return c.policies_dir = v, true;
   if (o.Is("--default-policy")) return c.limits.default_policy = v, true;
   if (o.Is("--images")) return c.images_file = v, true;
+  if (o.Is("--mount-root")) return c.mount_roots.push_back(v), true;
   if (o.Is("--backend")) return c.backend = v, true;
   if (o.Is("--node-name")) return c.node_name = v, true;
   if (o.Is("--init")) return c.init_path = v, true;

@@ -81,6 +81,8 @@ std::vector<LandlockRule> PlanRules(const protocol::BoxSetup& setup, const ExecP
     rules.push_back({dev, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | kAccessTruncate});
   rules.push_back({"/dev/shm", kWriteTree});
   for (const auto& t : setup.tmpfs) rules.push_back({t.path, kWriteTree});
+  // container.mounts: the target only, never its parent (overlay: writable, ro: read).
+  for (const auto& m : setup.mounts) rules.push_back({m.target, m.mode == "overlay" ? kWriteTree : kRead});
   rules.push_back({setup.job_dir, kRead});
   for (const auto& f : exec.allowed()) rules.push_back({f, kExec});
   for (const auto& f : exec.support()) rules.push_back({f, kExec});

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -304,6 +305,48 @@ Status MountJobDir(SourceRoot& source, const std::string& root, const std::strin
   return Mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4m,mode=0755");
 }
 
+// container.mounts: the host's detached, id-mapped, read-only mount (fd `m.fd`, runtime/native/
+// host_mounts.h) attached at the target; for overlay, stacked as the lower layer of an overlayfs
+// whose upper and work dirs are on a tmpfs of m.size_bytes, so writes stay in the box.
+Status MountHostDir(SourceRoot& source, const std::string& root, const protocol::MountSpec& m, uint32_t uid,
+                    uint32_t gid) {
+  LSB_TRY(ValidateMountPath("mounts", m.target));
+  for (const char* reserved : {"/proc", "/dev", "/sys", protocol::kJobDir})
+    if (m.target.compare(0, std::strlen(reserved), reserved) == 0 &&
+        (m.target.size() == std::strlen(reserved) || m.target[std::strlen(reserved)] == '/'))
+      return Error{"mounts: " + m.target + " is under " + reserved + ", which init builds itself"};
+  if (m.fd < 3) return Error{"mounts " + m.target + ": the host handed no mount for " + m.source};
+  UniqueFd tree(m.fd);
+  std::string dst = root + m.target;
+  LSB_TRY(MakeMountPoint(source, dst));
+  if (::syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, dst.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return Error::FromErrno("attach the host directory " + m.source + " at " + m.target + " (move_mount)");
+  tree.reset();
+  LSB_TRY(Restrict(dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, false));
+  if (m.mode == "ro") return OkStatus();
+  if (m.mode != "overlay") return Error{"mounts " + m.target + ": unknown mode \"" + m.mode + "\""};
+  struct stat lower_st;
+  UniqueFd lower(::open(dst.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!lower || ::fstat(lower.get(), &lower_st) != 0) return Error::FromErrno("open the host directory at " + m.target);
+  std::string opts = "mode=0755";
+  if (m.size_bytes > 0) opts += ",size=" + std::to_string(m.size_bytes);
+  LSB_TRY(Mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts));
+  UniqueFd scratch(::open(dst.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!scratch) return Error::FromErrno("open the overlay's tmpfs at " + m.target);
+  const std::string upper = dst + "/upper", work = dst + "/work";
+  if (::mkdir(upper.c_str(), lower_st.st_mode & 07777) != 0 || ::mkdir(work.c_str(), 0700) != 0)
+    return Error::FromErrno("make the overlay's upper and work dirs at " + m.target);
+  // The overlay's root takes the upper's owner and mode: the program's, as the id map shows the source.
+  if (::chown(upper.c_str(), lower_st.st_uid, lower_st.st_gid) != 0 || ::chmod(upper.c_str(), lower_st.st_mode & 07777) != 0)
+    return Error::FromErrno("set the owner of the overlay's upper dir at " + m.target);
+  (void)uid;
+  (void)gid;
+  const std::string fs = "/proc/self/fd/" + std::to_string(scratch.get());
+  const std::string ovl = "lowerdir=/proc/self/fd/" + std::to_string(lower.get()) + ",upperdir=" + fs + "/upper,workdir=" + fs +
+                          "/work,userxattr";
+  return Mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV | MS_NOEXEC, ovl);
+}
+
 // A deny-listed file that stays readable (outside the bin dirs) is covered with /dev/null, so
 // neither execve nor the ld.so trick can run it.
 Status HideDenied(const BoxSetup& setup) {
@@ -350,12 +393,24 @@ Status BuildRoot(const BoxSetup& setup) {
   }
   LSB_TRY(MountProc(root));
   LSB_TRY(MountDev(root));
-  std::vector<protocol::TmpfsSpec> tmpfs = setup.tmpfs;
-  std::sort(tmpfs.begin(), tmpfs.end(),
-            [](const auto& a, const auto& b) { return a.path.size() < b.path.size(); });
-  for (const auto& t : tmpfs) {
-    auto st = MountTmpfs(source, root, t, setup.uid, setup.gid);
-    if (!st.ok()) return st.error().Wrap("filesystem.tmpfs " + t.path);
+  // The tmpfs and host mounts, shortest path first: each may be inside one made before it.
+  struct Step {
+    const protocol::TmpfsSpec* tmpfs;
+    const protocol::MountSpec* host;
+    size_t length;
+  };
+  std::vector<Step> steps;
+  for (const auto& t : setup.tmpfs) steps.push_back({&t, nullptr, t.path.size()});
+  for (const auto& m : setup.mounts) steps.push_back({nullptr, &m, m.target.size()});
+  std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.length < b.length; });
+  for (const auto& s : steps) {
+    if (s.tmpfs) {
+      auto st = MountTmpfs(source, root, *s.tmpfs, setup.uid, setup.gid);
+      if (!st.ok()) return st.error().Wrap("filesystem.tmpfs " + s.tmpfs->path);
+    } else {
+      auto st = MountHostDir(source, root, *s.host, setup.uid, setup.gid);
+      if (!st.ok()) return st.error().Wrap("container.mounts " + s.host->source + " -> " + s.host->target);
+    }
   }
   LSB_TRY(MountJobDir(source, root, setup.job_dir));
   source.fd.reset();
@@ -389,6 +444,8 @@ Status CheckInPlace(const BoxSetup& setup) {
   char self[32] = {};
   if (::readlink("/proc/self", self, sizeof self - 1) <= 0 || std::to_string(::getpid()) != self)
     return Error{"/proc is not the box's own (mounted for another pid namespace): the exec and network watch cannot read the program's arguments"};
+  if (!setup.mounts.empty())
+    return Error{"container.mounts: host directories are mounted by the native backend only (in_place mode has none)"};
   for (const auto& t : setup.tmpfs) {
     LSB_TRY(ValidateMountPath("tmpfs", t.path));
     struct statfs fs;

@@ -53,6 +53,18 @@ struct NetworkSecret {
   std::string value;   // as written, with its ${VAR} references
 };
 
+// container.mounts: a host directory in the box (docs/policy.md "container.mounts"). The daemon
+// binds it only when its real path is under a root the operator allowed (serve/run --mount-root);
+// anything else refuses the box, naming the source and the flag.
+struct HostMount {
+  std::string source;   // absolute host path, as written (resolved and checked by the backend)
+  std::string target;   // absolute, normalized path in the box, not under /proc, /dev, /sys, /run/job
+  std::string mode = "ro";  // ro: read-only bind; overlay: writable copy-on-write view, writes stay in the box
+  uint64_t size_bytes = 256ull << 20;  // overlay: the tmpfs holding what the box writes (its upper layer)
+};
+// At most this many container.mounts entries.
+inline constexpr size_t kMaxHostMounts = 16;
+
 // container.build: what the environment needs, baked into an image derived from container.image
 // before any box runs (docs/policy.md "container.build", src/build/). Steps run in this order:
 // apt (refused: not supported yet), pip, files, run; each becomes one cached layer.
@@ -96,6 +108,7 @@ struct Policy {
   std::string pull = "missing";
   bool read_only = true;
   std::vector<TmpfsMount> tmpfs;
+  std::vector<HostMount> mounts;  // container.mounts
   bool user_namespace = true;
   std::string seccomp = "default";
   uint32_t uid = 1000;           // container.user "uid:gid"; never 0

@@ -38,7 +38,7 @@ const std::vector<std::string> kTopKeys = {"version",  "name",      "description
 const std::vector<std::string> kSessionKeys = {"setup"};
 // session.setup is Python source a session's interpreter runs once; bounded like a request's code.
 constexpr size_t kMaxSessionSetupBytes = 64 << 10;
-const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs",
+const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs", "mounts",
                                                  "user_namespace", "seccomp", "user", "workdir", "env", "pull", "build"};
 const std::vector<std::string> kBuildKeys = {"pip", "pip_index_url", "apt", "files", "run", "network", "timeout", "memory", "output"};
 const std::vector<std::string> kBuildNetworkKeys = {"allow", "deny"};
@@ -217,6 +217,8 @@ class Parser {
       Set(f, p_.read_only, *b);
     } else if (key == "tmpfs") {
       Tmpfs(f);
+    } else if (key == "mounts") {
+      Mounts(f);
     } else if (key == "user_namespace") {
       if (auto b = r_.Bool(f)) Set(f, p_.user_namespace, *b);
     } else if (key == "seccomp") {
@@ -413,6 +415,84 @@ class Parser {
         p_.positions["container.tmpfs." + path] = r_.Pos(e.mark());
       }
     });
+  }
+
+  // container.mounts: a list of {source, target, mode, size}. Where the source may come from is
+  // the daemon's to say (--mount-root); here only the shape, and targets the sandbox owns.
+  void Mounts(const Field& f) {
+    p_.positions[f.path] = r_.Pos(f.mark());
+    if (!f.value.IsSequence()) {
+      r_.Report(f.mark(), f.path + ": expected a list, got " + YamlReader::KindOf(f.value),
+                "write '- {source: /home/me/project, target: /workspace, mode: overlay}' per mount");
+      return;
+    }
+    if (f.value.size() > kMaxHostMounts) {
+      r_.Report(f.mark(), f.path + ": more than " + std::to_string(kMaxHostMounts) + " mounts",
+                "mount a common parent directory instead");
+      return;
+    }
+    for (size_t i = 0; i < f.value.size(); ++i) {
+      Field item{f.path + "[" + std::to_string(i) + "]", f.key, f.value[i]};
+      HostMount m;
+      bool ok = true;
+      r_.ForEachKnownKey(item, {"source", "target", "mode", "size"}, [&](const Field& k) {
+        const std::string key = k.key.Scalar();
+        auto s = r_.String(k);
+        if (!s) {
+          ok = false;
+          return;
+        }
+        std::string why;
+        if (key == "source" || key == "target") {
+          if (!IsCleanAbsolutePath(*s, &why)) {
+            r_.Report(k.mark(), k.path + ": '" + *s + "' " + why,
+                      key == "source" ? "write the host directory's absolute path" : "write an absolute path such as /workspace");
+            ok = false;
+            return;
+          }
+          (key == "source" ? m.source : m.target) = *s;
+        } else if (key == "mode") {
+          if (*s != "ro" && *s != "overlay") {
+            r_.Report(k.mark(), k.path + ": unknown mode '" + *s + "'",
+                      "write ro (read-only) or overlay (writable; the box's writes never reach the host)");
+            ok = false;
+            return;
+          }
+          m.mode = *s;
+        } else if (key == "size") {
+          auto v = units::ParseBytes(*s);
+          if (!v.ok() || *v < (1u << 20) || *v > (64ull << 30)) {
+            r_.Report(k.mark(), k.path + ": '" + *s + "' is not a size from 1M to 64G", "write e.g. size: 512M");
+            ok = false;
+            return;
+          }
+          m.size_bytes = *v;
+        }
+      });
+      if (!ok) continue;
+      if (m.source.empty() || m.target.empty()) {
+        r_.Report(item.value.Mark(), item.path + ": needs both source and target",
+                  "write '- {source: /home/me/project, target: /workspace, mode: overlay}'");
+        continue;
+      }
+      if (m.target == "/" || IsUnder(m.target, "/proc") || IsUnder(m.target, "/sys") || IsUnder(m.target, "/dev") ||
+          IsUnder(m.target, protocol::kJobDir) || IsUnder(protocol::kJobDir, m.target)) {
+        r_.Report(item.value.Mark(), item.path + ": target '" + m.target + "' is a path the sandbox builds itself (/, /proc, /sys, /dev, " +
+                                         protocol::kJobDir + ")",
+                  "mount elsewhere, e.g. /workspace");
+        continue;
+      }
+      bool clash = false;
+      for (const auto& other : p_.mounts)
+        if (IsUnder(m.target, other.target) || IsUnder(other.target, m.target)) clash = true;
+      if (clash) {
+        r_.Report(item.value.Mark(), item.path + ": target '" + m.target + "' is inside (or holds) another mount's target",
+                  "give each mount its own directory");
+        continue;
+      }
+      p_.mounts.push_back(m);
+      p_.positions[item.path] = r_.Pos(item.value.Mark());
+    }
   }
 
   void User(const Field& f) {

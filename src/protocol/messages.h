@@ -38,6 +38,18 @@ struct TmpfsSpec {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TmpfsSpec, path, size_bytes, mode, noexec, nosuid, nodev)
 
+// A host directory in the box (policy container.mounts). The host checks the source against its
+// allowed roots and opens it as a detached, id-mapped mount (native: host_mounts.h); init only
+// attaches what it is handed, by fd, never opening a host path itself.
+struct MountSpec {
+  std::string source;       // the real host path (for messages; init never opens it)
+  std::string target;       // absolute mount point inside the box
+  std::string mode = "ro";  // "ro" | "overlay"
+  uint64_t size_bytes = 0;  // overlay: the size of the tmpfs holding the upper layer
+  int fd = -1;              // the detached mount's fd in init (set when the box starts)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MountSpec, source, target, mode, size_bytes, fd)
+
 // Where init writes the program file, on every backend (a small noexec tmpfs, read-only to the
 // program; the Docker backend mounts it as a container tmpfs).
 inline constexpr const char* kJobDir = "/run/job";
@@ -55,6 +67,7 @@ struct BoxSetup {
   std::string rootfs = "host";  // "host" (the host's system dirs, read-only), a directory path, or "image" (`layers`)
   bool read_only = true;
   std::vector<TmpfsSpec> tmpfs;
+  std::vector<MountSpec> mounts;  // host directories, mounted with the tmpfs (shortest path first)
   std::string job_dir = kJobDir;  // where init writes the program file (noexec, read-only to it)
   std::string hostname = "sandbox";
   bool network_enabled = false;
@@ -90,7 +103,7 @@ struct BoxSetup {
 // layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
 // option string (one short /proc/self/fd name per layer) well within the kernel's page for it.
 inline constexpr size_t kMaxImageLayers = 128;
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs, mounts,
                                                 job_dir, hostname, network_enabled, allow, deny,
                                                 uid, gid, trace, gvisor_accept_weaker,
                                                 layers, image_env, image_workdir, egress_proxy, egress_ca_pem)

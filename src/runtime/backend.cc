@@ -7,6 +7,8 @@ protocol::BoxSetup PolicyBoxSetup(const Policy& policy) {
   s.read_only = policy.read_only;
   for (const auto& t : policy.tmpfs)
     s.tmpfs.push_back(protocol::TmpfsSpec{t.path, t.size_bytes, t.mode, t.noexec, t.nosuid, t.nodev});
+  for (const auto& m : policy.mounts)
+    s.mounts.push_back(protocol::MountSpec{m.source, m.target, m.mode, m.size_bytes, -1});
   s.network_enabled = policy.network_enabled;
   s.allow = policy.allow;
   s.deny = policy.deny;

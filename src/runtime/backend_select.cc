@@ -18,6 +18,7 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.image_puller = opts.image_puller;
   n.egress = opts.egress;
   n.build_progress = opts.build_progress;
+  n.mount_roots = opts.mount_roots;
   return std::unique_ptr<Backend>(new native::NativeBackend(n));
 }
 

@@ -37,6 +37,8 @@ struct BackendOptions {
   egress::EgressOptions egress;  // native: the egress proxy's pins and limits (docs/network.md)
   // native: container.build's progress lines (the CLI's stderr, the daemon's log).
   std::function<void(const std::string&)> build_progress;
+  // container.mounts' sources must be under one of these (serve/run --mount-root; mount_roots.h).
+  std::vector<std::string> mount_roots;
 };
 
 // Names accepted by MakeBackend, "auto" first.

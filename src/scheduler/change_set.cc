@@ -188,9 +188,7 @@ class Builder {
 
 std::vector<std::string> ChangeRoots(const Policy& policy, const std::string& asked) {
   if (!asked.empty()) return {asked};
-  std::vector<std::string> out;
-  for (const auto& t : policy.tmpfs) out.push_back(t.path);
-  return out;
+  return WritableDirs(policy);
 }
 
 Result<Manifest> ManifestFromBox(PythonDriver& driver, const std::vector<std::string>& roots, const ChangesLimits& limits) {

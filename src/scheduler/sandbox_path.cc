@@ -5,11 +5,19 @@ namespace {
 
 std::string Writable(const Policy& policy) {
   std::string s;
-  for (const auto& t : policy.tmpfs) s += (s.empty() ? "" : ", ") + t.path;
+  for (const auto& t : WritableDirs(policy)) s += (s.empty() ? "" : ", ") + t;
   return s.empty() ? "none" : s;
 }
 
 }  // namespace
+
+std::vector<std::string> WritableDirs(const Policy& policy) {
+  std::vector<std::string> out;
+  for (const auto& t : policy.tmpfs) out.push_back(t.path);
+  for (const auto& m : policy.mounts)
+    if (m.mode == "overlay") out.push_back(m.target);
+  return out;
+}
 
 bool IsNormalizedAbsolute(const std::string& path) {
   if (path.empty() || path[0] != '/' || path.size() > 4096 || (path.size() > 1 && path.back() == '/')) return false;
@@ -26,8 +34,8 @@ bool IsNormalizedAbsolute(const std::string& path) {
 }
 
 Result<std::string> CheckSandboxDir(const Policy& policy, const std::string& path) {
-  for (const auto& t : policy.tmpfs)
-    if (t.path == path && IsNormalizedAbsolute(path) && path != "/") return path;
+  for (const auto& t : WritableDirs(policy))
+    if (t == path && IsNormalizedAbsolute(path) && path != "/") return path;
   return CheckSandboxPath(policy, path);
 }
 
@@ -49,8 +57,8 @@ Result<std::string> CheckSandboxPath(const Policy& policy, const std::string& pa
                    "traversal out of the sandbox's writable dirs is refused"};
     i = j + 1;
   }
-  for (const auto& t : policy.tmpfs) {
-    std::string root = t.path;
+  for (const auto& t : WritableDirs(policy)) {
+    std::string root = t;
     while (root.size() > 1 && root.back() == '/') root.pop_back();
     std::string prefix = root == "/" ? "/" : root + "/";
     if (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0) return path;

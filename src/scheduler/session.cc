@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "scheduler/sandbox_path.h"
 #include "scheduler/session_pool.h"
 
 namespace lsb::sched {
@@ -68,7 +69,42 @@ Status Session::OpenBox() {
   // Start the interpreter now, so the first execute pays only for its own code.
   if (config_.language == "python") LSB_TRY(StartDriver());
   baseline_ = true;
+  TakeChangesBase();
   return OkStatus();
+}
+
+void Session::TakeChangesBase() {
+  if (!config_.changes) return;
+  changes_base_.reset();
+  auto d = Driver();
+  if (!d.ok()) {
+    changes_error_ = d.error().message;
+    return;
+  }
+  auto m = ManifestFromBox(**d, WritableDirs(policy_), ChangesLimits{});
+  if (config_.language != "python") driver_.reset();
+  if (m.ok()) changes_base_ = std::move(*m);
+  else changes_error_ = m.error().message;
+}
+
+Result<nlohmann::json> Session::Changes(const std::string& dir) {
+  if (!config_.changes)
+    return Error{ErrorCode::kInvalidArgument,
+                 "changes: this session keeps no baseline; create it with \"changes\": true (POST /v1/sessions)"};
+  Touch(false);
+  if (!changes_base_) return Error{"changes: no baseline was taken: " + changes_error_};
+  std::vector<std::string> roots = dir.empty() ? WritableDirs(policy_) : std::vector<std::string>{dir};
+  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
+  auto now = ManifestFromBox(*d, roots, ChangesLimits{});
+  if (config_.language != "python") driver_.reset();
+  Touch(false);
+  if (!now.ok()) return now.error();
+  Manifest before;
+  for (const auto& [path, e] : *changes_base_) {
+    bool inside = dir.empty() || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
+    if (inside) before.emplace(path, e);
+  }
+  return DiffManifests(before, *now, dir.empty() ? "/" : dir, ChangesLimits{});
 }
 
 Status Session::StartDriver() {
@@ -183,6 +219,7 @@ Result<FileOpResult> Session::PutFile(const std::string& path, const std::string
   LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
   auto r = d->WriteFile(path, data);
   if (config_.language != "python") driver_.reset();  // the box is free for plain runs again
+  if (r.ok() && r->status == FileOpStatus::kOk) TakeChangesBase();  // an upload is no change
   Touch(false);
   return r;
 }
@@ -201,6 +238,7 @@ Status Session::PutArchive(const UnpackedArchive& archive) {
   LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
   Status s = UnpackIntoBox(*d, archive);
   if (config_.language != "python") driver_.reset();
+  if (s.ok()) TakeChangesBase();  // an upload is no change
   Touch(false);
   return s;
 }

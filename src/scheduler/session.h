@@ -20,6 +20,7 @@
 #include "runtime/backend.h"
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
+#include "scheduler/change_set.h"
 #include "scheduler/python_driver.h"
 #include "scheduler/rich_outputs.h"
 #include "scheduler/workspace_io.h"
@@ -34,6 +35,9 @@ struct SessionConfig {
   // Python run once when the interpreter starts (the policy's session.setup, then the request's):
   // a reset comes back to the state after it without running it again. Python sessions only.
   std::string setup;
+  // Change sets for the session (GET /v1/sessions/{id}/changes): a manifest of the writable dirs
+  // is taken when the box opens and again after each upload (PUT files, PUT archive).
+  bool changes = false;
 };
 
 // The most snapshots one session takes (each keeps one more zygote process in its box).
@@ -99,6 +103,9 @@ class Session {
   // An archive checked on the host (archive_in.h) written under its target.
   Status PutArchive(const UnpackedArchive& archive);
   Result<TreeArchive> GetTree(const std::string& dir, const TreeLimits& limits);
+  // What changed under `dir` ("" = every writable dir) since the box opened or the last upload,
+  // as an execute's "changes" object (change_set.h). kInvalidArgument without config.changes.
+  Result<nlohmann::json> Changes(const std::string& dir);
   // Back to the state after creation (or the last Snapshot): a fresh interpreter forked from the
   // zygote with the files put back and every process of the episode gone; a new box when that
   // cannot be done (a plain-run session, an interpreter that died since, a failed restore).
@@ -149,6 +156,10 @@ class Session {
   // The zygote holds what Reset returns to: false once the interpreter was restarted mid-session
   // (its zygote took the files as they were then), true again after a new box or a Snapshot.
   bool baseline_ = false;
+  // config.changes: the manifest the session's change sets compare with (or why there is none).
+  std::optional<Manifest> changes_base_;
+  std::string changes_error_;
+  void TakeChangesBase();
   std::optional<ExecResult> setup_result_;
 
   mutable std::mutex info_mu_;

@@ -143,6 +143,7 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
                                                const image::StoreAndPuller& images) {
   BackendOptions bopts;
   bopts.images_file = config.images_file;
+  bopts.mount_roots = config.mount_roots;
   bopts.image_source = images.store;
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;

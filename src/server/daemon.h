@@ -29,6 +29,7 @@ struct DaemonConfig {
   uint16_t port = 8080;
   std::string policies_dir;        // "" = DefaultPolicyDir()
   std::string images_file;
+  std::vector<std::string> mount_roots;  // --mount-root: where container.mounts' sources may be
   // The image store (--store; "" = DefaultStoreDir()) and how pulls into it on first use reach
   // registries (--insecure-registry, --ca-file, --certs-dir, --registry-mirror).
   std::string image_store;

@@ -79,8 +79,8 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
     if (!body.changes->empty()) {
       auto dir = sched::CheckSandboxDir(plan.policy, *body.changes);
       if (!dir.ok()) return BadRequest(where + "changes: " + dir.error().message);
-    } else if (plan.policy.tmpfs.empty()) {
-      return BadRequest(where + "changes: policy '" + plan.policy.name + "' has no writable path (container.tmpfs)");
+    } else if (sched::WritableDirs(plan.policy).empty()) {
+      return BadRequest(where + "changes: policy '" + plan.policy.name + "' has no writable path (container.tmpfs, or an overlay in container.mounts)");
     }
     plan.request.changes = body.changes;
   }

@@ -282,7 +282,7 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
 }
 
 ApiOr<SessionBody> ParseSessionBody(const json& j) {
-  static const std::set<std::string> known = {"policy", "idle_timeout", "max_lifetime", "language", "setup"};
+  static const std::set<std::string> known = {"policy", "idle_timeout", "max_lifetime", "language", "setup", "changes"};
   for (const auto& [k, _] : j.items())
     if (!known.count(k)) return Field("", k, "unknown field");
   SessionBody b;
@@ -301,6 +301,10 @@ ApiOr<SessionBody> ParseSessionBody(const json& j) {
   auto setup = OptString(j, "setup", "");
   if (!setup.ok()) return setup.error();
   b.setup = setup->value_or("");
+  if (Present(j, "changes")) {
+    if (!j.at("changes").is_boolean()) return Field("", "changes", "must be true or false (a baseline for GET /v1/sessions/{id}/changes)");
+    b.changes = j.at("changes").get<bool>();
+  }
   return b;
 }
 

@@ -52,6 +52,7 @@ struct SessionBody {
   std::optional<uint64_t> idle_timeout_ms;
   std::optional<uint64_t> max_lifetime_ms;
   std::string setup;  // python run once when the interpreter starts (docs/api.md "Sessions")
+  bool changes = false;  // keep a baseline for GET /v1/sessions/{id}/changes
 };
 
 // The limits of base/bounded_json.h for request bodies (JSON API and /mcp): depth and element

@@ -41,6 +41,12 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
   cfg.max_lifetime_ms = body->max_lifetime_ms.value_or(ctx.limits.default_max_lifetime_ms);
   cfg.owner = req.owner;
   cfg.setup = (*policy)->session_setup;
+  cfg.changes = body->changes;
+  if (cfg.changes) {
+    if (auto ok = sched::CheckDriverSupported(**policy); !ok.ok()) return ErrorResponse(BadRequest("changes: " + ok.error().message));
+    if (sched::WritableDirs(**policy).empty())
+      return ErrorResponse(BadRequest("changes: policy '" + (*policy)->name + "' has no writable path (container.tmpfs, or an overlay in container.mounts)"));
+  }
   if (!body->setup.empty()) cfg.setup += (cfg.setup.empty() ? "" : "\n") + body->setup;
   if (cfg.max_lifetime_ms > ctx.limits.max_session_lifetime_ms)
     return ErrorResponse({ApiCode::kForbidden, "max_lifetime: at most " +
@@ -233,6 +239,28 @@ Reply GetArchive(ServerContext& ctx, HttpRequest& req) {
   return res;
 }
 
+// GET /v1/sessions/{id}/changes?path=: what changed since the box opened or the last upload.
+Reply GetChanges(ServerContext& ctx, HttpRequest& req) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  sched::Session& session = **s;
+  std::string dir;
+  if (!req.Query("path").empty()) {
+    auto d = DirPath(req, session);
+    if (!d.ok()) return ErrorResponse(d.error());
+    dir = *d;
+  }
+  auto r = OnSession<json>(ctx, session, [&]() -> ApiOr<json> {
+    auto x = session.Changes(dir);
+    if (x.ok()) return std::move(*x);
+    if (x.error().code == ErrorCode::kInvalidArgument) return BadRequest(x.error().message);
+    if (x.error().code == ErrorCode::kResourceExhausted) return ApiError{ApiCode::kPayloadTooLarge, x.error().message};
+    return SandboxError(x.error().message);
+  });
+  if (!r.ok()) return ErrorResponse(r.error());
+  return JsonResponse(200, *r);
+}
+
 }  // namespace
 
 void AddSessionRoutes(Router& router, ServerContext& ctx) {
@@ -263,6 +291,7 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
   router.Add("PUT", "/v1/sessions/{id}/archive", [&ctx](HttpRequest& req, ResponseStream&) { return PutArchive(ctx, req); },
              BodyKind::kRaw);
   router.Add("GET", "/v1/sessions/{id}/archive", [&ctx](HttpRequest& req, ResponseStream&) { return GetArchive(ctx, req); });
+  router.Add("GET", "/v1/sessions/{id}/changes", [&ctx](HttpRequest& req, ResponseStream&) { return GetChanges(ctx, req); });
   AddSessionStateRoutes(router, ctx);
 }
 

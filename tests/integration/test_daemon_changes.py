@@ -245,6 +245,56 @@ class ChangesTest(unittest.TestCase):
         self.assertEqual({f["path"]: f["kind"] for f in ch["files"]}, {"/tmp/etc": "symlink", "/tmp/pw": "symlink"})
         self.assertNotIn("root:", ch["patch"])  # the link's target, not the file it names
 
+    # ---- session change sets
+
+    def test_a_sessions_change_set_since_its_upload_applies_with_git_apply(self):
+        r = request(self.d.base, "POST", "/v1/sessions", body={"policy": "changes-test", "changes": True})
+        self.assertEqual(r.status, 201, r.body[:2000])
+        sid = r.json()["session_id"]
+        self.addCleanup(request, self.d.base, "DELETE", f"/v1/sessions/{sid}")
+        base = f"/v1/sessions/{sid}"
+        r = request(self.d.base, "PUT", base + "/archive?path=/tmp/work", body=project_tar(), raw=True)
+        self.assertEqual(r.status, 201, r.body[:2000])
+        r = request(self.d.base, "GET", base + "/changes?path=/tmp/work")
+        self.assertEqual((r.status, r.json()["files"]), (200, []), r.body[:2000])  # the upload is the baseline
+        r = request(self.d.base, "POST", base + "/execute", body={"code": FIX}, timeout=120)
+        self.assertEqual(r.status, 200, r.body[:2000])
+        r = request(self.d.base, "POST", base + "/execute",
+                    body={"code": "open('/tmp/work/later.txt', 'w').write('second execution\\n')"})
+        self.assertEqual(r.status, 200, r.body[:2000])
+        r = request(self.d.base, "GET", base + "/changes?path=/tmp/work")
+        self.assertEqual(r.status, 200, r.body[:2000])
+        self.api.check("GET", "/v1/sessions/{id}/changes", r.status, r.json())
+        ch = r.json()
+        kinds = {f["path"][len("/tmp/work/"):]: f["change"] for f in ch["files"]}
+        self.assertEqual(kinds["calc/ops/compat.py"], "renamed")
+        self.assertEqual(kinds["later.txt"], "added")
+        patched, expected = self.local_copy(), self.local_copy()
+        subprocess.run(["python3", "-c", FIX], env=dict(os.environ, ROOT=expected), check=True, capture_output=True)
+        with open(os.path.join(expected, "later.txt"), "w") as f:
+            f.write("second execution\n")
+        patch = os.path.join(self.dir, "session.patch")
+        with open(patch, "w") as f:
+            f.write(ch["patch"])
+        r2 = subprocess.run(["git", "apply", patch], cwd=patched, capture_output=True, text=True)
+        self.assertEqual(r2.returncode, 0, r2.stderr + ch["patch"][:3000])
+        self.assertEqual(tree(patched), tree(expected))
+        # All writable dirs when no path is given; a path outside them is refused.
+        r = request(self.d.base, "GET", base + "/changes")
+        self.assertEqual((r.status, r.json()["root"]), (200, "/"))
+        r = request(self.d.base, "GET", base + "/changes?path=/etc")
+        self.assertEqual(r.status, 400, r.body)
+
+    def test_a_session_without_the_flag_has_no_change_sets(self):
+        r = request(self.d.base, "POST", "/v1/sessions", body={"policy": "changes-test"})
+        sid = r.json()["session_id"]
+        self.addCleanup(request, self.d.base, "DELETE", f"/v1/sessions/{sid}")
+        r = request(self.d.base, "GET", f"/v1/sessions/{sid}/changes")
+        self.assertEqual(r.status, 400, r.body)
+        self.assertIn('"changes": true', r.json()["error"]["message"])
+        r = request(self.d.base, "POST", "/v1/sessions", body={"policy": "changes-test", "changes": "yes"})
+        self.assertEqual(r.status, 400, r.body)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -12,7 +12,7 @@ import {
   BadRequest, Conflict, ConnectionFailed, Forbidden, NotFound, PayloadTooLarge, ProtocolError,
   RateLimited, SandboxError, SandboxFailure, ServerError, Unauthorized, Unavailable,
 } from "./errors.js";
-import type { ExecResult, PolicySummary } from "./types.js";
+import type { ExecResult, PolicySummary, RichOutput } from "./types.js";
 
 /** One policy as the tool offers it to the model. */
 export interface ToolPolicy {
@@ -186,19 +186,69 @@ export function errorForModel(err: unknown): string {
   throw err;
 }
 
-/** Runs one tool call: checks the policy choice, executes, formats. */
-export async function runForTool(cfg: ResolvedToolConfig, input: ToolInput, signal?: AbortSignal): Promise<string> {
+/** An image a program displayed (a matplotlib figure, a value's _repr_png_), for the model. */
+export interface ToolImage {
+  mimeType: "image/png" | "image/jpeg";
+  /** base64, as the daemon returned it */
+  data: string;
+}
+
+/** What one tool call gives the model: the text, and the images among the rich outputs. */
+export interface ToolReply {
+  text: string;
+  images: ToolImage[];
+}
+
+/**
+ * The images of a result's rich outputs, and the text the other entries add (text/plain, errors).
+ * `attached`: the framework hands the images to the model (LangChain content blocks); false: the
+ * text says an image was made but is not shown (LlamaIndex's tool results are text only).
+ */
+export function outputsForModel(outputs: RichOutput[] | undefined, maxOutputChars = 8000, attached = true): ToolReply {
+  const images: ToolImage[] = [];
+  const lines: string[] = [];
+  for (const [i, o] of (outputs ?? []).entries()) {
+    if (typeof o?.error === "string") {
+      lines.push(`[${i}] error: ${o.error}`);
+      continue;
+    }
+    let image = false;
+    for (const mimeType of ["image/png", "image/jpeg"] as const) {
+      const data = o?.[mimeType];
+      if (typeof data === "string" && data !== "" && !image) {
+        images.push({ mimeType, data });
+        image = true;
+      }
+    }
+    const note = !image ? "" : attached ? " (image attached)" : ` (${images.at(-1)!.mimeType} image, not shown: this tool returns text only)`;
+    const plain = o?.["text/plain"];
+    if (typeof plain === "string") lines.push(`[${i}]${note} ${clip(plain, maxOutputChars)}`);
+    else if (image) lines.push(`[${i}]${note}`);
+  }
+  return { text: lines.length ? `outputs:\n${lines.join("\n")}` : "", images };
+}
+
+/** Runs one tool call: checks the policy choice, executes, formats; images kept apart. */
+export async function runForToolReply(cfg: ResolvedToolConfig, input: ToolInput, signal?: AbortSignal,
+                                      attached = true): Promise<ToolReply> {
   const policy = input.policy ?? cfg.defaultPolicy;
   if (!cfg.policies.some((p) => p.name === policy)) {
-    return `error: policy ${JSON.stringify(policy)} is not available to you; choose one of: ${cfg.policies.map((p) => p.name).join(", ")}`;
+    return { text: `error: policy ${JSON.stringify(policy)} is not available to you; choose one of: ${cfg.policies.map((p) => p.name).join(", ")}`, images: [] };
   }
-  if (typeof input.code !== "string" || input.code.trim() === "") return "error: `code` must be a non-empty program";
+  if (typeof input.code !== "string" || input.code.trim() === "") return { text: "error: `code` must be a non-empty program", images: [] };
   try {
     const result = await cfg.client.execute(input.code, {
       policy, language: input.language, timeout: cfg.timeout, signal,
     });
-    return formatResult(result, cfg.maxOutputChars);
+    const outs = outputsForModel(result.outputs, cfg.maxOutputChars, attached);
+    const text = formatResult(result, cfg.maxOutputChars);
+    return { text: outs.text ? `${text}\n${outs.text}` : text, images: outs.images };
   } catch (err) {
-    return errorForModel(err);
+    return { text: errorForModel(err), images: [] };
   }
+}
+
+/** Runs one tool call as text only (images named in the text, not attached). */
+export async function runForTool(cfg: ResolvedToolConfig, input: ToolInput, signal?: AbortSignal): Promise<string> {
+  return (await runForToolReply(cfg, input, signal, false)).text;
 }

@@ -45,7 +45,15 @@ export interface ExecResult {
   trust?: "execution" | "session";
   /** Present when the request had `collect`: the files returned, or why one was not. */
   collected?: CollectedFile[];
+  /**
+   * Rich outputs (docs/api.md "Rich outputs"): each entry maps MIME types to data ("image/png":
+   * base64, "text/plain": text, ...), or is {error}. Absent when there are none.
+   */
+  outputs?: RichOutput[];
 }
+
+/** One rich output: MIME type -> data, or {error: why it could not be returned}. */
+export type RichOutput = Record<string, unknown> & { error?: string };
 
 /** One entry of ExecResult.collected: content (UTF-8 text), content_base64 (bytes) or error. */
 export interface CollectedFile {

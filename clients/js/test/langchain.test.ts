@@ -125,4 +125,33 @@ describe("LangChain.js tool", () => {
     const text = await runCode.invoke({ code: "print(1)" });
     assert.match(String(text), /^error: the policy does not allow this request \(forbidden\): .*timeout/);
   });
+
+  test("a figure the program shows reaches the model as an image content block", async () => {
+    const runCode = await createSandboxTool({ client, policies: ["research-trace"] });
+    const code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('three points')\nplt.show()\nprint('plotted')";
+    let seen: unknown = null;
+    const model = fakeModel()
+      .respondWithTools([{ name: "run_code", id: "plot", args: { code } }])
+      .respond((messages: BaseMessage[]) => {
+        const toolMsg = [...messages].reverse().find((m) => ToolMessage.isInstance(m))!;
+        seen = toolMsg.content;
+        return new AIMessage("I saw the plot.");
+      });
+    const agent = createAgent({ model, tools: [runCode] });
+    await agent.invoke({ messages: [new HumanMessage("plot three points")] });
+    // The model's next turn was given the tool message with a text block and a PNG image block.
+    assert.ok(Array.isArray(seen), `content blocks, got: ${JSON.stringify(seen).slice(0, 300)}`);
+    const blocks = seen as Array<Record<string, string>>;
+    assert.equal(blocks[0].type, "text");
+    assert.match(blocks[0].text, /status: ok[\s\S]*stdout:\nplotted\n[\s\S]*outputs:\n\[0\] \(image attached\)/);
+    const images = blocks.filter((b) => b.type === "image");
+    assert.equal(images.length, 1);
+    assert.equal(images[0].mimeType, "image/png");
+    const png = Buffer.from(images[0].data, "base64");
+    assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert.ok(png.length > 1000, "a rendered figure, not a stub");
+    // Code that shows nothing keeps the plain-text tool message.
+    const text = await runCode.invoke({ code: "print(2)" });
+    assert.equal(typeof text, "string");
+  });
 });

@@ -105,4 +105,11 @@ describe("LlamaIndex.TS FunctionTool", () => {
     const out = await runCode.call({ code: "print(1)", policy: "research-trace" });
     assert.match(out, /^error: policy "research-trace" is not available to you; choose one of: python-strict$/);
   });
+
+  test("a figure is named in the text: LlamaIndex tool results carry text only", async () => {
+    const runCode = await createSandboxFunctionTool({ client, policies: ["research-trace"] });
+    const out = await runCode.call({ code: "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()" });
+    assert.match(out, /status: ok[\s\S]*outputs:\n\[0\] \(image\/png image, not shown: this tool returns text only\)/);
+    assert.doesNotMatch(out, /iVBOR/);  // no base64 flooding the model's context
+  });
 });

@@ -105,6 +105,9 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (!policy.build.empty())
     problems.push_back("container.build: the Docker backend does not build environments yet (docs/policy.md); run the "
                        "policy on the native backend");
+  if (!policy.mounts.empty())
+    problems.push_back("container.mounts: the Docker backend does not mount host directories yet (docs/policy.md "
+                       "\"container.mounts\"); run the policy on the native backend (--backend native)");
   // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for; any
   // other network is the egress proxy's socket made in the container's namespace (egress_attach.h).
   if (policy.network_enabled && !policy.NetworkUnfiltered()) {

@@ -86,6 +86,8 @@ struct ChildPlan {
   bool loopback_up;
   bool egress_listener;
   const BoxUserLimits* limits;
+  const int* keep_fds;
+  size_t n_keep;
 };
 
 // The egress proxy's listening socket (docs/network.md), made here in the box's new network
@@ -182,6 +184,8 @@ bool ApplyUserLimits(const BoxUserLimits& l) {
   // Everything else (the host's fds included) is gone at exec; status_w and init_fd stay usable
   // until then.
   if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) != 0) fail(LaunchStage::kCloseRange);
+  for (size_t i = 0; i < p.n_keep; ++i)
+    if (::fcntl(p.keep_fds[i], F_SETFD, 0) != 0) fail(LaunchStage::kCloseRange);
   char arg0[] = "llm-sandbox-init";
   char* argv[] = {arg0, nullptr};
   char env0[] = "PATH=/usr/local/bin:/usr/bin:/bin";
@@ -302,7 +306,10 @@ Result<LaunchedInit> LaunchInit(const LaunchOptions& opts) {
   args.exit_signal = SIGCHLD;
   ChildPlan plan{sync_child.get(), sync_parent.get(), status.w.get(), child_end.get(), diag.w.get(),
                  init_fd.get(),    !opts.idmap.deny_setgroups, unshare_flags, opts.loopback_up || opts.egress_listener,
-                 opts.egress_listener && opts.new_net, &opts.user_limits};
+                 opts.egress_listener && opts.new_net, &opts.user_limits, opts.keep_fds.data(),
+                 opts.keep_fds.size()};
+  for (int fd : opts.keep_fds)
+    if (fd <= 2) return Error{"an fd handed to the box's init is below 3: " + std::to_string(fd)};
   // The new user namespace is owned by the creating thread's euid, and that uid is what the host
   // charges for everything the box counts against per-user limits (box_user_limits.h). Only this
   // thread's euid changes (a raw setresuid; glibc's would change every thread's), for the one

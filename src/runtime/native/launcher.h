@@ -76,6 +76,9 @@ struct LaunchOptions {
   // of waiting for the host to learn that init started. What the socket buffer cannot hold
   // follows once init reads.
   std::string first_frames;
+  // Fds init inherits at their numbers (the rest are closed at exec): detached mounts of
+  // container.mounts (host_mounts.h), named by number in the setup.
+  std::vector<int> keep_fds;
   // Runs in the parent after the id maps are written, while the child makes its namespaces.
   // Returns the cgroup v1 `tasks` files opened by the parent (BoxCgroups::SelfAttachFiles): the
   // released child writes "0" to each before anything else, so it is in its groups before it

@@ -14,7 +14,9 @@
 #include "runtime/native/box_root.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/init_binary.h"
+#include "runtime/native/host_mounts.h"
 #include "runtime/native/launcher.h"
+#include "runtime/mount_roots.h"
 #include "runtime/native/native_box.h"
 #include "egress/box_egress.h"
 #include "egress/egress_proxy.h"
@@ -210,6 +212,7 @@ Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
   LSB_ASSIGN_OR_RETURN(BoxRoot root, ResolveRoot(policy, /*may_pull=*/true));
   protocol::BoxSetup s = PolicyBoxSetup(policy);
   s.mode = protocol::BoxMode::kBuildRoot;  // init assembles the root itself
+  LSB_ASSIGN_OR_RETURN(s.mounts, ResolveHostMounts(s.mounts, opts_.mount_roots));
   s.rootfs = root.rootfs;
   if (policy.network_enabled) s.egress_proxy = protocol::kEgressProxyAddress;
   if (root.image) {
@@ -282,8 +285,21 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   // Before the root is mounted: from here on the store keeps the image's layers (store_lease.h).
   auto lease = image::ImageLease::Take(setup.layers);
   if (!lease.ok()) return lease.error();
+  // container.mounts: detached, id-mapped mounts init attaches (host_mounts.h); the fds live until
+  // init has its copies.
+  std::vector<UniqueFd> mount_fds;
+  if (!box_setup.mounts.empty()) {
+    if (!Privileged())
+      return Error{"container.mounts needs the daemon to run as root (it makes id-mapped mounts of the host directories)"};
+    for (auto& m : box_setup.mounts) {
+      LSB_ASSIGN_OR_RETURN(UniqueFd fd, OpenHostMount(m.source, opts_.id_base + box_setup.uid, opts_.id_base + box_setup.gid));
+      m.fd = fd.get();
+      mount_fds.push_back(std::move(fd));
+    }
+  }
   std::string id = NewBoxId();
   LaunchOptions lo;
+  for (const auto& fd : mount_fds) lo.keep_fds.push_back(fd.get());
   lo.init_fd = init.fd.get();
   lo.new_net = plan.new_net;
   lo.loopback_up = opts_.loopback_up;

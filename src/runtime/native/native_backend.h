@@ -51,6 +51,8 @@ struct NativeOptions {
   egress::EgressOptions egress;
   // Where container.build's progress lines go (the CLI's stderr, the daemon's log); empty: nowhere.
   std::function<void(const std::string&)> build_progress;
+  // container.mounts' sources must be under one of these (serve/run --mount-root; mount_roots.h).
+  std::vector<std::string> mount_roots;
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.
