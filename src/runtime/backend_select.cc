@@ -27,6 +27,8 @@ Result<std::unique_ptr<docker::DockerBackend>> MakeDocker(const BackendOptions& 
   d.init_path = opts.init_path;
   d.init_volume = opts.init_volume;
   d.pool_size = opts.pool_size;
+  d.egress = opts.egress;
+  d.build_progress = opts.build_progress;
   if (probing) d.client.connect_timeout = std::chrono::milliseconds(1000);
   return docker::DockerBackend::Create(d);
 }
