@@ -18,6 +18,7 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.image_puller = opts.image_puller;
   n.egress = opts.egress;
   n.build_progress = opts.build_progress;
+  n.build_event = opts.build_event;
   return std::unique_ptr<Backend>(new native::NativeBackend(n));
 }
 
@@ -29,6 +30,7 @@ Result<std::unique_ptr<docker::DockerBackend>> MakeDocker(const BackendOptions& 
   d.pool_size = opts.pool_size;
   d.egress = opts.egress;
   d.build_progress = opts.build_progress;
+  d.build_event = opts.build_event;
   if (probing) d.client.connect_timeout = std::chrono::milliseconds(1000);
   return docker::DockerBackend::Create(d);
 }

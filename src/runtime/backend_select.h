@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.h"
 #include "egress/egress_options.h"
 #include "image/image_puller.h"
@@ -37,6 +39,8 @@ struct BackendOptions {
   egress::EgressOptions egress;  // native: the egress proxy's pins and limits (docs/network.md)
   // native: container.build's progress lines (the CLI's stderr, the daemon's log).
   std::function<void(const std::string&)> build_progress;
+  // container.build's events (the daemon's image_build events; runtime/build_events.h).
+  std::function<void(nlohmann::json)> build_event;
 };
 
 // Names accepted by MakeBackend, "auto" first.

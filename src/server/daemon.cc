@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -147,6 +148,11 @@ Status Prebuild(Backend& backend, const sched::PolicyStore& policies) {
   return OkStatus();
 }
 
+// The monitor container.build's events go to (image_build): the backend is made before the daemon's
+// core and monitor, so its sink finds the monitor here once AttachImages sets it (a --prebuild
+// before that is logged only).
+std::atomic<monitor::Monitor*> g_build_monitor{nullptr};
+
 // "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
 Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies,
                                                const image::StoreAndPuller& images) {
@@ -157,6 +163,9 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.init_path = config.init_path;
   bopts.egress = config.egress;
   bopts.build_progress = [](const std::string& line) { Log("build " + line); };
+  bopts.build_event = [](nlohmann::json e) {
+    if (monitor::Monitor* m = g_build_monitor.load()) m->ImageBuildEvent(std::move(e));
+  };
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
   bopts.policies = PolicyList(policies);
@@ -413,6 +422,7 @@ void DaemonCore::FinishWork(int grace_ms) {
 void DaemonCore::AttachImages(image::StoreAndPuller images) {
   images_ = std::move(images);
   ctx_->images = images_.store.get();
+  g_build_monitor.store(monitor_.get());
   if (!images_.puller) return;
   monitor::Monitor* m = monitor_.get();
   images_.puller->SetListener([m](const image::PullEvent& e) {
@@ -425,6 +435,7 @@ void DaemonCore::AttachImages(image::StoreAndPuller images) {
 }
 
 void DaemonCore::StopMonitor() {
+  g_build_monitor.store(nullptr);
   if (monitor_) monitor_->Stop();  // webhooks still queued are dropped (counted)
 }
 

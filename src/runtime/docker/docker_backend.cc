@@ -139,7 +139,11 @@ Result<DockerBuilt> DockerBackend::BuildEnvironment(const Policy& policy, const 
   if (policy.build.empty()) return Error{"policy '" + policy.name + "' has no container.build"};
   LSB_TRY(Check(policy));
   LSB_TRY(EnsureBaseImage(policy));
-  return builder_->Build(policy, images_.Map(policy.image), progress);
+  BuildReport report(opts_.build_event, progress, policy, "docker");
+  auto built = builder_->Build(policy, images_.Map(policy.image), report.progress());
+  if (built.ok()) report.Done(built->image, built->steps, built->steps_built);
+  else report.Failed(built.error().message);
+  return built;
 }
 
 Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
@@ -151,8 +155,13 @@ Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
   auto progress = opts_.build_progress ? opts_.build_progress : [](const std::string& line) {
     std::fprintf(stderr, "llm-sandbox: build %s\n", line.c_str());
   };
-  auto built = builder_->Build(policy, mapped, progress);
-  if (!built.ok()) return built.error();
+  BuildReport report(opts_.build_event, progress, policy, "docker");
+  auto built = builder_->Build(policy, mapped, report.progress());
+  if (!built.ok()) {
+    report.Failed(built.error().message);
+    return built.error();
+  }
+  report.Done(built->image, built->steps, built->steps_built);
   return built->image;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "runtime/backend.h"
+#include "runtime/build_events.h"
 #include "runtime/docker/container_pool.h"
 #include "runtime/docker/container_reaper.h"
 #include "runtime/docker/docker_builder.h"
@@ -36,6 +37,7 @@ struct DockerBackendOptions {
   // container.build: the build's egress proxy (pins, limits) and its progress lines.
   egress::EgressOptions egress;
   std::function<void(const std::string&)> build_progress;
+  BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
 };
 
 class DockerBackend : public Backend {

@@ -22,6 +22,7 @@
 #include "runtime/native/box_root.h"
 #include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
+#include "runtime/build_events.h"
 #include "runtime/native/env_builder.h"
 #include "runtime/native/idmap.h"
 
@@ -51,6 +52,7 @@ struct NativeOptions {
   egress::EgressOptions egress;
   // Where container.build's progress lines go (the CLI's stderr, the daemon's log); empty: nowhere.
   std::function<void(const std::string&)> build_progress;
+  BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.
