@@ -70,8 +70,6 @@ Monitor::Monitor(MonitorOptions opts) : opts_(std::move(opts)) {
   metrics_.Declare("lsb_sessions_active", MetricType::kGauge, "Sessions open now.");
   metrics_.Declare("lsb_sessions_limit", MetricType::kGauge, "Sessions that may be open at once.");
   metrics_.Declare("lsb_sessions_created_total", MetricType::kCounter, "Sessions created.");
-  metrics_.Declare("lsb_image_builds_total", MetricType::kCounter,
-                   "container.build runs that built a step (or failed), by result (done|failed).");
   metrics_.Declare("lsb_image_pulls_total", MetricType::kCounter,
                    "Pulls into the image store on first use (container.pull), by result.");
   metrics_.Declare("lsb_http_requests_total", MetricType::kCounter, "HTTP requests answered, by route and status.");
@@ -356,21 +354,6 @@ void Monitor::ImagePullEvent(json data) {
   if (state == "done" || state == "failed") metrics_.Inc("lsb_image_pulls_total", {{"result", state}});
   data["time"] = Rfc3339(std::chrono::system_clock::now());
   events_.PublishToAll("image_pull", std::move(data));
-}
-
-void Monitor::ImageBuildEvent(json data) {
-  std::string state = data.value("state", "");
-  data["time"] = Rfc3339(std::chrono::system_clock::now());
-  if (state == "done" || state == "failed") {
-    metrics_.Inc("lsb_image_builds_total", {{"result", state}});
-    if (audit_) {
-      json rec = data;
-      rec["type"] = "image_build";
-      if (audit_->Append(rec).ok()) metrics_.Inc("lsb_audit_records_total");
-      else metrics_.Inc("lsb_audit_errors_total");
-    }
-  }
-  events_.PublishToAll("image_build", std::move(data));
 }
 
 void Monitor::HttpRequest(const std::string& route, int status, double seconds) {

@@ -108,9 +108,6 @@ class Monitor {
   // A pull into the image store (image_pull, seen by every owner: the store is shared); a final
   // one ("done"/"failed") is counted in lsb_image_pulls_total{result}.
   void ImagePullEvent(nlohmann::json data);
-  // A container.build (image_build, to every owner: the images are shared); a final one
-  // ("done"/"failed") is counted in lsb_image_builds_total{result} and kept in the audit log.
-  void ImageBuildEvent(nlohmann::json data);
   void HttpRequest(const std::string& route, int status, double seconds);
 
   // The views of `owner`'s executions only: another owner's are absent (404 for one by id).

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/state_dir.h"
+#include "base/time_format.h"
 #include "runtime/backend_select.h"
 #include "runtime/docker/docker_backend.h"
 #include "runtime/native/native_backend.h"
@@ -153,6 +154,15 @@ Status Prebuild(Backend& backend, const sched::PolicyStore& policies) {
 // before that is logged only).
 std::atomic<monitor::Monitor*> g_build_monitor{nullptr};
 
+// An image_build event (docs/api.md), to every subscriber (the images are shared, like image_pull);
+// a final one ("done"/"failed") counted in lsb_image_builds_total{result}.
+void ImageBuildEvent(monitor::Monitor& m, nlohmann::json e) {
+  std::string state = e.value("state", "");
+  if (state == "done" || state == "failed") m.metrics().Inc("lsb_image_builds_total", {{"result", state}});
+  e["time"] = Rfc3339(std::chrono::system_clock::now());
+  m.events().PublishToAll("image_build", std::move(e));
+}
+
 // "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
 Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const sched::PolicyStore& policies,
                                                const image::StoreAndPuller& images) {
@@ -164,7 +174,7 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.egress = config.egress;
   bopts.build_progress = [](const std::string& line) { Log("build " + line); };
   bopts.build_event = [](nlohmann::json e) {
-    if (monitor::Monitor* m = g_build_monitor.load()) m->ImageBuildEvent(std::move(e));
+    if (monitor::Monitor* m = g_build_monitor.load()) ImageBuildEvent(*m, std::move(e));
   };
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
@@ -422,6 +432,9 @@ void DaemonCore::FinishWork(int grace_ms) {
 void DaemonCore::AttachImages(image::StoreAndPuller images) {
   images_ = std::move(images);
   ctx_->images = images_.store.get();
+  if (monitor_)
+    monitor_->metrics().Declare("lsb_image_builds_total", monitor::MetricType::kCounter,
+                                "container.build runs that built a step (or failed), by result (done|failed).");
   g_build_monitor.store(monitor_.get());
   if (!images_.puller) return;
   monitor::Monitor* m = monitor_.get();
