@@ -138,7 +138,8 @@ def run(policy, program=PROGRAM):
 
 
 class DockerBuiltEnvironment(unittest.TestCase):
-    def test_pip_package_from_the_loopback_index_is_built_once_and_imported(self):
+    def test_a_pip_package_from_the_loopback_index_is_built_once_and_imported(self):
+        # (named to run before the network test, which then finds this pip step cached)
         policy = write_policy("docker-built", pip_build(["echo step-one > /usr/local/marker.txt"]))
         before = len(INDEX.requests)
         b = build(policy)
@@ -206,7 +207,7 @@ class DockerBuiltEnvironment(unittest.TestCase):
         before = len(INDEX.requests)
         step = ("python3 -c \"import urllib.request; "
                 f"urllib.request.urlopen('http://forbidden.test:{INDEX.port}/simple/'); print('REACH' + 'ED')\"")
-        policy = write_policy("docker-reach", pip_build([step], req="tinypkg>=0.1"))
+        policy = write_policy("docker-reach", pip_build([step]))
         b = build(policy, "--egress-resolve", "forbidden.test:127.0.0.1")
         self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
         self.assertNotIn("REACHED", b.stderr)

@@ -175,6 +175,9 @@ Result<DockerEnvBuilder::StepResult> DockerEnvBuilder::RunStep(const Policy& pol
     if (n <= 0) break;
     demux.Feed(std::string_view(buf, static_cast<size_t>(n)));
   }
+  // The engine does not mark a container stopped while its output waits to be read: the attach
+  // connection goes first, then the kill.
+  hj.fd = UniqueFd();
   if (out.timed_out || out.output_exceeded) (void)engine_->KillContainer(id);
   LSB_ASSIGN_OR_RETURN(bool stopped, engine_->WaitNotRunning(id, std::chrono::milliseconds(30000)));
   (*proxy)->Stop();
