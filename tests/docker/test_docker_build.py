@@ -221,7 +221,7 @@ class DockerBuiltEnvironment(unittest.TestCase):
         self.assertIn("ConnectionRefusedError", d.stderr)
 
     def test_files_under_opt_are_readable_and_importable_but_never_writable(self):
-        policy = write_policy("docker-files", 'files: {"/opt/fixtures/": "data/"}',
+        policy = write_policy("docker-files", 'files: {"/opt/fixtures/": "data/"}\nrun: [' + json.dumps(HIDE_STEP) + ']',
                               files={"data/fixmod.py": b"GREETING = 'imported from /opt'\n",
                                      "data/table.csv": b"a,b\n1,2\n"})
         b = build(policy)
@@ -234,7 +234,7 @@ class DockerBuiltEnvironment(unittest.TestCase):
         self.assertNotIn("WROTE", r.stdout)
         self.assertIn("no write /opt/fixtures/table.csv", r.stdout)
         self.assertIn("no write /opt/fixtures/new.txt", r.stdout)
-        self.assertIn("no read /root", r.stdout)
+        self.assertIn("no read /srv/hidden.txt", r.stdout)  # what a run step wrote elsewhere: not granted
 
     def test_a_step_printing_without_end_is_stopped_at_build_output(self):
         policy = write_policy("docker-flood", 'run: ["python3 -c \\"while True: print(\'flood\' * 100)\\""]\n'
@@ -244,6 +244,10 @@ class DockerBuiltEnvironment(unittest.TestCase):
         self.assertIn("printed more than build.output (1048576 bytes)", b.stderr)
         self.assertLess(len(b.stderr), 20000)
 
+
+# A run step writing outside the files targets (python: the native test image has no coreutils).
+HIDE_STEP = ("python3 -c \"import os; os.makedirs('/srv', exist_ok=True); "
+             "open('/srv/hidden.txt', 'w').write('hidden')\"")
 
 # What build.files put under /opt is the program's to read and import (Landlock read rules for the
 # targets), never to write; the rest of the image outside init's readable dirs stays unreadable.
@@ -260,10 +264,9 @@ OPT_PROGRAM = ("import os, sys\n"
                "    except OSError as e:\n"
                "        print('no write', p, e.errno)\n"
                "try:\n"
-               "    os.listdir('/root')\n"
-               "    print('read /root')\n"
+               "    print('read', open('/srv/hidden.txt').read())\n"
                "except OSError as e:\n"
-               "    print('no read /root', e.errno)\n")
+               "    print('no read /srv/hidden.txt', e.errno)\n")
 
 
 if __name__ == "__main__":
