@@ -17,6 +17,8 @@ int McpCommand(const Args& args);     // mcp_cmd.cc: llm-sandbox mcp (MCP server
 int ImagePullCommand(const Args& args);  // image_pull_cmd.cc: llm-sandbox image pull
 int ImageBuildCommand(const Args& args);  // image_build_cmd.cc: llm-sandbox image build
 int ReadyCommand(const Args& args);   // ready_cmd.cc: llm-sandbox ready (the image's health check)
+// image_docker_cmd.cc: image ls|prune --docker, the engine's images container.build made.
+int ImageDockerCommand(const std::string& sub, bool as_json);
 int ImageCommand(const Args& args);   // image_cmd.cc: llm-sandbox image import|ls|inspect|rm|prune
 
 }  // namespace lsb::cli

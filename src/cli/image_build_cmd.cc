@@ -12,17 +12,21 @@
 #include "image/registry_client.h"
 #include "policy/policy_loader.h"
 #include "runtime/backend_select.h"
+#include "runtime/docker/docker_backend.h"
 #include "runtime/native/native_backend.h"
 
 namespace lsb::cli {
 namespace {
 
 constexpr const char* kBuildUsage =
-    "usage: llm-sandbox image build [--store DIR] [--images FILE] [--json] [--egress-resolve NAME:ADDR]... POLICY\n"
+    "usage: llm-sandbox image build [--backend native|docker] [--store DIR] [--images FILE] [--json]\n"
+    "                               [--egress-resolve NAME:ADDR]... POLICY\n"
     "\n"
     "Builds POLICY's container.build (pip, files, run) on its container.image into the image store,\n"
     "one cached layer per step: steps already built are not run again. Progress goes to stderr;\n"
     "the result (image, steps built) to stdout. Also takes the registry options of image pull.\n"
+    "--backend docker builds into the Docker engine instead (images build.llm-sandbox.local/env:<key>,\n"
+    "labelled io.llm-sandbox.build; image ls/prune --docker list and remove them).\n"
     "Exit 0 on success, 1 when the build fails (the message names the step and ends with its\n"
     "output), 2 on bad usage.\n";
 
@@ -34,7 +38,7 @@ int BuildUsage(const std::string& problem) {
 }  // namespace
 
 int ImageBuildCommand(const Args& args) {
-  std::string store, images, policy_arg;
+  std::string store, images, policy_arg, backend_name = "native";
   bool as_json = false;
   image::PullOptions pull;
   egress::EgressOptions egress;
@@ -52,6 +56,9 @@ int ImageBuildCommand(const Args& args) {
       return 0;
     } else if (a == "--json") {
       as_json = true;
+    } else if (a == "--backend") {
+      if (!value(&backend_name) || (backend_name != "native" && backend_name != "docker"))
+        return BuildUsage("--backend is native or docker");
     } else if (a == "--store") {
       if (!value(&store)) return BuildUsage("--store needs a directory");
     } else if (a == "--images") {
@@ -86,6 +93,30 @@ int ImageBuildCommand(const Args& args) {
   BackendOptions bo;
   bo.images_file = images;
   bo.egress = egress;
+  auto progress = [](const std::string& line) { std::fprintf(stderr, "llm-sandbox image build: %s\n", line.c_str()); };
+  if (backend_name == "docker") {
+    bo.build_progress = progress;
+    auto made = MakeBackend("docker", bo);
+    auto* d = made.ok() ? dynamic_cast<docker::DockerBackend*>(made->get()) : nullptr;
+    if (!d) {
+      std::fprintf(stderr, "llm-sandbox image build: %s\n", made.ok() ? "not the Docker backend" : made.error().message.c_str());
+      return 1;
+    }
+    auto built = d->BuildEnvironment(*policy, progress);
+    if (!built.ok()) {
+      std::fprintf(stderr, "llm-sandbox image build: %s\n", built.error().message.c_str());
+      return 1;
+    }
+    if (as_json) {
+      nlohmann::json j{{"reference", built->image}, {"steps", built->steps}, {"steps_built", built->steps_built},
+                       {"policy", policy->name}, {"backend", "docker"}};
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("built %s for policy %s (%d steps, %d run now, in the Docker engine)\n", built->image.c_str(),
+                  policy->name.c_str(), built->steps, built->steps_built);
+    }
+    return 0;
+  }
   if (auto st = WireImageStore(store, pull, bo); !st.ok()) {
     std::fprintf(stderr, "llm-sandbox image build: %s\n", st.error().message.c_str());
     return 1;
@@ -96,9 +127,7 @@ int ImageBuildCommand(const Args& args) {
   n.image_puller = bo.image_puller;
   n.egress = bo.egress;
   native::NativeBackend backend(n);
-  auto built = backend.BuildEnvironment(*policy, [](const std::string& line) {
-    std::fprintf(stderr, "llm-sandbox image build: %s\n", line.c_str());
-  });
+  auto built = backend.BuildEnvironment(*policy, progress);
   if (!built.ok()) {
     std::fprintf(stderr, "llm-sandbox image build: %s\n", built.error().message.c_str());
     return 1;

@@ -25,6 +25,7 @@ constexpr const char* kUsage =
     "       llm-sandbox image inspect [--store DIR] [--json] REF\n"
     "       llm-sandbox image rm [--store DIR] REF...\n"
     "       llm-sandbox image prune [--store DIR]\n"
+    "       llm-sandbox image ls|prune --docker [--json]\n"
     "\n"
     "  import    load a `docker save` archive (FILE) or an OCI image layout (DIR, as\n"
     "            `skopeo copy ... oci:DIR[:tag]` makes); --name names the image (needed when the\n"
@@ -33,6 +34,8 @@ constexpr const char* kUsage =
     "  inspect   digest, size, platform, layers, config, and the interpreters the image has\n"
     "  rm        remove images, then the layers no other image uses\n"
     "  prune     remove unreferenced blobs and layers and what killed imports left behind\n"
+    "  --docker  ls/prune the Docker engine's images that container.build made (label\n"
+    "            io.llm-sandbox.build) instead of the store's\n"
     "\n"
     "The store is --store DIR, else $LLM_SANDBOX_IMAGE_STORE, else <state dir>/images\n"
     "($LLM_SANDBOX_STATE_DIR, /var/lib/llm-sandbox for root, ~/.local/state/llm-sandbox);\n"
@@ -303,6 +306,9 @@ int ImageCommand(const Args& args) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  bool docker = false, as_json = false;
+  for (const auto& a : rest) docker = docker || a == "--docker", as_json = as_json || a == "--json";
+  if (docker && (sub == "ls" || sub == "list" || sub == "prune")) return ImageDockerCommand(sub == "prune" ? "prune" : "ls", as_json);
   if (sub == "import") return Import(rest);
   if (sub == "ls" || sub == "list") return List(rest);
   if (sub == "inspect") return Inspect(rest);

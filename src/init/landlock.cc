@@ -84,6 +84,9 @@ std::vector<LandlockRule> PlanRules(const protocol::BoxSetup& setup, const ExecP
   // container.mounts: the target only, never its parent (overlay: writable, ro: read).
   for (const auto& m : setup.mounts) rules.push_back({m.target, m.mode == "overlay" ? kWriteTree : kRead});
   rules.push_back({setup.job_dir, kRead});
+  // container.build's files targets: read (and import), never write; exec only as allowed below.
+  for (const auto& p : setup.readable)
+    if (!p.empty() && p[0] == '/') rules.push_back({p, kRead});
   for (const auto& f : exec.allowed()) rules.push_back({f, kExec});
   for (const auto& f : exec.support()) rules.push_back({f, kExec});
   return rules;

@@ -28,7 +28,8 @@ struct LandlockRule {
 
 // The rules for this box: read on library/data/config dirs, only READ_DIR on bin dirs,
 // READ_FILE+EXECUTE on each allowed executable and its interpreters, read/write without EXECUTE
-// on the writable tmpfs mounts, read on the job dir, the device files, /proc.
+// on the writable tmpfs mounts, read on the job dir, the device files, /proc, and read on what
+// container.build.files put into the image (BoxSetup.readable).
 std::vector<LandlockRule> PlanRules(const protocol::BoxSetup& setup, const ExecPolicy& exec);
 
 // Creates the ruleset (fd, close-on-exec) for `abi`. Paths that do not exist are skipped.

@@ -94,7 +94,12 @@ class Explainer {
             "the proxy to build.network.allow (" + (b.network_allow.empty() ? std::string("nothing") : JoinList(b.network_allow)) +
             "), at most " + units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) +
             " per step; the program then runs on it under this policy's confinement"),
-        No("container.build is not supported on the docker backend yet; use the native backend"));
+        Yes("built once before the first box into images of the engine tagged " +
+                  std::string("build.llm-sandbox.local/env:<key>") +
+                  " (one per step, create + commit, cached by the same chained keys), each step in a container "
+                  "with network mode none whose only way out is the build's egress proxy (" +
+                  (b.network_allow.empty() ? std::string("nothing") : JoinList(b.network_allow)) + "), at most " +
+                  units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) + " per step (under runc, whatever container.runtime the boxes use)"));
   }
 
   // Under gVisor a control that needs Landlock or seccomp user notification is not enforced; the

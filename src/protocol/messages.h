@@ -98,6 +98,10 @@ struct BoxSetup {
   // trust bundle it writes for the program (egress_env.h), so the proxy can terminate TLS to the
   // secrets' hosts. "" otherwise.
   std::string egress_ca_pem;
+  // What container.build put into the image at its build.files targets (absolute paths): readable
+  // by the program (Landlock READ_FILE and READ_DIR beneath each), never writable, and executable
+  // only where commands.allow names a file. Paths init's own rules already cover need no entry.
+  std::vector<std::string> readable;
 };
 // The largest number of layers an image root may have: overlayfs itself stacks at most 500 lower
 // layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
@@ -106,7 +110,8 @@ inline constexpr size_t kMaxImageLayers = 128;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs, read_only, tmpfs, mounts,
                                                 job_dir, hostname, network_enabled, allow, deny,
                                                 uid, gid, trace, gvisor_accept_weaker,
-                                                layers, image_env, image_workdir, egress_proxy, egress_ca_pem)
+                                                layers, image_env, image_workdir, egress_proxy, egress_ca_pem,
+                                                readable)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {

@@ -1,5 +1,7 @@
 #include "runtime/backend.h"
 
+#include <algorithm>
+
 namespace lsb {
 
 protocol::BoxSetup PolicyBoxSetup(const Policy& policy) {
@@ -15,6 +17,12 @@ protocol::BoxSetup PolicyBoxSetup(const Policy& policy) {
   s.uid = policy.uid;
   s.gid = policy.gid;
   s.trace = policy.trace;
+  // What build.files put into the image is the program's to read, wherever the target is (/opt...).
+  for (const auto& f : policy.build.files) {
+    std::string t = f.target;
+    while (t.size() > 1 && t.back() == '/') t.pop_back();
+    if (std::find(s.readable.begin(), s.readable.end(), t) == s.readable.end()) s.readable.push_back(t);
+  }
   return s;
 }
 

@@ -19,6 +19,7 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.egress = opts.egress;
   n.build_progress = opts.build_progress;
   n.mount_roots = opts.mount_roots;
+  n.build_event = opts.build_event;
   return std::unique_ptr<Backend>(new native::NativeBackend(n));
 }
 
@@ -29,6 +30,8 @@ Result<std::unique_ptr<docker::DockerBackend>> MakeDocker(const BackendOptions& 
   d.init_volume = opts.init_volume;
   d.pool_size = opts.pool_size;
   d.egress = opts.egress;
+  d.build_progress = opts.build_progress;
+  d.build_event = opts.build_event;
   if (probing) d.client.connect_timeout = std::chrono::milliseconds(1000);
   return docker::DockerBackend::Create(d);
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.h"
 #include "egress/egress_options.h"
 #include "image/image_puller.h"
@@ -39,6 +41,8 @@ struct BackendOptions {
   std::function<void(const std::string&)> build_progress;
   // container.mounts' sources must be under one of these (serve/run --mount-root; mount_roots.h).
   std::vector<std::string> mount_roots;
+  // container.build's events (the daemon's image_build events; runtime/build_events.h).
+  std::function<void(nlohmann::json)> build_event;
 };
 
 // Names accepted by MakeBackend, "auto" first.

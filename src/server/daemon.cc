@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -15,7 +16,9 @@
 #include <thread>
 
 #include "base/state_dir.h"
+#include "base/time_format.h"
 #include "runtime/backend_select.h"
+#include "runtime/docker/docker_backend.h"
 #include "runtime/native/native_backend.h"
 #include "scheduler/one_shot_pool.h"
 #include "scheduler/session_pool.h"
@@ -121,11 +124,20 @@ Result<std::unique_ptr<sched::PolicyStore>> LoadPolicies(DaemonConfig& config) {
   return policies;
 }
 
-// --prebuild: each policy's container.build now, so no request waits for one (native backend).
+// --prebuild: each policy's container.build now, so no request waits for one (native and Docker).
 Status Prebuild(Backend& backend, const sched::PolicyStore& policies) {
   auto* native_backend = dynamic_cast<native::NativeBackend*>(&backend);
+  auto* docker_backend = dynamic_cast<docker::DockerBackend*>(&backend);
   for (const Policy& p : PolicyList(policies)) {
     if (p.build.empty()) continue;
+    if (docker_backend) {
+      Log("prebuild: policy " + p.name);
+      auto built = docker_backend->BuildEnvironment(p, [](const std::string& line) { Log("build " + line); });
+      if (!built.ok()) return built.error().Wrap("--prebuild: policy '" + p.name + "'");
+      Log("prebuild: policy " + p.name + " is " + built->image + " (" + std::to_string(built->steps_built) + " of " +
+          std::to_string(built->steps) + " steps run)");
+      continue;
+    }
     if (!native_backend)
       return Error{"--prebuild: policy '" + p.name + "' has a container.build, which the " + backend.name() +
                    " backend does not build yet"};
@@ -136,6 +148,20 @@ Status Prebuild(Backend& backend, const sched::PolicyStore& policies) {
         std::to_string(built->steps) + " steps run)");
   }
   return OkStatus();
+}
+
+// The monitor container.build's events go to (image_build): the backend is made before the daemon's
+// core and monitor, so its sink finds the monitor here once AttachImages sets it (a --prebuild
+// before that is logged only).
+std::atomic<monitor::Monitor*> g_build_monitor{nullptr};
+
+// An image_build event (docs/api.md), to every subscriber (the images are shared, like image_pull);
+// a final one ("done"/"failed") counted in lsb_image_builds_total{result}.
+void ImageBuildEvent(monitor::Monitor& m, nlohmann::json e) {
+  std::string state = e.value("state", "");
+  if (state == "done" || state == "failed") m.metrics().Inc("lsb_image_builds_total", {{"result", state}});
+  e["time"] = Rfc3339(std::chrono::system_clock::now());
+  m.events().PublishToAll("image_build", std::move(e));
 }
 
 // "auto": Docker when an engine answers and can serve every loaded policy (backend_select.h).
@@ -149,6 +175,9 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.init_path = config.init_path;
   bopts.egress = config.egress;
   bopts.build_progress = [](const std::string& line) { Log("build " + line); };
+  bopts.build_event = [](nlohmann::json e) {
+    if (monitor::Monitor* m = g_build_monitor.load()) ImageBuildEvent(*m, std::move(e));
+  };
   bopts.pool_size = config.pool_size;  // a backend that pools itself takes it (OwnPoolStats)
   bopts.auto_docker = true;
   bopts.policies = PolicyList(policies);
@@ -416,6 +445,10 @@ void DaemonCore::FinishWork(int grace_ms) {
 void DaemonCore::AttachImages(image::StoreAndPuller images) {
   images_ = std::move(images);
   ctx_->images = images_.store.get();
+  if (monitor_)
+    monitor_->metrics().Declare("lsb_image_builds_total", monitor::MetricType::kCounter,
+                                "container.build runs that built a step (or failed), by result (done|failed).");
+  g_build_monitor.store(monitor_.get());
   if (!images_.puller) return;
   monitor::Monitor* m = monitor_.get();
   images_.puller->SetListener([m](const image::PullEvent& e) {
@@ -428,6 +461,7 @@ void DaemonCore::AttachImages(image::StoreAndPuller images) {
 }
 
 void DaemonCore::StopMonitor() {
+  g_build_monitor.store(nullptr);
   if (monitor_) monitor_->Stop();  // webhooks still queued are dropped (counted)
 }
 

@@ -285,6 +285,25 @@ class BuiltEnvironment(unittest.TestCase):
         r = run(good, "print(open('/usr/local/share/fixtures/hello.txt').read())\n")
         self.assertIn("hello from files", r.stdout, r.stderr)
 
+    def test_files_under_opt_are_readable_and_importable_but_never_writable(self):
+        # build.files targets get Landlock read rules (BoxSetup.readable): read and import, no write.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docker"))
+        from test_docker_build import HIDE_STEP, OPT_PROGRAM
+        policy = write_policy("files-opt", 'files: {"/opt/fixtures/": "data/"}\nrun: [' + json.dumps(HIDE_STEP) + ']',
+                              files={"data/fixmod.py": b"GREETING = 'imported from /opt'\n",
+                                     "data/table.csv": b"a,b\n1,2\n"})
+        b = build(policy)
+        self.assertEqual(b.returncode, 0, b.stderr)
+        r = run(policy, OPT_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("imported from /opt", r.stdout)
+        self.assertIn("row 1,2", r.stdout)
+        self.assertIn("listing ['fixmod.py', 'table.csv']", r.stdout)
+        self.assertNotIn("WROTE", r.stdout)
+        self.assertIn("no write /opt/fixtures/table.csv", r.stdout)
+        self.assertIn("no write /opt/fixtures/new.txt", r.stdout)
+        self.assertIn("no read /srv/hidden.txt", r.stdout)  # what a run step wrote elsewhere: not granted
+
     def test_a_step_printing_without_end_is_stopped_at_build_output(self):
         policy = write_policy("flood", 'run: ["python3 -c \\"while True: print(\'flood\' * 100)\\""]\noutput: 1M\ntimeout: 120s')
         b = build(policy)

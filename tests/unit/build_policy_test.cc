@@ -6,12 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "image/layer_writer.h"
 #include "policy/build_rules.h"
 #include "policy_parse_helpers.h"
+#include "runtime/backend.h"
 
 namespace lsb {
 namespace {
@@ -33,6 +35,17 @@ TEST(BuildPolicy, ParsesStepsAndDefaultsTheNetworkToTheIndex) {
   EXPECT_EQ(p.build.timeout_ms, 20u * 60 * 1000);
   Policy local = MustParse(WithBuild("    pip: [x]\n    pip_index_url: \"http://127.0.0.1:8080/simple\"\n"));
   EXPECT_EQ(local.build.network_allow, std::vector<std::string>{"127.0.0.1:8080"});
+}
+
+// What build.files put into the image is readable to the program (init's Landlock rules), once per
+// target, without the trailing '/'; other steps add nothing.
+TEST(BuildPolicy, FilesTargetsBecomeReadablePathsOfTheBox) {
+  Policy p = MustParse(WithBuild("    files: {\"/opt/fixtures/\": \"fixtures/\", \"/srv/data.txt\": \"d.txt\"}\n"
+                                 "    run: [\"mkdir /var/other\"]\n"));
+  protocol::BoxSetup s = PolicyBoxSetup(p);
+  std::sort(s.readable.begin(), s.readable.end());
+  EXPECT_EQ(s.readable, (std::vector<std::string>{"/opt/fixtures", "/srv/data.txt"}));
+  EXPECT_TRUE(PolicyBoxSetup(MustParse(WithBuild("    run: [\"true\"]\n"))).readable.empty());
 }
 
 TEST(BuildPolicy, RefusesOptionsEscapesAptAndAnUnreachableIndex) {

@@ -68,6 +68,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
   LSB_ASSIGN_OR_RETURN(b->init_path_, FindStaticInit(opts.init_path));
   LSB_ASSIGN_OR_RETURN(b->init_source_, ResolveInitSource(*b->engine_, b->init_path_, opts.init_volume));
   b->owner_ = OwnerLabel();
+  b->builder_ = std::make_unique<DockerEnvBuilder>(b->engine_, opts.egress, b->owner_);
   if (opts.reap_orphans) {
     auto reaped = ReapOrphans(*b->engine_);
     if (!reaped.ok()) return reaped.error().Wrap("removing orphaned sandbox containers");
@@ -102,9 +103,14 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (policy.seccomp != "default")
     problems.push_back("container.seccomp '" + policy.seccomp + "': only the default profile is supported");
   if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
-  if (!policy.build.empty())
-    problems.push_back("container.build: the Docker backend does not build environments yet (docs/policy.md); run the "
-                       "policy on the native backend");
+  // A build step's only network is its egress proxy, which this process makes inside the build
+  // container's namespace: root on the engine's host, or no build (never the bridge).
+  if ((!policy.build.pip.empty() || !policy.build.run.empty()) &&
+      (::geteuid() != 0 || engine_->endpoint().kind != Endpoint::Kind::kUnix))
+    problems.push_back("container.build: the build's steps reach the network only through the egress proxy, which "
+                       "llm-sandbox attaches to the build container from the engine's host as root; this process is " +
+                       std::string(::geteuid() != 0 ? "not root" : "talking to a remote engine") +
+                       " (run it as root beside the engine, or use the native backend)");
   if (!policy.mounts.empty())
     problems.push_back("container.mounts: the Docker backend does not mount host directories yet (docs/policy.md "
                        "\"container.mounts\"); run the policy on the native backend (--backend native)");
@@ -132,9 +138,54 @@ Status DockerBackend::Check(const Policy& policy) const {
   return Error{msg};
 }
 
+Status DockerBackend::EnsureBaseImage(const Policy& policy) const {
+  std::string mapped = images_.Map(policy.image);
+  {
+    std::lock_guard<std::mutex> lock(images_mu_);
+    if (images_seen_.count(mapped)) return OkStatus();
+  }
+  auto image = images_.Ensure(*engine_, policy.image, [](const std::string& line) {
+    std::fprintf(stderr, "llm-sandbox: %s\n", line.c_str());
+  });
+  if (!image.ok()) return image.error().Wrap("docker");
+  std::lock_guard<std::mutex> lock(images_mu_);
+  images_seen_.insert(mapped);
+  return OkStatus();
+}
+
+Result<DockerBuilt> DockerBackend::BuildEnvironment(const Policy& policy, const DockerEnvBuilder::Progress& progress) {
+  if (policy.build.empty()) return Error{"policy '" + policy.name + "' has no container.build"};
+  LSB_TRY(Check(policy));
+  LSB_TRY(EnsureBaseImage(policy));
+  BuildReport report(opts_.build_event, progress, policy, "docker");
+  auto built = builder_->Build(policy, images_.Map(policy.image), report.progress());
+  if (built.ok()) report.Done(built->image, built->steps, built->steps_built);
+  else report.Failed(built.error().message);
+  return built;
+}
+
+Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
+  std::string mapped = images_.Map(policy.image);
+  if (policy.build.empty()) return mapped;
+  // Built on first use; then the builder's memo (no files steps) or a look at each step's tag.
+  std::string known = builder_->Built(policy, mapped);
+  if (!known.empty()) return known;
+  auto progress = opts_.build_progress ? opts_.build_progress : [](const std::string& line) {
+    std::fprintf(stderr, "llm-sandbox: build %s\n", line.c_str());
+  };
+  BuildReport report(opts_.build_event, progress, policy, "docker");
+  auto built = builder_->Build(policy, mapped, report.progress());
+  if (!built.ok()) {
+    report.Failed(built.error().message);
+    return built.error();
+  }
+  report.Done(built->image, built->steps, built->steps_built);
+  return built->image;
+}
+
 Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled) const {
   SpecInputs in;
-  in.image = images_.Map(policy.image);
+  LSB_ASSIGN_OR_RETURN(in.image, ImageFor(policy));
   in.init_host_path = init_source_.host_path;
   in.init_volume = init_source_.volume;
   in.init_volume_file = init_source_.file;
@@ -230,20 +281,7 @@ Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const pr
   LSB_TRY(Check(policy));
   // The image must be in the engine before a create can work (a pull where a registry answers).
   // Once seen, an image is not asked about again (a later removal fails the create, clearly).
-  std::string mapped = images_.Map(policy.image);
-  bool seen;
-  {
-    std::lock_guard<std::mutex> lock(images_mu_);
-    seen = images_seen_.count(mapped) > 0;
-  }
-  if (!seen) {
-    auto image = images_.Ensure(*engine_, policy.image, [](const std::string& line) {
-      std::fprintf(stderr, "llm-sandbox: %s\n", line.c_str());
-    });
-    if (!image.ok()) return image.error().Wrap("docker");
-    std::lock_guard<std::mutex> lock(images_mu_);
-    images_seen_.insert(mapped);
-  }
+  LSB_TRY(EnsureBaseImage(policy));
   if (policy.NetworkUnfiltered()) LSB_TRY(EnsureIsolatedNetwork());
   // Before anything starts: a secret that cannot be filled refuses the box; the box's CA is made.
   const bool filtered = policy.network_enabled && !policy.NetworkUnfiltered();

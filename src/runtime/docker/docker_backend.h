@@ -8,14 +8,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "egress/egress_options.h"
 #include "runtime/backend.h"
+#include "runtime/build_events.h"
 #include "runtime/docker/container_pool.h"
 #include "runtime/docker/container_reaper.h"
+#include "runtime/docker/docker_builder.h"
 #include "runtime/docker/engine_client.h"
 #include "runtime/docker/image_resolver.h"
 #include "runtime/docker/init_source.h"
@@ -33,6 +36,10 @@ struct DockerBackendOptions {
   bool reap_orphans = true;  // remove containers of dead owners when the backend is created
   egress::EgressOptions egress;  // every box's egress proxy (network.allow/deny/secrets; egress_attach.h)
   ClientOptions client;
+  // container.build: the build's egress proxy (pins, limits) and its progress lines.
+  egress::EgressOptions egress;
+  std::function<void(const std::string&)> build_progress;
+  BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
 };
 
 class DockerBackend : public Backend {
@@ -57,10 +64,16 @@ class DockerBackend : public Backend {
   ContainerPool* PoolFor(const Policy& policy);
   // OK when the policy's (mapped) image is in the engine; else an error naming it and how to provide it.
   Status ImagePresent(const Policy& policy) const;
+  // container.build (docker_builder.h): the policy's environment as an image of the engine, built
+  // now unless every step's image is there already. The base image is pulled if missing.
+  Result<DockerBuilt> BuildEnvironment(const Policy& policy, const DockerEnvBuilder::Progress& progress);
 
  private:
   explicit DockerBackend(DockerBackendOptions opts) : opts_(std::move(opts)) {}
   Result<nlohmann::json> SpecFor(const Policy& policy, bool pooled) const;
+  // The image a box of `policy` runs: the mapped container.image, or its built environment.
+  Result<std::string> ImageFor(const Policy& policy) const;
+  Status EnsureBaseImage(const Policy& policy) const;
   // The bridge network of network-on boxes (kIsolatedNetwork), created once, checked to keep boxes apart.
   Status EnsureIsolatedNetwork();
 
@@ -70,6 +83,7 @@ class DockerBackend : public Backend {
   ImageResolver images_;
   std::string init_path_;
   InitSource init_source_;
+  std::unique_ptr<DockerEnvBuilder> builder_;
   std::string owner_;
   std::vector<std::string> runtimes_;  // registered with the engine
   bool engine_seccomp_ = false;

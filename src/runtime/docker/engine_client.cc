@@ -89,7 +89,9 @@ Result<HttpResponse> EngineClient::RawCall(const HttpRequest& req, std::chrono::
   LSB_TRY(SetIoTimeout(fd.get(), timeout));
   HttpRequest r = req;
   r.headers.emplace_back("Connection", "close");
-  if (!r.body.empty()) r.headers.emplace_back("Content-Type", "application/json");
+  bool typed = false;
+  for (const auto& [k, v] : r.headers) typed = typed || k == "Content-Type";
+  if (!r.body.empty() && !typed) r.headers.emplace_back("Content-Type", "application/json");
   auto st = SendAll(fd.get(), EncodeRequest(r));
   if (!st.ok()) return st.error().Wrap("Docker engine at " + ep_.ToString() + ": send " + what);
   ResponseParser parser(req.method == "HEAD");
@@ -240,6 +242,50 @@ Result<Json> EngineClient::EnsureNetwork(const std::string& name, const Json& cr
     return Error{"Docker engine: inspect network " + name + ": answer refused: " +
                  (j.ok() ? std::string("not a JSON object") : j.error().message)};
   return std::move(j).value();
+}
+
+Result<Json> EngineClient::InspectImage(const std::string& image) const {
+  LSB_ASSIGN_OR_RETURN(auto resp, Call("GET", "/images/" + image + "/json"));
+  if (resp.status == 404) return Error{ErrorCode::kNotFound, "image " + image + " is not in the engine"};
+  if (resp.status != 200)
+    return Error{"Docker engine: inspect image " + image + ": " + std::to_string(resp.status) + ": " + EngineMessage(resp)};
+  ParsedJson j = ParseEngineJson(resp.body);
+  if (!j.ok() || !j->is_object()) return Error{"Docker engine: inspect image " + image + ": answer refused"};
+  return std::move(j).value();
+}
+
+Status EngineClient::PutArchive(const std::string& id, const std::string& path, const std::string& tar,
+                                std::chrono::milliseconds timeout) const {
+  HttpRequest req;
+  req.method = "PUT";
+  req.target = "/v" + api_version_ + "/containers/" + id + "/archive?path=" + UrlEncode(path);
+  req.headers.emplace_back("Content-Type", "application/x-tar");
+  req.body = tar;
+  LSB_ASSIGN_OR_RETURN(auto resp, RawCall(req, timeout));
+  if (resp.status == 200) return OkStatus();
+  return Error{"Docker engine: copy files into container " + id.substr(0, 12) + ": " + std::to_string(resp.status) +
+               ": " + EngineMessage(resp)};
+}
+
+Result<std::string> EngineClient::Commit(const std::string& id, const std::string& repo, const std::string& tag,
+                                         const Json& config, std::chrono::milliseconds timeout) const {
+  LSB_ASSIGN_OR_RETURN(Json j, CallJson("POST", "/commit?container=" + UrlEncode(id) + "&repo=" + UrlEncode(repo) +
+                                                    "&tag=" + UrlEncode(tag) + "&pause=0",
+                                        config, timeout));
+  if (!j.is_object() || !j.contains("Id") || !j["Id"].is_string()) return Error{"Docker engine: commit: answer has no Id"};
+  return j["Id"].get<std::string>();
+}
+
+Result<Json> EngineClient::ListImages(const std::string& label_key, const std::string& label_value) const {
+  std::string label = label_value.empty() ? label_key : label_key + "=" + label_value;
+  Json filters = {{"label", Json::array({label})}};
+  return CallJson("GET", "/images/json?filters=" + UrlEncode(filters.dump()));
+}
+
+Status EngineClient::RemoveImage(const std::string& image) const {
+  LSB_ASSIGN_OR_RETURN(auto resp, Call("DELETE", "/images/" + image + "?noprune=0", ""));
+  if (resp.status == 200 || resp.status == 404) return OkStatus();
+  return Error{"Docker engine: remove image " + image + ": " + std::to_string(resp.status) + ": " + EngineMessage(resp)};
 }
 
 }  // namespace lsb::docker

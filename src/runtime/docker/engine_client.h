@@ -78,6 +78,20 @@ class EngineClient {
   // race to another process is success: the winner's network is inspected.
   Result<Json> EnsureNetwork(const std::string& name, const Json& create_body) const;
 
+  // Images (container.build, docker_builder.h). Inspect: an Error of kind kNotFound when absent.
+  Result<Json> InspectImage(const std::string& image) const;
+  // A tar extracted into the (created, not yet started) container at `path`.
+  Status PutArchive(const std::string& id, const std::string& path, const std::string& tar,
+                    std::chrono::milliseconds timeout) const;
+  // The container's filesystem as image repo:tag with `config` (merged by the engine with the
+  // container's own); its image id.
+  Result<std::string> Commit(const std::string& id, const std::string& repo, const std::string& tag,
+                             const Json& config, std::chrono::milliseconds timeout) const;
+  // Images carrying label `key=value` (or just `key`).
+  Result<Json> ListImages(const std::string& label_key, const std::string& label_value = "") const;
+  // Removing an image that is already gone is success.
+  Status RemoveImage(const std::string& image) const;
+
  private:
   EngineClient(Endpoint ep, ClientOptions opts) : ep_(std::move(ep)), opts_(opts) {}
   Result<HttpResponse> RawCall(const HttpRequest& req, std::chrono::milliseconds timeout) const;

@@ -23,18 +23,13 @@
 #include "image/store_lock.h"
 #include "policy/build_rules.h"
 #include "protocol/messages.h"
+#include "runtime/build_plan.h"
 #include "runtime/native/build_box.h"
 
 namespace lsb::native {
 namespace {
 
 using nlohmann::json;
-
-std::string JoinWords(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
 
 // mkdir -p, mode 0755.
 Status MakeDirs(const std::string& path) {
@@ -53,30 +48,6 @@ Status CreateFile(const std::string& path, std::string_view data) {
   return WriteAll(fd.get(), data);
 }
 
-struct Step {
-  std::string kind;         // pip | files | run
-  std::string description;  // one line for the log and errors
-  std::vector<std::string> argv;
-  const BuildFile* file = nullptr;
-};
-
-std::vector<Step> PlanSteps(const BuildSpec& b) {
-  std::vector<Step> steps;
-  if (!b.pip.empty()) {
-    Step s{"pip", "pip install " + JoinWords(b.pip), {}, nullptr};
-    s.argv = {"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
-              "--root-user-action=ignore", "--break-system-packages", "--index-url", b.pip_index_url};
-    if (auto url = ParseIndexUrl(b.pip_index_url); url.ok() && url->scheme == "http")
-      s.argv.insert(s.argv.end(), {"--trusted-host", url->host});
-    s.argv.push_back("--");
-    s.argv.insert(s.argv.end(), b.pip.begin(), b.pip.end());
-    steps.push_back(std::move(s));
-  }
-  for (const BuildFile& f : b.files) steps.push_back(Step{"files", "files " + f.source + " -> " + f.target, {}, &f});
-  for (const std::string& r : b.run) steps.push_back(Step{"run", "run " + r, {"/bin/sh", "-c", r}, nullptr});
-  return steps;
-}
-
 // Readers never see half a record: written aside, then renamed.
 Status WriteAtomically(const std::string& path, const std::string& data) {
   const std::string tmp = path + RandomHex(".tmp-", 6);
@@ -84,8 +55,6 @@ Status WriteAtomically(const std::string& path, const std::string& data) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno("rename " + tmp);
   return OkStatus();
 }
-
-std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
 Result<std::string> ReadBlob(const std::string& store_root, const std::string& digest) {
   if (digest.rfind("sha256:", 0) != 0) return Error{"unexpected digest " + digest};
@@ -96,51 +65,6 @@ std::string WriteBlob(const std::string& layout, const std::string& data) {
   std::string hex = Hex(Sha256(data));
   (void)CreateFile(layout + "/blobs/sha256/" + hex, data);
   return "sha256:" + hex;
-}
-
-// The tar of one files entry: the source, opened below the policy's directory with no symlink
-// anywhere on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), under its target.
-Status WriteFilesLayer(const BuildFile& f, const std::string& policy_dir, int out_fd, std::string* diff_id) {
-  UniqueFd dir(::open(policy_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return Error::FromErrno("open the policy's directory " + policy_dir);
-  std::string src = f.source;
-  if (src.size() > 1 && src.back() == '/') src.pop_back();
-  struct open_how how {};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  int fd = static_cast<int>(::syscall(SYS_openat2, dir.get(), src.c_str(), &how, sizeof how));
-  if (fd < 0)
-    return Error::FromErrno("container.build.files: '" + f.source + "' (below " + policy_dir +
-                            "; sources may not be or pass through a symbolic link)");
-  UniqueFd path(fd);
-  struct stat st {};
-  if (::fstat(path.get(), &st) != 0) return Error::FromErrno("stat " + f.source);
-  image::LayerTarWriter w(out_fd, image::LayerWriteLimits{});
-  std::string target = f.target.substr(1);
-  bool into = !target.empty() && target.back() == '/';
-  if (into) target.pop_back();
-  // The parent directories of the target, as directories.
-  for (size_t p = target.find('/'); p != std::string::npos; p = target.find('/', p + 1))
-    LSB_TRY(w.AddDir(target.substr(0, p), 0755, 0));
-  if (S_ISDIR(st.st_mode)) {
-    UniqueFd d(::openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!d) return Error::FromErrno("open " + f.source);
-    LSB_TRY(w.AddDir(target, st.st_mode, st.st_mtime));
-    LSB_TRY(w.AddTree(d.get(), target, /*overlay_upper=*/false, /*refuse_symlinks=*/true));
-  } else if (S_ISREG(st.st_mode)) {
-    UniqueFd r(::openat(path.get(), ".", O_RDONLY | O_CLOEXEC));
-    if (!r) r = UniqueFd(::open(("/proc/self/fd/" + std::to_string(path.get())).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!r) return Error::FromErrno("open " + f.source);
-    if (into) {
-      LSB_TRY(w.AddDir(target, 0755, 0));
-      target += "/" + src.substr(src.rfind('/') + 1);
-    }
-    LSB_TRY(w.AddFile(target, r.get(), st.st_mode, st.st_mtime, static_cast<uint64_t>(st.st_size)));
-  } else {
-    return Error{"container.build.files: '" + f.source + "' is not a regular file or directory"};
-  }
-  LSB_ASSIGN_OR_RETURN(*diff_id, w.Finish());
-  return OkStatus();
 }
 
 // An OCI layout in `layout` for `parent` plus one layer (its tar at `layer_tar`), named `tag`.
@@ -243,7 +167,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
   const BuildSpec& b = policy.build;
   LSB_ASSIGN_OR_RETURN(image::Store * store, store_->Get());
   const std::string root = store->root();
-  std::vector<Step> steps = PlanSteps(b);
+  std::vector<BuildStep> steps = PlanBuildSteps(b);
   json spec_json{{"pip", b.pip}, {"index", b.pip_index_url}, {"run", b.run}};
   const std::string memo_key = base.manifest_digest + "\n" + spec_json.dump();
   if (b.files.empty()) {
@@ -267,17 +191,16 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     if (progress) progress(line);
   };
   image::ImageRoot parent = base;
-  std::string key = Hex(Sha256("llm-sandbox build v1\n" + base.manifest_digest));
+  std::string key = BuildBaseKey("", base.manifest_digest);
   int built = 0;
   std::vector<std::string> descriptions;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const Step& s = steps[i];
-    const std::string label = "step " + std::to_string(i + 1) + "/" + std::to_string(steps.size()) + " (" + s.description + ")";
+    const BuildStep& s = steps[i];
+    const std::string label = BuildStepLabel(i, steps.size(), s);
     descriptions.push_back(s.description);
     // Scratch space in the store's tmp/ (removed when the step is done), made only when needed.
     std::optional<image::TempDir> tmp;
     std::string diff_id;
-    json step_json{{"kind", s.kind}, {"argv", s.argv}};
     auto scratch = [&]() -> Result<std::string> {
       if (!tmp) {
         auto made = store->NewTempDir("build");
@@ -294,10 +217,8 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       if (!out) return Error::FromErrno("create " + layer_tar);
       if (auto st = WriteFilesLayer(*s.file, b.policy_dir, out.get(), &diff_id); !st.ok())
         return st.error().Wrap("container.build " + label);
-      step_json["target"] = s.file->target;
-      step_json["content"] = diff_id;
     }
-    key = Hex(Sha256(key + "\n" + step_json.dump()));
+    key = BuildStepKey(key, s, diff_id);
     const std::string tag = key;
     LSB_ASSIGN_OR_RETURN(image::ImageReference ref, image::ParseImageReference(std::string(kBuildRepository) + ":" + tag));
     if (auto r = store->Resolve(ref); r.ok()) {
@@ -348,7 +269,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       auto fail = [&](const std::string& why) {
         (void)CreateFile(root + "/builds/" + key + ".log", log + outcome.diagnostics);
         return Error{"container.build " + label + " " + why + "; its output ends with:\n" +
-                     Tail(outcome.output + outcome.diagnostics, 2000)};
+                     OutputTail(outcome.output + outcome.diagnostics, 2000)};
       };
       if (outcome.timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
       if (outcome.output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");

@@ -20,11 +20,12 @@
 #include "image/image_root.h"
 #include "image/store_puller.h"
 #include "policy/policy.h"
+#include "runtime/build_plan.h"
 #include "runtime/native/cgroup_layout.h"
 
 namespace lsb::native {
 
-inline constexpr const char* kBuildRepository = "build.llm-sandbox.local/env";
+inline constexpr const char* kBuildRepository = kBuildImageRepository;
 
 struct BuiltEnvironment {
   image::ImageRoot root;

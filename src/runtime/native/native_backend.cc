@@ -76,7 +76,11 @@ Result<BuiltEnvironment> NativeBackend::BuildEnvironment(const Policy& policy, c
   if (!base.image)
     return Error{"container.build: container.image '" + policy.image + "' is " + base.rootfs +
                  " here, not an image of the store; a build needs an image (pull or import one, e.g. python:3.12-slim)"};
-  return builder_->Build(policy, *base.image, progress);
+  BuildReport report(opts_.build_event, progress, policy, "native");
+  auto built = builder_->Build(policy, *base.image, report.progress());
+  if (built.ok()) report.Done(built->reference, built->steps, built->steps_built);
+  else report.Failed(built.error().message);
+  return built;
 }
 
 const CgroupLayout& NativeBackend::Layout() const {
@@ -201,8 +205,13 @@ Result<BoxRoot> NativeBackend::ResolveRoot(const Policy& policy, bool may_pull) 
     return root;
   }
   // Built on first use, then found in the store (or the builder's memo) by every later box.
-  auto built = builder_->Build(policy, *root.image, opts_.build_progress);
-  if (!built.ok()) return built.error();
+  BuildReport report(opts_.build_event, opts_.build_progress, policy, "native");
+  auto built = builder_->Build(policy, *root.image, report.progress());
+  if (!built.ok()) {
+    report.Failed(built.error().message);
+    return built.error();
+  }
+  report.Done(built->reference, built->steps, built->steps_built);
   root.image = built->root;
   root.how += "; built by container.build as " + built->reference;
   return root;

@@ -22,6 +22,7 @@
 #include "runtime/native/box_root.h"
 #include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
+#include "runtime/build_events.h"
 #include "runtime/native/env_builder.h"
 #include "runtime/native/idmap.h"
 
@@ -53,6 +54,7 @@ struct NativeOptions {
   std::function<void(const std::string&)> build_progress;
   // container.mounts' sources must be under one of these (serve/run --mount-root; mount_roots.h).
   std::vector<std::string> mount_roots;
+  BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.

@@ -1,0 +1,72 @@
+// llm-sandbox image ls --docker | image prune --docker: the Docker engine's images that
+// container.build made (docker_builder.h: label io.llm-sandbox.build), with the policy, step and
+// cache key each one carries; prune removes those no container uses (the engine refuses the rest).
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/units.h"
+#include "cli/commands.h"
+#include "runtime/docker/container_spec.h"
+#include "runtime/docker/docker_builder.h"
+#include "runtime/docker/endpoint.h"
+#include "runtime/docker/engine_client.h"
+
+namespace lsb::cli {
+namespace {
+
+std::string Label(const nlohmann::json& img, const char* key) {
+  const auto& l = img.value("Labels", nlohmann::json::object());
+  return l.is_object() ? l.value(key, std::string()) : std::string();
+}
+
+}  // namespace
+
+int ImageDockerCommand(const std::string& sub, bool as_json) {
+  auto ep = docker::DefaultEndpoint();
+  if (!ep.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", ep.error().message.c_str()), 1;
+  auto engine = docker::EngineClient::Open(*ep);
+  if (!engine.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", engine.error().message.c_str()), 1;
+  auto images = engine->ListImages(docker::kLabelBuild, "1");
+  if (!images.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", images.error().message.c_str()), 1;
+  nlohmann::json out = nlohmann::json::array();
+  int removed = 0, kept = 0;
+  if (sub == "ls" && !as_json)
+    std::printf("%-60s %10s  %-20s  %s\n", "NAME", "SIZE", "POLICY", "STEP");
+  for (const auto& img : *images) {
+    std::vector<std::string> tags;
+    for (const auto& t : img.value("RepoTags", nlohmann::json::array()))
+      if (t.is_string() && t.get<std::string>() != "<none>:<none>") tags.push_back(t.get<std::string>());
+    if (sub == "prune") {
+      bool all = true;
+      for (const auto& t : tags) {
+        auto st = engine->RemoveImage(t);
+        if (!st.ok()) {
+          all = false;
+          std::fprintf(stderr, "llm-sandbox image: kept %s: %s\n", t.c_str(), st.error().message.c_str());
+        }
+      }
+      (all ? removed : kept) += 1;
+      continue;
+    }
+    const std::string name = tags.empty() ? img.value("Id", std::string()) : tags.front();
+    const uint64_t size = img.value("Size", uint64_t{0});
+    if (as_json) {
+      out.push_back({{"reference", name}, {"id", img.value("Id", "")}, {"size", size},
+                     {"policy", Label(img, docker::kLabelPolicy)}, {"key", Label(img, docker::kLabelBuildKey)},
+                     {"step", Label(img, docker::kLabelBuildStep)}, {"base", Label(img, docker::kLabelBuildBase)}});
+    } else {
+      std::printf("%-60s %10s  %-20s  %s\n", name.c_str(), units::FormatBytes(size).c_str(),
+                  Label(img, docker::kLabelPolicy).c_str(), Label(img, docker::kLabelBuildStep).c_str());
+    }
+  }
+  if (sub == "prune") {
+    std::printf("removed %d built images from the Docker engine, kept %d in use\n", removed, kept);
+  } else if (as_json) {
+    std::printf("%s\n", out.dump(2).c_str());
+  }
+  return 0;
+}
+
+}  // namespace lsb::cli

@@ -1,0 +1,43 @@
+// container.build's steps, the same on every backend (docs/policy.md "container.build"): pip (one
+// step for the whole list), each files entry, each run command, in that order; each step's cache key
+// chained from the previous one, key_i = SHA-256(key_{i-1}, step i), so a changed step rebuilds
+// from that step on; a files step's key holds the digest of its content (its layer tar).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/policy.h"
+
+namespace lsb {
+
+// The repository of every derived image, in the native store and the Docker engine alike.
+inline constexpr const char* kBuildImageRepository = "build.llm-sandbox.local/env";
+
+struct BuildStep {
+  std::string kind;         // pip | files | run
+  std::string description;  // one line for the log and errors
+  std::vector<std::string> argv;
+  const BuildFile* file = nullptr;
+};
+
+std::vector<BuildStep> PlanBuildSteps(const BuildSpec& b);
+
+// "step 2/3 (run make)"
+std::string BuildStepLabel(size_t index, size_t count, const BuildStep& s);
+
+// key_0 from the base image's identity (`scheme` tells backends apart: their bases' ids differ).
+std::string BuildBaseKey(const std::string& scheme, const std::string& base_id);
+// key_i; `content` is a files step's layer digest ("" for pip and run).
+std::string BuildStepKey(const std::string& previous, const BuildStep& s, const std::string& content);
+
+// The tar of one files entry (a layer: paths relative to /): the source, opened below the policy's
+// directory with no symlink anywhere on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS),
+// under its target with its parent directories. `diff_id` gets the tar's digest.
+Status WriteFilesLayer(const BuildFile& f, const std::string& policy_dir, int out_fd, std::string* diff_id);
+
+// The last `n` bytes of a step's output, for its error.
+std::string OutputTail(const std::string& s, size_t n);
+
+}  // namespace lsb

@@ -1,0 +1,298 @@
+#include "runtime/docker/docker_builder.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "base/io.h"
+#include "base/random_id.h"
+#include "egress/box_egress.h"
+#include "image/store_lock.h"
+#include "policy/tmpfs_options.h"
+#include "protocol/messages.h"
+#include "runtime/build_plan.h"
+#include "runtime/docker/connection.h"
+#include "runtime/docker/container_spec.h"
+#include "runtime/docker/egress_attach.h"
+#include "runtime/docker/stream_demux.h"
+
+namespace lsb::docker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The step waits for "go" on stdin (sent once its egress proxy listens), then runs with the
+// proxy's variables; they live in this script, not in the container's Env, so the committed
+// image never carries them.
+std::string GateScript() {
+  const std::string proxy = std::string("http://") + protocol::kEgressProxyAddress;
+  std::string s = "IFS= read -r go || exit 125; [ \"$go\" = go ] || exit 125; export HOME=/root NO_PROXY= no_proxy=";
+  for (const char* v : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
+    s += std::string(" ") + v + "=" + proxy;
+  return s + "; exec \"$@\"";
+}
+
+// Removes the build's container on every way out.
+struct ContainerGuard {
+  const EngineClient& engine;
+  std::string id;
+  ~ContainerGuard() {
+    if (!id.empty()) (void)engine.RemoveContainer(id, /*force=*/true);
+  }
+};
+
+// The lock directory of this host's builds: root's /run/llm-sandbox, else the user's runtime dir.
+Result<std::string> LockDir() {
+  std::string dir;
+  if (::geteuid() == 0) {
+    dir = "/run/llm-sandbox";
+  } else if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x == '/') {
+    dir = std::string(x) + "/llm-sandbox";
+  } else {
+    dir = "/tmp/llm-sandbox-" + std::to_string(::geteuid());
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Error::FromErrno("mkdir " + dir);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return Error::FromErrno("stat " + dir);
+  // Someone else's directory (or a symlink planted in /tmp) is never used for our locks.
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022))
+    return Error{dir + " is not a directory of this user's alone; remove it"};
+  return dir;
+}
+
+Json CommitConfig(const Json& parent_config, const Policy& policy, const std::string& key, const std::string& step,
+                  const std::string& base) {
+  Json c = Json::object();
+  // The base's command survives the build container's gate script ([] reads as "none").
+  c["Entrypoint"] = parent_config.contains("Entrypoint") && parent_config["Entrypoint"].is_array()
+                        ? parent_config["Entrypoint"]
+                        : Json::array();
+  if (parent_config.contains("Cmd") && parent_config["Cmd"].is_array()) c["Cmd"] = parent_config["Cmd"];
+  for (const char* k : {"User", "WorkingDir"})
+    if (parent_config.contains(k) && parent_config[k].is_string() && !parent_config[k].get<std::string>().empty())
+      c[k] = parent_config[k];
+  Json labels = parent_config.contains("Labels") && parent_config["Labels"].is_object() ? parent_config["Labels"]
+                                                                                       : Json::object();
+  labels[kLabelBuild] = "1";
+  labels[kLabelBuildKey] = key;
+  labels[kLabelBuildStep] = step.substr(0, 1024);
+  labels[kLabelBuildBase] = base;
+  labels[kLabelPolicy] = policy.name;
+  c["Labels"] = labels;
+  return c;
+}
+
+}  // namespace
+
+std::string DockerEnvBuilder::Built(const Policy& policy, const std::string& base) const {
+  if (!policy.build.files.empty()) return "";
+  Json spec{{"pip", policy.build.pip}, {"index", policy.build.pip_index_url}, {"run", policy.build.run}};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = memo_.find(base + "\n" + spec.dump());
+  return it == memo_.end() ? "" : it->second;
+}
+
+Result<DockerEnvBuilder::StepResult> DockerEnvBuilder::RunStep(const Policy& policy, const std::string& parent,
+                                                               const std::vector<std::string>& argv,
+                                                               std::string* container_id) const {
+  const BuildSpec& b = policy.build;
+  Json entrypoint = Json::array({"/bin/sh", "-c", GateScript(), "llm-sandbox-build-step"});
+  Json host = {
+      {"NetworkMode", "none"},  // never the bridge: the egress proxy is the only way out
+      {"CapDrop", Json::array({"ALL"})},
+      // Root owning and replacing the image's files (pip, chown in a run step); nothing else.
+      {"CapAdd", Json::array({"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID"})},
+      {"SecurityOpt", Json::array({"no-new-privileges"})},
+      {"PidsLimit", 1024},
+      {"Memory", b.memory_bytes},
+      {"MemorySwap", b.memory_bytes},
+      {"Tmpfs", {{"/tmp", FormatTmpfsOptions(b.memory_bytes, 01777, false, true, true)}}},
+      {"IpcMode", "private"},
+      {"Init", false},
+      {"AutoRemove", false},
+      {"Privileged", false},
+      {"Runtime", "runc"},
+  };
+  Json spec = {{"Image", parent},          {"Entrypoint", entrypoint},  {"Cmd", argv},
+               {"User", "0:0"},            {"WorkingDir", "/"},         {"Hostname", "build"},
+               {"Labels", {{kLabelOwner, owner_}}},
+               {"AttachStdin", true},      {"AttachStdout", true},      {"AttachStderr", true},
+               {"OpenStdin", true},        {"StdinOnce", true},         {"Tty", false},
+               {"HostConfig", host}};
+  LSB_ASSIGN_OR_RETURN(*container_id, engine_->CreateContainer(spec));
+  const std::string id = *container_id;
+  LSB_ASSIGN_OR_RETURN(Hijacked hj, engine_->Hijack("/containers/" + id + "/attach?stream=1&stdin=1&stdout=1&stderr=1"));
+  LSB_TRY(engine_->StartContainer(id));
+  // Fail closed: without its proxy the step has no network at all, but a step that needs none
+  // must not pass silently either; every step gets build.network's proxy, as on native.
+  auto egress = egress::PrepareBoxEgress(b.network_allow, b.network_deny, {}, egress_);
+  if (!egress.ok()) return egress.error().Wrap("container.build.network");
+  auto proxy = AttachEgress(*engine_, id, std::move(egress).value(), egress_);
+  if (!proxy.ok())
+    return proxy.error().Wrap("container.build on Docker: the build's egress proxy (build.network) could not be "
+                              "attached; the step does not run without it");
+  (*proxy)->BeginRun();
+  LSB_TRY(SendAll(hj.fd.get(), "go\n"));
+  ::shutdown(hj.fd.get(), SHUT_WR);  // the step's stdin ends here (StdinOnce)
+
+  StepResult out;
+  StreamDemuxer demux;
+  demux.Feed(hj.initial);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(b.timeout_ms);
+  char buf[65536];
+  bool open = true;
+  while (open) {
+    for (;;) {
+      auto frame = demux.Next();
+      if (!frame.ok()) return frame.error().Wrap("the build container's output");
+      if (!frame->has_value()) break;
+      const std::string& p = (*frame)->payload;
+      if (out.output.size() + p.size() > b.output_bytes) {
+        out.output.append(p, 0, b.output_bytes - out.output.size());
+        out.output_exceeded = true;
+        open = false;
+        break;
+      }
+      out.output += p;
+    }
+    if (!open) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      out.timed_out = true;
+      break;
+    }
+    struct pollfd p {hj.fd.get(), POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (r < 0 && errno != EINTR) return Error::FromErrno("poll the build container");
+    if (r <= 0) continue;
+    ssize_t n = ::recv(hj.fd.get(), buf, sizeof buf, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    demux.Feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  // The engine does not mark a container stopped while its output waits to be read: the attach
+  // connection goes first, then the kill.
+  hj.fd = UniqueFd();
+  if (out.timed_out || out.output_exceeded) (void)engine_->KillContainer(id);
+  LSB_ASSIGN_OR_RETURN(bool stopped, engine_->WaitNotRunning(id, std::chrono::milliseconds(30000)));
+  (*proxy)->Stop();
+  if (!stopped) {
+    (void)engine_->KillContainer(id);
+    return Error{"container.build: the build container " + id.substr(0, 12) + " did not stop"};
+  }
+  LSB_ASSIGN_OR_RETURN(Json insp, engine_->InspectContainer(id));
+  const Json state = insp.value("State", Json::object());
+  out.exit_code = state.value("ExitCode", -1);
+  out.oom = state.value("OOMKilled", false);
+  return out;
+}
+
+Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::string& base, const Progress& progress) {
+  const BuildSpec& b = policy.build;
+  const std::string memo_key =
+      base + "\n" + Json{{"pip", b.pip}, {"index", b.pip_index_url}, {"run", b.run}}.dump();
+  std::vector<BuildStep> steps = PlanBuildSteps(b);
+  if (b.files.empty()) {
+    std::string known = Built(policy, base);
+    if (!known.empty()) {
+      auto present = engine_->ImageExists(known);
+      if (present.ok() && *present) return DockerBuilt{known, static_cast<int>(steps.size()), 0};
+    }
+  }
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  LSB_ASSIGN_OR_RETURN(Json base_info, engine_->InspectImage(base));
+  std::string key = BuildBaseKey("docker", base_info.value("Id", base));
+  std::string parent = base;
+  Json parent_config = base_info.value("Config", Json::object());
+  if (!parent_config.is_object()) parent_config = Json::object();
+  int built = 0;
+  const std::string repo = kBuildImageRepository;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const BuildStep& s = steps[i];
+    const std::string label = BuildStepLabel(i, steps.size(), s);
+    std::string files_tar, diff_id;
+    if (s.file) {
+      // The entry's tar (bounded by LayerWriteLimits), written aside and read back for the engine.
+      char path[] = "/tmp/lsb-build-files-XXXXXX";
+      UniqueFd fd(::mkstemp(path));
+      if (!fd) return Error::FromErrno("container.build " + label + ": a temporary file");
+      auto st = WriteFilesLayer(*s.file, b.policy_dir, fd.get(), &diff_id);
+      auto text = st.ok() ? ReadFile(path) : Result<std::string>(st.error());
+      ::unlink(path);
+      if (!text.ok()) return text.error().Wrap("container.build " + label);
+      files_tar = std::move(text).value();
+    }
+    key = BuildStepKey(key, s, diff_id);
+    const std::string ref = repo + ":" + key;
+    auto find = [&]() -> Result<bool> {
+      auto info = engine_->InspectImage(ref);
+      if (!info.ok()) {
+        if (info.error().code == ErrorCode::kNotFound) return false;
+        return info.error();
+      }
+      parent_config = info->value("Config", Json::object());
+      if (!parent_config.is_object()) parent_config = Json::object();
+      return true;
+    };
+    LSB_ASSIGN_OR_RETURN(bool have, find());
+    if (have) {
+      say(label + ": cached");
+      parent = ref;
+      continue;
+    }
+    // One build of this key at a time on this host (threads and processes): who waited finds it.
+    LSB_ASSIGN_OR_RETURN(std::string lock_dir, LockDir());
+    LSB_ASSIGN_OR_RETURN(image::FileLock lock, image::FileLock::Exclusive(lock_dir + "/docker-build-" + key.substr(0, 32) + ".lock"));
+    LSB_ASSIGN_OR_RETURN(have, find());
+    if (have) {
+      say(label + ": cached (built by another build meanwhile)");
+      parent = ref;
+      continue;
+    }
+    say(label + ": building");
+    const auto started = Clock::now();
+    ContainerGuard guard{*engine_, ""};
+    if (s.file) {
+      Json spec = {{"Image", parent}, {"Entrypoint", Json::array({"/bin/true"})}, {"Cmd", Json::array()},
+                   {"Labels", {{kLabelOwner, owner_}}}, {"NetworkDisabled", true},
+                   {"HostConfig", {{"NetworkMode", "none"}}}};
+      auto id = engine_->CreateContainer(spec);
+      if (!id.ok()) return id.error().Wrap("container.build " + label);
+      guard.id = *id;
+      if (auto st = engine_->PutArchive(guard.id, "/", files_tar, std::chrono::milliseconds(300000)); !st.ok())
+        return st.error().Wrap("container.build " + label);
+    } else {
+      auto r = RunStep(policy, parent, s.argv, &guard.id);
+      if (!r.ok()) return r.error().Wrap("container.build " + label);
+      auto fail = [&](const std::string& why) {
+        return Error{"container.build " + label + " " + why + "; its output ends with:\n" + OutputTail(r->output, 2000)};
+      };
+      if (r->timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
+      if (r->output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
+      if (r->oom) return fail("was killed at build.memory (" + std::to_string(b.memory_bytes) + " bytes)");
+      if (r->exit_code != 0) return fail("failed with exit code " + std::to_string(r->exit_code));
+    }
+    Json config = CommitConfig(parent_config, policy, key, s.description, policy.image);
+    auto committed = engine_->Commit(guard.id, repo, key, config, std::chrono::milliseconds(600000));
+    if (!committed.ok()) return committed.error().Wrap("container.build " + label + ": commit the step's image");
+    parent = ref;
+    LSB_ASSIGN_OR_RETURN(have, find());  // its config, for the next step's commit
+    ++built;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+    say(label + ": built in " + std::to_string(ms) + " ms");
+  }
+  if (b.files.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    memo_[memo_key] = parent;
+  }
+  return DockerBuilt{parent, static_cast<int>(steps.size()), built};
+}
+
+}  // namespace lsb::docker
