@@ -34,9 +34,9 @@ struct DockerBackendOptions {
   size_t pool_refillers = 2;
   size_t max_pools = 8;      // distinct warm pools (one per container spec); beyond: boxes on demand
   bool reap_orphans = true;  // remove containers of dead owners when the backend is created
-  egress::EgressOptions egress;  // every box's egress proxy (network.allow/deny/secrets; egress_attach.h)
   ClientOptions client;
-  // container.build: the build's egress proxy (pins, limits) and its progress lines.
+  // Every box's and every build step's egress proxy: pins, limits (network.allow/deny/secrets;
+  // egress_attach.h); and container.build's progress lines.
   egress::EgressOptions egress;
   std::function<void(const std::string&)> build_progress;
   BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
