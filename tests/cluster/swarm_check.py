@@ -252,7 +252,6 @@ def rolling_update(cl, names, clients, manager_sock, sessions):
     results = run_until(cl, clients, done, "rolling update")
     if upd.get("rc") != 0:
         fail("docker service update failed (rc %s): %s" % (upd.get("rc"), upd.get("out")))
-    after_tasks = service_tasks(manager_sock, "lsb_orchestrator")
     per_node = collections.Counter(r[0] for r in results.values())
     # Every node serves again: each answers through the front, as a daemon started after the
     # update began (a new process), in a task the update made.
@@ -267,6 +266,13 @@ def rolling_update(cl, names, clients, manager_sock, sessions):
             if time.monotonic() > deadline:
                 fail("node %s does not serve a new daemon after the update: %s %s (before: %s)" % (n, status, doc, before[n]))
             time.sleep(0.5)
+    # Swarm's own view of the tasks can lag the daemons' (a task restarted by a health check under
+    # load is a moment without desired state running): ask until it agrees or the deadline passes.
+    while True:
+        after_tasks = service_tasks(manager_sock, "lsb_orchestrator")
+        if (len(after_tasks) == len(names) and not after_tasks & before_tasks) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     if len(after_tasks) != len(names) or after_tasks & before_tasks:
         fail("the update did not replace every node's task: before %s, after %s" % (sorted(before_tasks), sorted(after_tasks)))
     later, _ = run_executions(cl, 4 * len(names), len(names), "after the update")
