@@ -162,9 +162,16 @@ class SlowClientsTest(unittest.TestCase):
         tricklers = Tricklers(d.port, SLOW, sources)
         self.addCleanup(tricklers.close)
         time.sleep(3)  # every trickler connected and sending; the table is full
-        latencies, statuses = [], []
+        latencies, statuses, evicted = [], [], 0
         for n in range(30):
             status, elapsed = timed_healthz(d.port, sources[n % len(sources)])
+            if status == 0 and len(sources) == 1 and evicted < 3:
+                # One address shared with 1000 tricklers over a per-peer cap of 128: the daemon cannot
+                # tell the real client from the flood, and under load (ASan, a busy host) a fresh
+                # connection can be evicted before its request is read (docs/api.md "Connection
+                # limits"). A client retries; the retry must be served. More than 3 of 30 fails.
+                evicted += 1
+                status, elapsed = timed_healthz(d.port, sources[n % len(sources)])
             statuses.append(status)
             latencies.append(elapsed)
             time.sleep(0.05)
@@ -175,7 +182,7 @@ class SlowClientsTest(unittest.TestCase):
             held = len(tricklers.socks)
         print(f"\n{label}: {SLOW} slow connections from {len(sources)} address(es) held; /healthz "
               f"median {statistics.median(latencies) * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms; "
-              f"reconnects {tricklers.reconnects}; daemon threads {threads}, RSS {rss_kib / 1024:.1f} MiB", flush=True)
+              f"probes evicted and retried {evicted}; reconnects {tricklers.reconnects}; daemon threads {threads}, RSS {rss_kib / 1024:.1f} MiB", flush=True)
         self.assertEqual(held, SLOW)
         self.assertEqual(statuses, [200] * len(statuses), statuses)
         self.assertEqual(r.status, 200, r.body[:500])
