@@ -25,6 +25,25 @@ if not os.environ.get("LLM_SANDBOX_STATE_DIR"):
 os.environ.pop("LLM_SANDBOX_AUDIT_LOG", None)
 
 
+def python_policy(name, timeout):
+    """The policy of the workspace, outputs and changes tests: the host's python3 only, a read-only
+    root with a 64M noexec /tmp, one CPU and 512M."""
+    return f"""version: "1.0"
+name: {name}
+container:
+  image: host
+  read_only: true
+  tmpfs:
+    /tmp: "size=64M,noexec,nosuid"
+commands:
+  allow: ["/usr/bin/python3"]
+resources:
+  cpu: "1"
+  memory: "512M"
+  timeout: {timeout}
+"""
+
+
 def run_cli(args, stdin=None, timeout=120):
     """Runs llm-sandbox with args; returns the CompletedProcess (text mode)."""
     return subprocess.run([BINARY] + list(args), input=stdin, capture_output=True, text=True,

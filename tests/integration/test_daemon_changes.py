@@ -17,21 +17,9 @@ import unittest
 import xml.etree.ElementTree as ET
 
 from daemon_harness import Daemon, OpenApi, request, skip_unless_daemon_suite
+from harness import python_policy
 
-POLICY = """version: "1.0"
-name: changes-test
-container:
-  image: host
-  read_only: true
-  tmpfs:
-    /tmp: "size=64M,noexec,nosuid"
-commands:
-  allow: ["/usr/bin/python3"]
-resources:
-  cpu: "1"
-  memory: "512M"
-  timeout: 180
-"""
+POLICY = python_policy("changes-test", 180)
 
 PROJECT = {
     "README.md": ("calc: small arithmetic", 0o644),  # no newline at the end

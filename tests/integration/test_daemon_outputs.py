@@ -15,21 +15,9 @@ import unittest
 import zlib
 
 from daemon_harness import Daemon, OpenApi, request, skip_unless_daemon_suite
+from harness import python_policy
 
-POLICY = """version: "1.0"
-name: outputs-test
-container:
-  image: host
-  read_only: true
-  tmpfs:
-    /tmp: "size=64M,noexec,nosuid"
-commands:
-  allow: ["/usr/bin/python3"]
-resources:
-  cpu: "1"
-  memory: "512M"
-  timeout: 180
-"""
+POLICY = python_policy("outputs-test", 180)
 
 CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # PNG colour type -> samples per pixel
 

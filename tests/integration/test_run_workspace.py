@@ -13,23 +13,10 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import IMAGES, SandboxTestCase, run_cli
+from harness import IMAGES, SandboxTestCase, python_policy, run_cli
 from test_daemon_changes import FIX, PROJECT, tree
 
-POLICY = """version: "1.0"
-name: workspace-test
-container:
-  image: host
-  read_only: true
-  tmpfs:
-    /tmp: "size=64M,noexec,nosuid"
-commands:
-  allow: ["/usr/bin/python3"]
-resources:
-  cpu: "1"
-  memory: "512M"
-  timeout: 120
-"""
+POLICY = python_policy("workspace-test", 120)
 
 PYTEST = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
           "--junitxml=/workspace/reports/junit.xml", "tests"]
