@@ -38,6 +38,6 @@ export LSB_ADV_BACKENDS=${LSB_ADV_BACKENDS:-native}
 export LSB_LOAD_N=${LSB_LOAD_N:-100}
 cd "$build"
 status=0
-ctest --output-on-failure --timeout 1800 -E "$exclude" "$@" || status=$?
+ctest --output-on-failure --timeout 1800 -j "${LSB_CTEST_JOBS:-2}" -E "$exclude" "$@" || status=$?
 echo "sanitize: build $((built - start)) s, tests $((SECONDS - built)) s"
 exit $status

@@ -8,7 +8,8 @@ build=${LSB_BUILD_DIR:-$root/build}
 if [[ -x $root/scripts/ensure-docker.sh ]]; then
   "$root/scripts/ensure-docker.sh"
 fi
-(cd "$build" && ctest --output-on-failure --timeout 1800 "$@")
+# -j2: the unit tests two at a time; every integration suite is RUN_SERIAL (CMakeLists.txt lsb_suite).
+(cd "$build" && ctest --output-on-failure --timeout 1800 -j "${LSB_CTEST_JOBS:-2}" "$@")
 # Fuzzing, bounded (LSB_FUZZ_SECONDS per target, default 60; LSB_SKIP_FUZZ=1 skips): the kept
 # crashing inputs first, then each target from its seed corpus (docs/security.md).
 if [[ ${LSB_SKIP_FUZZ:-0} != 1 && $# -eq 0 ]]; then
