@@ -28,8 +28,12 @@ trap stop_background EXIT
 if ((sanitize)); then
   mkdir -p "$asan_build"
   phase "sanitizer build started in the background (nice 19, idle I/O; log: $asan_build/build.log)"
-  # setsid: its own process group, so the trap can stop the whole compile if the suites fail.
-  setsid -w nice -n 19 ionice -c 3 "$root/scripts/sanitize.sh" --build-only >"$asan_build/build.log" 2>&1 &
+  # setsid: its own process group, so the trap can stop the whole compile if the suites fail. A
+  # new session is also a new scheduler autogroup, which competes with the suites' as an equal
+  # whatever its processes' nice values: the group itself is set to nice 19 (where the kernel has
+  # autogroups) so the compile really only takes what the suites leave.
+  setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 ionice -c 3 "$@"' \
+    lowest-priority "$root/scripts/sanitize.sh" --build-only >"$asan_build/build.log" 2>&1 &
   asan_pid=$!
 fi
 

@@ -157,7 +157,7 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   app.add_option("--registry-mirror", a.pull.docker_hub_mirrors, "a Docker Hub mirror tried first (repeatable)")
       ->allow_extra_args(false);
   std::vector<std::string> resolve;
-  std::string max_conn, max_bytes, idle, secrets_file, upstream_ca;
+  std::string max_conn, max_bytes, max_bandwidth, idle, secrets_file, upstream_ca;
   app.add_option("--egress-resolve", resolve,
                  "NAME:ADDR: the egress proxy resolves NAME to ADDR, not through DNS (repeatable; tests and "
                  "air-gapped operators; the address is still checked)")
@@ -166,6 +166,8 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--egress-max-connections", max_conn, "open proxied connections of the box (default 32)");
   app.add_option("--egress-max-bytes", max_bytes, "proxied bytes of the run, both ways (default 1G)");
+  app.add_option("--egress-max-bandwidth", max_bandwidth,
+                 "proxied bytes per second of the box, both ways (default 1G; 0: no cap)");
   app.add_option("--egress-idle-timeout", idle, "seconds a proxied connection may be idle (default 60)");
   app.add_option("--secrets-file", secrets_file, "NAME=value lines (mode 600) for network.secrets' ${NAME}");
   app.add_option("--egress-upstream-ca", upstream_ca, "CA certificates (PEM) trusted for secret hosts' TLS");
@@ -206,6 +208,7 @@ std::optional<int> ParseRunArgs(const Args& args, RunArgs& a) {
   for (const auto& r : resolve) egress_flags.emplace_back("--egress-resolve", r);
   if (!max_conn.empty()) egress_flags.emplace_back("--egress-max-connections", max_conn);
   if (!max_bytes.empty()) egress_flags.emplace_back("--egress-max-bytes", max_bytes);
+  if (!max_bandwidth.empty()) egress_flags.emplace_back("--egress-max-bandwidth", max_bandwidth);
   if (!idle.empty()) egress_flags.emplace_back("--egress-idle-timeout", idle);
   if (!secrets_file.empty()) egress_flags.emplace_back("--secrets-file", secrets_file);
   if (!upstream_ca.empty()) egress_flags.emplace_back("--egress-upstream-ca", upstream_ca);

@@ -87,6 +87,7 @@ constexpr const char* kServeUsage =
     "  --egress-max-connections-total N  open proxied connections across every box of this daemon\n"
     "                           (default 512; more are refused with 503 and a network_denied alert)\n"
     "  --egress-max-bytes BYTES     proxied bytes per execution, both ways (default 1G)\n"
+    "  --egress-max-bandwidth BYTES proxied bytes per second per box, both ways (default 1G; 0: no cap)\n"
     "  --egress-idle-timeout SECS   a proxied connection idle this long is closed (default 60)\n"
     "  --secrets-file FILE          NAME=value lines (mode 600) for network.secrets' ${NAME}, read at\n"
     "                           every box start; the daemon's environment is the fallback\n"
@@ -380,7 +381,8 @@ Took MonitoringOption(OptionCursor& o, ServeInputs& in) {
 // The egress proxy of boxes with the network on (docs/network.md).
 Took EgressOption(OptionCursor& o, ServeInputs& in) {
   for (const char* flag :
-       {"--egress-resolve", "--egress-max-connections", "--egress-max-connections-total", "--egress-max-bytes", "--egress-idle-timeout", "--secrets-file",
+       {"--egress-resolve", "--egress-max-connections", "--egress-max-connections-total", "--egress-max-bytes", "--egress-max-bandwidth",
+        "--egress-idle-timeout", "--secrets-file",
         "--egress-upstream-ca"})
     if (o.Is(flag)) return egress::ApplyEgressFlag(flag, o.value(), in.c.egress);
   return false;

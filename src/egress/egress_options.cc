@@ -70,6 +70,13 @@ Result<bool> ApplyEgressFlag(const std::string& flag, const std::string& value, 
     opts.max_bytes_per_run = *n;
     return true;
   }
+  if (flag == "--egress-max-bandwidth") {
+    auto n = units::ParseBytes(value);
+    if (!n.ok())
+      return Error::InvalidArgument(flag, flag + ": " + n.error().message + " (bytes per second, e.g. 10M; 0 for no cap)");
+    opts.max_bytes_per_second = *n;
+    return true;
+  }
   return false;
 }
 

@@ -22,6 +22,7 @@ struct EgressOptions {
   uint32_t max_connections_total = 512;
   std::shared_ptr<ConnectionSlots> slots = std::make_shared<ConnectionSlots>();
   uint64_t max_bytes_per_run = 1ull << 30;      // both directions, per execution
+  uint64_t max_bytes_per_second = 1ull << 30;   // both directions, per box (rate_limiter.h); 0: no cap
   uint64_t idle_timeout_ms = 60000;             // no byte either way for this long: closed
   uint64_t connect_timeout_ms = 10000;          // to the upstream address
   uint64_t head_timeout_ms = 10000;             // for the request head / TLS ClientHello
@@ -39,7 +40,7 @@ Result<std::pair<std::string, IpAddress>> ParseResolvePin(const std::string& tex
 
 // The operator's flags, the same for `llm-sandbox run` and `serve` (docs/network.md):
 // --egress-resolve NAME:ADDR (repeatable), --egress-max-connections N,
-// --egress-max-connections-total N, --egress-max-bytes BYTES,
+// --egress-max-connections-total N, --egress-max-bytes BYTES, --egress-max-bandwidth BYTES (per second, 0: no cap),
 // --egress-idle-timeout SECONDS, --secrets-file PATH (checked now: it must parse and be mode 600),
 // --egress-upstream-ca FILE.
 // False: `flag` is none of them.

@@ -160,7 +160,7 @@ void EgressProxy::AcceptLoop() {
     Worker* w = &workers_.back();
     w->thread = std::thread([this, w, fd = std::move(client)]() mutable {
       ConnectionContext ctx{&rules_, &resolver_, &host_own_, &opts_, &bytes_used_, &secrets_, ca_.get(), upstream_tls_.get(),
-                            Waits{stop_.get()}};
+                            Waits{stop_.get()}, &rate_};
       protocol::Event e = ServeConnection(fd.get(), ctx);
       fd.reset();
       Record(std::move(e));

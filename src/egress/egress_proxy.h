@@ -20,6 +20,7 @@
 #include "egress/box_ca.h"
 #include "egress/egress_options.h"
 #include "egress/egress_rules.h"
+#include "egress/rate_limiter.h"
 #include "egress/resolver.h"
 #include "egress/secrets.h"
 #include "protocol/messages.h"
@@ -71,6 +72,7 @@ class EgressProxy {
   Resolver resolver_;
   std::vector<IpAddress> host_own_;
   std::atomic<uint64_t> bytes_used_{0};
+  RateLimiter rate_{opts_.max_bytes_per_second};  // every connection of the box draws from it
 
   mutable std::mutex mu_;
   std::condition_variable idle_;

@@ -194,7 +194,7 @@ protocol::Event Intercept(int client, const std::string& hello, const ProxyTarge
     return Finish(o);
   }
   if (ctx.bytes_used) ctx.bytes_used->fetch_add(first.size());
-  RelayLimits limits{ctx.opts->idle_timeout_ms, ctx.bytes_used, ctx.opts->max_bytes_per_run, &mask};
+  RelayLimits limits{ctx.opts->idle_timeout_ms, ctx.bytes_used, ctx.opts->max_bytes_per_run, &mask, ctx.rate};
   RelayResult r = RelayTls(**down, **up, limits, w);
   o.info.bytes_up = r.up + first.size();
   o.info.bytes_down = r.down;
@@ -273,7 +273,7 @@ protocol::Event ServeConnection(int client, const ConnectionContext& ctx) {
   if (ctx.bytes_used) ctx.bytes_used->fetch_add(first.size());
   if (!WriteAll(upstream->get(), first, deadline, w).ok()) return Fail(client, o, "the upstream closed the connection", w, !connect);
   RelayLimits limits{ctx.opts->idle_timeout_ms, ctx.bytes_used, ctx.opts->max_bytes_per_run,
-                     secrets.empty() ? nullptr : &mask};
+                     secrets.empty() ? nullptr : &mask, ctx.rate};
   RelayResult r = Relay(client, upstream->get(), limits, w);
   o.info.bytes_up = r.up + first.size();
   o.info.bytes_down = r.down;

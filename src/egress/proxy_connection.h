@@ -10,6 +10,7 @@
 #include "egress/box_ca.h"
 #include "egress/egress_options.h"
 #include "egress/egress_rules.h"
+#include "egress/rate_limiter.h"
 #include "egress/resolver.h"
 #include "egress/secrets.h"
 #include "egress/socket_io.h"
@@ -27,6 +28,7 @@ struct ConnectionContext {
   BoxCa* ca = nullptr;              // with secrets: terminates the program's TLS to their hosts
   SSL_CTX* upstream_tls = nullptr;  // with ca: verifies those hosts' certificates
   Waits waits;
+  RateLimiter* rate = nullptr;      // the box's bandwidth cap; null: none
 };
 
 // Serves `client` (non-blocking) to its end; the event says what happened (kind "egress";

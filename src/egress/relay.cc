@@ -69,17 +69,24 @@ bool OverBudget(uint64_t n, const RelayLimits& l, std::string* why) {
 
 enum class Step { kMoved, kBlocked, kFailed };
 
-// Reads what `from` has (only when nothing is pending); kFailed (with `why`) on a hard error or the
-// byte budget. Bytes read count against the budget before they go on.
-Step Fill(Direction& d, const RelayLimits& l, std::string* why) {
+// Reads what `from` has (only when nothing is pending), at most what the bandwidth cap grants;
+// kFailed (with `why`) on a hard error, the byte budget or a stop while waiting for the cap. Bytes
+// read count against the budget before they go on.
+Step Fill(Direction& d, const RelayLimits& l, int stop_fd, std::string* why) {
+  // With a mask, what it holds back and the new bytes must fit the buffer together.
+  const size_t room = d.spliced() ? d.pipe_cap : d.buf.size() - (d.mask ? d.mask->max_hold() : 0);
+  const size_t granted = AwaitGrant(l.rate, room, stop_fd);
+  if (granted == 0) {
+    *why = "the proxy stopped";
+    return Step::kFailed;
+  }
   ssize_t n;
   if (d.spliced()) {
-    n = ::splice(d.from, nullptr, d.pipe_w.get(), nullptr, d.pipe_cap, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    n = ::splice(d.from, nullptr, d.pipe_w.get(), nullptr, granted, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
   } else {
-    // With a mask, what it holds back and the new bytes must fit the buffer together.
-    const size_t room = d.buf.size() - (d.mask ? d.mask->max_hold() : 0);
-    n = ::recv(d.from, d.buf.data(), room, 0);
+    n = ::recv(d.from, d.buf.data(), granted, 0);
   }
+  if (l.rate) l.rate->Return(granted - static_cast<size_t>(std::max<ssize_t>(n, 0)));
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return Step::kBlocked;
     *why = "connection reset";
@@ -121,7 +128,7 @@ Step Drain(Direction& d, std::string* why) {
 
 // Moves `d` on until it would wait. Returns the poll events it waits for on its fds (0: nothing to
 // wait for, it is done or has its turn again at once: `*again`), or -1 on failure.
-short Pump(Direction& d, const RelayLimits& l, std::string* why, bool* again) {
+short Pump(Direction& d, const RelayLimits& l, int stop_fd, std::string* why, bool* again) {
   for (int round = 0; round < kRoundsPerTurn; ++round) {
     if (d.done()) return 0;
     if (d.pending()) {
@@ -135,7 +142,7 @@ short Pump(Direction& d, const RelayLimits& l, std::string* why, bool* again) {
       d.shut = true;
       return 0;
     }
-    Step s = Fill(d, l, why);
+    Step s = Fill(d, l, stop_fd, why);
     if (s == Step::kFailed) return -1;
     if (s == Step::kBlocked) return POLLIN;
   }
@@ -161,7 +168,7 @@ RelayResult Relay(int client, int upstream, const RelayLimits& limits, const Wai
     int n = 0;
     bool again = false, failed = false;
     for (Direction* d : {&up, &down}) {
-      short want = Pump(*d, limits, &r.ended, &again);
+      short want = Pump(*d, limits, w.stop_fd, &r.ended, &again);
       if (want < 0) {
         failed = true;
         break;

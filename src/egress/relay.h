@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "egress/rate_limiter.h"
 #include "egress/socket_io.h"
 #include "egress/stream_mask.h"
 
@@ -17,6 +18,7 @@ struct RelayLimits {
   std::atomic<uint64_t>* bytes_used = nullptr;  // this execution's bytes so far, shared by its connections
   uint64_t max_bytes = 0;                       // 0: no bound
   StreamMask* mask_down = nullptr;              // masks secret values on their way to the program
+  RateLimiter* rate = nullptr;                  // the box's bandwidth cap; null: none
 };
 
 struct RelayResult {

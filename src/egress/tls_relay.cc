@@ -19,13 +19,20 @@ struct Side {
   bool closed = false;
 };
 
-// Everything `s.from` has decrypted now goes to `s.to`. False (with `why`) when the relay must end
-// badly; `s.closed` once the sender closed (its close passed on).
-bool Pass(Side& s, const RelayLimits& l, std::string* why) {
+// Everything `s.from` has decrypted now goes to `s.to`, each read at most what the bandwidth cap
+// grants. False (with `why`) when the relay must end badly; `s.closed` once the sender closed (its
+// close passed on).
+bool Pass(Side& s, const RelayLimits& l, int stop_fd, std::string* why) {
   std::vector<char> buf(16 << 10);
   auto deadline = Clock::now() + std::chrono::milliseconds(l.idle_timeout_ms);
   for (;;) {
-    auto got = s.from->TryRead(buf.data(), buf.size());
+    const size_t granted = AwaitGrant(l.rate, buf.size(), stop_fd);
+    if (granted == 0) {
+      *why = "the proxy stopped";
+      return false;
+    }
+    auto got = s.from->TryRead(buf.data(), granted);
+    if (l.rate) l.rate->Return(granted - (got.ok() ? *got : 0));
     if (!got.ok() && got.error().code == ErrorCode::kEof) {
       if (s.mask) (void)s.to->Write(s.mask->Flush(), deadline);
       s.to->Close(deadline);
@@ -59,7 +66,7 @@ RelayResult RelayTls(TlsEnd& client, TlsEnd& upstream, const RelayLimits& limits
   Side up{&client, &upstream, nullptr}, down{&upstream, &client, limits.mask_down};
   RelayResult r;
   // What the ends decrypted already (the rest of a first read) goes first.
-  bool ok = Pass(up, limits, &r.ended) && Pass(down, limits, &r.ended);
+  bool ok = Pass(up, limits, w.stop_fd, &r.ended) && Pass(down, limits, w.stop_fd, &r.ended);
   while (ok && !down.closed) {
     pollfd p[3];
     int n = 0, ui = -1, di = -1;
@@ -81,7 +88,7 @@ RelayResult RelayTls(TlsEnd& client, TlsEnd& upstream, const RelayLimits& limits
       if (auto st = side->from->Receive(); !st.ok()) {
         r.ended = st.error().message;
       }
-      ok = Pass(*side, limits, &r.ended);
+      ok = Pass(*side, limits, w.stop_fd, &r.ended);
     }
   }
   r.up = up.total;

@@ -299,6 +299,22 @@ print(json.dumps([st, len(body)]))
         msgs = [a["message"] for a in alerts_with_rule(r, "network_denied")]
         self.assertTrue(any("byte limit" in m for m in msgs), r["alerts"])
 
+    def test_the_bandwidth_cap_paces_downloads_over_http_and_https(self):
+        # 4 MiB/s for the box: its bucket holds 512 KiB, so two 10 MiB downloads (one plain, one
+        # through a CONNECT tunnel) need at least (20 MiB - 512 KiB) / 4 MiB/s = 4.875 s. A lower
+        # bound: load can only make it slower.
+        r, _ = self.run_box(f'''
+import time
+t0 = time.monotonic()
+a = get("http://allowed.test:{self.hp}/big")
+b = get("https://allowed.test:{self.sp}/big")
+print(json.dumps([a[0], len(a[1]), b[0], len(b[1]), time.monotonic() - t0]))
+''', extra=["--egress-max-bandwidth", "4M", "--egress-max-bytes", "64M"])
+        st_a, len_a, st_b, len_b, seconds = self.out(r)
+        self.assertEqual([st_a, len_a, st_b, len_b], [200, BIG, 200, BIG], r)
+        self.assertGreaterEqual(seconds, 4.8, "the box moved 20 MiB faster than its 4 MiB/s cap allows")
+        self.assertEqual(alerts_with_rule(r, "network_denied"), [], r["alerts"])
+
     def test_an_empty_allowlist_reaches_nothing(self):
         nothing = self.write_policy("egress-none", [], [])
         r, _ = self.run_box(f'print(json.dumps(get("http://allowed.test:{self.hp}/")))', policy=nothing)
