@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <functional>
@@ -181,6 +183,12 @@ class FakeBox : public Box {
   FakeBox(UniqueFd host, UniqueFd init, InitScript script) : host_(std::move(host)) {
     int fd = init.release();
     thread_ = std::thread([fd, script] {
+      // A real init is another process: a write after the host closed its end (a protocol error
+      // it refused) fails with EPIPE there, and must not kill this test's process with SIGPIPE.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
       script(fd);
       ::close(fd);
     });
