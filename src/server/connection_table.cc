@@ -29,7 +29,8 @@ std::string PeerKey(const sockaddr_storage& addr) {
   return "unix";
 }
 
-ConnectionTable::Admission ConnectionTable::Admit(int fd, const std::string& peer, Clock::time_point now) {
+ConnectionTable::Admission ConnectionTable::Admit(int fd, const std::string& peer, Clock::time_point now,
+                                                  const HasUnreadBytes& unread) {
   Admission a;
   // Evicted connections still closing hold an fd and a thread for a moment; never let them pile
   // up past as many again as the table holds.
@@ -42,14 +43,14 @@ ConnectionTable::Admission ConnectionTable::Admit(int fd, const std::string& pee
   size_t of_peer = peer_it == live_per_peer_.end() ? 0 : peer_it->second;
   if (of_peer >= limits_.max_per_peer) {
     // A peer at its cap can only displace its own connections.
-    victim = OldestEvictable(peer);
+    victim = ChooseVictim(peer, now, unread);
     if (victim == 0) {
       a.why = "too many connections from " + peer + " (" + std::to_string(limits_.max_per_peer) +
               ", all busy; --max-connections-per-peer); retry later";
       return a;
     }
   } else if (live_ >= limits_.max_total) {
-    victim = OldestEvictable("");
+    victim = ChooseVictim("", now, unread);
     if (victim == 0) {
       a.why = "too many connections (" + std::to_string(limits_.max_total) +
               ", all busy; --max-connections); retry later";
@@ -109,6 +110,18 @@ uint64_t ConnectionTable::OldestEvictable(const std::string& peer) const {
   if (peer.empty()) return evictable_.empty() ? 0 : evictable_.begin()->second;
   auto it = evictable_per_peer_.find(peer);
   return it == evictable_per_peer_.end() ? 0 : it->second.begin()->second;
+}
+
+uint64_t ConnectionTable::ChooseVictim(const std::string& peer, Clock::time_point now,
+                                       const HasUnreadBytes& unread) {
+  uint64_t victim = OldestEvictable(peer);
+  for (int checked = 0; unread && victim != 0 && checked < kUnreadChecks; ++checked) {
+    Conn& c = conns_.at(victim);
+    if (!unread(c.fd)) break;
+    Progress(victim, c.phase, now);
+    victim = OldestEvictable(peer);
+  }
+  return victim;
 }
 
 void ConnectionTable::Index(uint64_t id, const Conn& c) {

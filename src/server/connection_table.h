@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -46,10 +47,19 @@ class ConnectionTable {
     std::string why;      // for a refusal: which limit
   };
 
+  // True when bytes wait in the connection's socket that its thread has not read yet.
+  using HasUnreadBytes = std::function<bool(int fd)>;
+  // How many candidates one arrival may find with unread bytes before it evicts regardless.
+  static constexpr int kUnreadChecks = 8;
+
   explicit ConnectionTable(ConnLimits limits) : limits_(limits) {}
 
   // A new connection from `peer`: its slot, after evicting one connection if a limit is reached.
-  Admission Admit(int fd, const std::string& peer, Clock::time_point now);
+  // A candidate with unread bytes has progressed though its thread has not got to them (a busy
+  // host, a flood of arrivals): it counts as progressing now and the next one is tried, so a
+  // client whose whole request is waiting to be read is not evicted for a thread's scheduling
+  // delay. At most kUnreadChecks such candidates per arrival: its cost stays bounded.
+  Admission Admit(int fd, const std::string& peer, Clock::time_point now, const HasUnreadBytes& unread = {});
   // The connection moved on (bytes arrived, a response was written): its phase and progress time.
   void Progress(uint64_t id, ConnPhase phase, Clock::time_point now);
   // True once the connection was chosen for eviction (its thread should stop).
@@ -77,6 +87,8 @@ class ConnectionTable {
   static bool Evictable(const Conn& c) { return !c.evicted && c.phase != ConnPhase::kBusy; }
   // The evictable connection with the oldest progress, among `peer`'s (or all when empty); 0 if none.
   uint64_t OldestEvictable(const std::string& peer) const;
+  // OldestEvictable, passing over (and refreshing to `now`) up to kUnreadChecks with unread bytes.
+  uint64_t ChooseVictim(const std::string& peer, Clock::time_point now, const HasUnreadBytes& unread);
   void Evict(uint64_t id);
   // Keep the eviction order in step with a connection (call Unindex before changing it).
   void Index(uint64_t id, const Conn& c);

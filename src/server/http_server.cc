@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -352,7 +353,10 @@ bool HttpServer::AcceptBatch(WaitingRoom& room) {
       if (closing_) {
         admitted.why = "the daemon is shutting down";
       } else {
-        admitted = table_.Admit(fd, PeerKey(peer), now);
+        admitted = table_.Admit(fd, PeerKey(peer), now, [](int conn_fd) {
+          int unread = 0;
+          return ::ioctl(conn_fd, FIONREAD, &unread) == 0 && unread > 0;
+        });
         // Under the lock: the victim's owner closes its fd only under it, so this is its fd. A
         // victim still in the waiting room becomes readable and is closed when its event comes.
         if (admitted.evicted_fd >= 0) ::shutdown(admitted.evicted_fd, SHUT_RDWR);

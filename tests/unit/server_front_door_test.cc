@@ -100,6 +100,35 @@ TEST(ConnectionTable, APeerAtItsCapDisplacesOnlyItsOwnConnections) {
   EXPECT_NE(t.Admit(14, "q", t0 + milliseconds(5)).id, 0u);
 }
 
+TEST(ConnectionTable, ACandidateWithUnreadBytesIsPassedOverForTheNextOldest) {
+  ConnectionTable t({100, 3});
+  auto t0 = Clock::now();
+  auto a = t.Admit(10, "p", t0);  // oldest, but its request waits unread in its socket
+  auto b = t.Admit(11, "p", t0 + milliseconds(1));
+  auto c = t.Admit(12, "p", t0 + milliseconds(2));
+  ASSERT_TRUE(a.id && b.id && c.id);
+  auto unread_on_10 = [](int fd) { return fd == 10; };
+  auto d = t.Admit(13, "p", t0 + milliseconds(3), unread_on_10);
+  EXPECT_EQ(d.evicted_fd, 11);
+  EXPECT_FALSE(t.Evicted(a.id));
+  // a now counts as progressing at 3 ms, so c (2 ms) is the oldest next.
+  auto e = t.Admit(14, "p", t0 + milliseconds(4));
+  EXPECT_EQ(e.evicted_fd, 12);
+}
+
+TEST(ConnectionTable, UnreadBytesEverywhereStillEvictAfterABoundedNumberOfChecks) {
+  ConnectionTable t({100, 20});
+  auto t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) ASSERT_NE(t.Admit(100 + i, "p", t0 + milliseconds(i)).id, 0u);
+  int checks = 0;
+  auto always = [&checks](int) { ++checks; return true; };
+  auto x = t.Admit(200, "p", t0 + milliseconds(50), always);
+  ASSERT_NE(x.id, 0u) << x.why;
+  EXPECT_EQ(checks, ConnectionTable::kUnreadChecks);
+  // The 8 checked ones were refreshed; the next oldest (the ninth) goes.
+  EXPECT_EQ(x.evicted_fd, 100 + ConnectionTable::kUnreadChecks);
+}
+
 TEST(ConnectionTable, ClosingConnectionsCannotPileUp) {
   ConnectionTable t({2, 10});
   auto t0 = Clock::now();
