@@ -6,6 +6,7 @@ network with the reason. The container runs with network mode none; the CLI or d
 the engine's host, makes 127.0.0.1:3128 in its namespace (runtime/docker/egress_attach.h)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from daemon_util import BINARY, IMAGES, SOURCE_DIR, prepare_engine_or_skip  # noqa: E402
 import test_egress as egress  # noqa: E402  (modules, not classes: only the subclasses below run)
 import test_egress_secrets as secrets  # noqa: E402
+import test_egress_pip as pip  # noqa: E402
 
 
 def setUpModule():
@@ -56,6 +58,42 @@ class EgressSecretsHttpsDocker(secrets.EgressSecretsHttps):
 
 class EgressSecretsDaemonDocker(secrets.EgressSecretsDaemon):
     BACKEND = "docker"
+
+
+class EgressPipDocker(pip.EgressPip):
+    """`pip install` at run time in a Docker box, through the proxy only: the test image has no pip,
+    so the box's image is test_docker_build's base (the test image plus Debian's pip, committed here
+    and removed after), mapped to python:3.12-slim by an images file of this class's own."""
+    BACKEND = "docker"
+
+    @classmethod
+    def setUpClass(cls):
+        import test_docker_build as build  # the base image with pip
+        if not os.path.isdir(build.HOST_PIP):
+            raise unittest.SkipTest(f"{build.HOST_PIP} is missing (Debian's python3-pip makes the image's pip)")
+        build.make_base()
+        cls.base = build.BASE
+        cls.images_dir = tempfile.mkdtemp(prefix="lsb-egress-pip-images-")
+        cls.IMAGES = os.path.join(cls.images_dir, "images.yaml")
+        with open(cls.IMAGES, "w") as f:
+            f.write(f'images: {{}}\ndocker:\n  "python:3.12-slim": {cls.base}\n')
+        try:
+            super().setUpClass()
+        except BaseException:
+            cls.remove_base()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.remove_base()
+
+    @classmethod
+    def remove_base(cls):
+        subprocess.run(["docker", "rmi", "-f", cls.base], capture_output=True, timeout=120)
+        shutil.rmtree(cls.images_dir, ignore_errors=True)
 
 
 class EgressGvisor(unittest.TestCase):

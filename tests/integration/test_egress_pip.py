@@ -92,6 +92,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 @unittest.skipUnless(os.geteuid() == 0, "the native backend enforces everything only as root")
 @unittest.skipIf(x509 is None, "python3-cryptography is needed to make the test CA")
 class EgressPip(SandboxTestCase):
+    # tests/docker/test_docker_egress.py runs this class again with "docker" and an image with pip.
+    BACKEND = "native"
+    IMAGES = IMAGES
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -120,7 +124,7 @@ class EgressPip(SandboxTestCase):
         with open(cls.policy, "w") as f:
             f.write(f"""version: "1.0"
 name: egress-pip
-backend: native
+backend: {cls.BACKEND}
 container:
   image: python:3.12-slim
   tmpfs:
@@ -154,7 +158,7 @@ imp = subprocess.run([{PY!r}, "-c", "import {package}; print({package}.VALUE)"],
 print(json.dumps({{"proxy": os.environ.get("HTTPS_PROXY"), "pip_rc": p.returncode, "pip": p.stdout[-1500:] + p.stderr[-1500:],
                   "import": imp.stdout.strip(), "import_err": imp.stderr[-300:]}}))
 '''
-        args = ["run", "--json", "--policy", self.policy, "--images", IMAGES,
+        args = ["run", "--backend", self.BACKEND, "--json", "--policy", self.policy, "--images", self.IMAGES,
                 "--egress-resolve", "pypi.test:127.0.0.1", "--egress-resolve", "files.denied.test:127.0.0.1", "-"]
         proc = run_cli(args, stdin=code, timeout=240)
         try:
@@ -162,6 +166,7 @@ print(json.dumps({{"proxy": os.environ.get("HTTPS_PROXY"), "pip_rc": p.returncod
         except json.JSONDecodeError:
             self.fail(f"no JSON (exit {proc.returncode}): {proc.stdout[:2000]} {proc.stderr[:2000]}")
         self.assertEqual(r["status"], "ok", r)
+        self.assertTrue(r["backend"].startswith(self.BACKEND), r["backend"])
         return r, json.loads(r["stdout"].strip().splitlines()[-1])
 
     def test_pip_install_from_the_allowed_index_through_the_proxy(self):
