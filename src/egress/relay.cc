@@ -59,14 +59,6 @@ void Put(Direction& d, const std::string& bytes) {
   d.end = bytes.size();
 }
 
-bool OverBudget(uint64_t n, const RelayLimits& l, std::string* why) {
-  if (l.bytes_used && l.max_bytes && l.bytes_used->fetch_add(n) + n > l.max_bytes) {
-    *why = "byte limit per execution (" + std::to_string(l.max_bytes) + " bytes) reached";
-    return true;
-  }
-  return false;
-}
-
 enum class Step { kMoved, kBlocked, kFailed };
 
 // Reads what `from` has (only when nothing is pending), at most what the bandwidth cap grants;
@@ -97,7 +89,7 @@ Step Fill(Direction& d, const RelayLimits& l, int stop_fd, std::string* why) {
     if (d.mask) Put(d, d.mask->Flush());
     return Step::kMoved;
   }
-  if (OverBudget(static_cast<uint64_t>(n), l, why)) return Step::kFailed;
+  if (!l.Charge(static_cast<uint64_t>(n), why)) return Step::kFailed;
   d.total += static_cast<uint64_t>(n);
   if (d.spliced()) {
     d.in_pipe = static_cast<size_t>(n);
@@ -151,6 +143,14 @@ short Pump(Direction& d, const RelayLimits& l, int stop_fd, std::string* why, bo
 }
 
 }  // namespace
+
+bool RelayLimits::Charge(uint64_t n, std::string* why) const {
+  if (bytes_used && max_bytes && bytes_used->fetch_add(n) + n > max_bytes) {
+    *why = "byte limit per execution (" + std::to_string(max_bytes) + " bytes) reached";
+    return false;
+  }
+  return true;
+}
 
 RelayResult Relay(int client, int upstream, const RelayLimits& limits, const Waits& w) {
   Direction up{client, upstream}, down{upstream, client};

@@ -19,6 +19,10 @@ struct RelayLimits {
   uint64_t max_bytes = 0;                       // 0: no bound
   StreamMask* mask_down = nullptr;              // masks secret values on their way to the program
   RateLimiter* rate = nullptr;                  // the box's bandwidth cap; null: none
+
+  // Counts `n` bytes that went through against the execution's budget (both relays); false, with
+  // `why`, once it is passed.
+  bool Charge(uint64_t n, std::string* why) const;
 };
 
 struct RelayResult {

@@ -45,10 +45,7 @@ bool Pass(Side& s, const RelayLimits& l, int stop_fd, std::string* why) {
     }
     if (*got == 0) return true;
     const uint64_t n = *got;
-    if (l.bytes_used && l.max_bytes && l.bytes_used->fetch_add(n) + n > l.max_bytes) {
-      *why = "byte limit per execution (" + std::to_string(l.max_bytes) + " bytes) reached";
-      return false;
-    }
+    if (!l.Charge(n, why)) return false;
     s.total += n;
     std::string_view data(buf.data(), *got);
     std::string masked;
