@@ -19,13 +19,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 from daemon_util import IMAGES, owned_by_pid, prepare_engine_or_skip  # noqa: F401 (sys.path for harness)
 import daemon_harness
 import test_daemon_changes as native_changes
 import test_run_workspace as native_ws
-from harness import run_cli
+from harness import BINARY, run_cli
 
 MOUNTS_DIR = "/run/llm-sandbox/docker-mounts"
 HOST_PACKAGES = "/usr/lib/python3/dist-packages"
@@ -40,6 +41,15 @@ def mount_dirs():
         return set(os.listdir(MOUNTS_DIR))
     except OSError:
         return set()
+
+
+def mounted_under(name):
+    with open("/proc/self/mountinfo") as f:
+        return any(f"{MOUNTS_DIR}/{name}/" in line for line in f)
+
+
+def tree_names(root):
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, ds, fs in os.walk(root) for n in ds + fs)
 
 
 def setUpModule():
@@ -200,6 +210,27 @@ class DockerCliWorkspace(native_ws.WorkspaceTest):
         self.assertEqual(len(lines), 2, p.stderr + res["stdout"])
         self.assertTrue(lines[0].startswith("/opt/ws ['idmapped', 'nodev', 'noexec', 'nosuid', 'ro'] "), lines)
         self.assertEqual(lines[1], "/srv/ov ['nodev', 'noexec', 'nosuid', 'rw'] overlay", lines)
+
+    def test_a_killed_runs_views_are_swept_at_the_next_start(self):
+        src = self.project()
+        args = [BINARY, "run", "--json", "--policy", self.policy, "--images", IMAGES, "--mount-root", DEPS,
+                "--workspace", src, "--", "python3", "-c", "import time; time.sleep(60)"]
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        mine = None
+        deadline = time.time() + 60
+        while time.time() < deadline and mine is None:
+            mine = next((d for d in mount_dirs() if d.split("_")[-2:-1] == [str(p.pid)]), None)
+            time.sleep(0.1)
+        p.kill()
+        p.wait()
+        self.assertIsNotNone(mine, "the run made no views")
+        self.assertTrue(mounted_under(mine))
+        r = run_cli(["run", "--policy", self.policy, "--images", IMAGES, "--mount-root", DEPS, "-"], stdin="print('ran')\n")
+        self.assertEqual((r.returncode, r.stdout), (0, "ran\n"), r.stderr)
+        self.assertNotIn(mine, mount_dirs())
+        self.assertFalse(mounted_under(mine))
+        self.assertEqual(owned_by_pid(p.pid), [])
+        self.assertEqual(tree_names(src), tree_names(self.project()))
 
     def test_refused_where_it_cannot_be_enforced_runsc(self):
         src = self.project()
