@@ -347,6 +347,29 @@ Status MountHostDir(SourceRoot& source, const std::string& root, const protocol:
   return Mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV | MS_NOEXEC, ovl);
 }
 
+// A deny-listed file that stays readable (outside the bin dirs) is covered with /dev/null, so
+// neither execve nor the ld.so trick can run it.
+Status HideDenied(const BoxSetup& setup) {
+  for (const auto& d : setup.deny) {
+    char real[4096];
+    if (::realpath(JoinPath("/", d).c_str(), real) == nullptr) continue;
+    struct stat st;
+    if (::stat(real, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    LSB_TRY(Mount("/dev/null", real, nullptr, MS_BIND));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateMountPath(const std::string& what, const std::string& path) {
+  if (path.empty() || path[0] != '/' || JoinPath("/", path) != path || path == "/")
+    return Error{what + ": mount point must be an absolute, normalized path other than /: \"" + path + "\""};
+  for (const char* reserved : {"/proc", "/dev", "/sys"})
+    if (path == reserved) return Error{what + ": " + path + " is reserved for init"};
+  return OkStatus();
+}
+
 // container.mounts in in_place mode (Docker): the daemon's view of the host directory
 // (runtime/docker/host_mount_views.h), bound by the engine. Fail closed unless the target really
 // is that mount: a mount of its own, nosuid/nodev/noexec, read-only for ro, an overlayfs for overlay.
@@ -374,29 +397,6 @@ Status CheckHostView(const protocol::MountSpec& m) {
   } else if (m.mode != "ro") {
     return Error{what + ": unknown mode"};
   }
-  return OkStatus();
-}
-
-// A deny-listed file that stays readable (outside the bin dirs) is covered with /dev/null, so
-// neither execve nor the ld.so trick can run it.
-Status HideDenied(const BoxSetup& setup) {
-  for (const auto& d : setup.deny) {
-    char real[4096];
-    if (::realpath(JoinPath("/", d).c_str(), real) == nullptr) continue;
-    struct stat st;
-    if (::stat(real, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    LSB_TRY(Mount("/dev/null", real, nullptr, MS_BIND));
-  }
-  return OkStatus();
-}
-
-}  // namespace
-
-Status ValidateMountPath(const std::string& what, const std::string& path) {
-  if (path.empty() || path[0] != '/' || JoinPath("/", path) != path || path == "/")
-    return Error{what + ": mount point must be an absolute, normalized path other than /: \"" + path + "\""};
-  for (const char* reserved : {"/proc", "/dev", "/sys"})
-    if (path == reserved) return Error{what + ": " + path + " is reserved for init"};
   return OkStatus();
 }
 
