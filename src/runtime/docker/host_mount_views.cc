@@ -22,20 +22,20 @@ namespace {
 
 std::atomic<uint64_t> next_box{0};
 
-// kLabelOwner "host/pid/start" as one path component (the pid and start time hold no '_').
+// kLabelOwner "host/pid/start" as one path component: "pid_start". The host is this one (the
+// views live in its /run), and its name stays out of the paths a box sees in its mountinfo.
 std::string OwnerDirName(const std::string& owner) {
-  std::string s = owner;
+  std::string s = owner.substr(owner.find('/') + 1);
   std::replace(s.begin(), s.end(), '/', '_');
   return s;
 }
 std::string OwnerFromDirName(const std::string& name) {
-  std::string s = name;
-  size_t b = s.rfind('_');
-  size_t a = b == std::string::npos || b == 0 ? std::string::npos : s.rfind('_', b - 1);
-  if (a == std::string::npos) return "";
-  s[a] = '/';
-  s[b] = '/';
-  return s;
+  size_t sep = name.find('_');
+  if (sep == std::string::npos || sep == 0 || sep + 1 == name.size() ||
+      name.find_first_not_of("0123456789_") != std::string::npos || name.find('_', sep + 1) != std::string::npos)
+    return "";
+  const std::string self = OwnerLabel();
+  return self.substr(0, self.find('/')) + "/" + name.substr(0, sep) + "/" + name.substr(sep + 1);
 }
 
 Status MakeDir(const std::string& path, mode_t mode, std::vector<std::string>* made) {

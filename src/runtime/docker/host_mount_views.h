@@ -9,8 +9,8 @@
 //   - overlay: that mount attached at m<i>/lower, an overlayfs on it at m<i>/view whose upper and
 //     work dirs are on a tmpfs of the mount's size at m<i>/scratch: the box's writes land there,
 //     never in the source, and go with the box.
-// Box dirs live under kDockerMountsRoot/<owner>/ (0700, root's); the object owns them (RAII: its
-// destructor detaches every mount and removes the dirs). What a killed daemon left is swept at the
+// Box dirs live under kDockerMountsRoot/<pid>_<start time>/ of their owner (0700, root's); the
+// object owns them (RAII: its destructor detaches every mount and removes the dirs). What a killed daemon left is swept at the
 // next start (RemoveStaleMountViews), as its containers are reaped (ownership.h). Init checks in
 // the box that each target really is such a mount (init/mounts.cc CheckInPlace): fail closed.
 #pragma once
