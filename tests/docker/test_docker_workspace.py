@@ -232,6 +232,17 @@ class DockerCliWorkspace(native_ws.WorkspaceTest):
         self.assertEqual(owned_by_pid(p.pid), [])
         self.assertEqual(tree_names(src), tree_names(self.project()))
 
+    def test_refused_when_this_process_does_not_share_the_engines_files(self):
+        # As in the orchestrator image: init reaches the boxes from elsewhere, so would the views.
+        src = self.project()
+        pol = self.policy_with([{"source": src, "target": "/opt/ws", "mode": "ro"}])
+        p = subprocess.run([BINARY, "run", "--policy", pol, "--images", IMAGES, "--mount-root", src, "-"],
+                           input="print('ran')\n", capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, LLM_SANDBOX_INIT_HOST_PATH="/elsewhere/llm-sandbox-init"))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertNotIn("ran", p.stdout)
+        self.assertIn("container.mounts: this process does not share the engine host's files", p.stderr)
+
     def test_refused_where_it_cannot_be_enforced_runsc(self):
         src = self.project()
         pol = self.policy_with([{"source": src, "target": "/opt/ws", "mode": "ro"}])
