@@ -149,6 +149,21 @@ class DockerDaemonProjectFlow(native_changes.ChangesTest):
         self.assertIn("container.mounts: source '/etc'", msg)
         self.assertIn("--mount-root", msg)
 
+    def test_changes_true_covers_the_overlay_workspace(self):
+        res = self.execute({"policy": "overlay-ws", "language": "python", "changes": True, "code": (
+            "p = '/workspace/calc/ops/arith.py'\n"
+            "text = open(p).read().replace('a * b - 1', 'a * b')\n"
+            "open(p, 'w').write(text)\n"
+            "open('/tmp/scratch.txt', 'w').write('t\\n')\n")})
+        ch = res["changes"]
+        self.assertEqual(ch["root"], "/")
+        self.assertEqual({f["path"]: f["change"] for f in ch["files"]},
+                         {"/workspace/calc/ops/arith.py": "modified", "/tmp/scratch.txt": "added"}, ch)
+        self.assertIn("diff --git a/workspace/calc/ops/arith.py b/workspace/calc/ops/arith.py", ch["patch"])
+        self.assertIn("+    return a * b\n", ch["patch"])
+        with open(os.path.join(self.workspace, "calc/ops/arith.py")) as f:
+            self.assertIn("a * b - 1", f.read())  # the host's copy is untouched
+
     def test_a_box_sees_neither_another_boxs_writes_nor_the_host_dir_of_its_upper_layer(self):
         r = daemon_harness.request(self.d.base, "POST", "/v1/sessions", body={"policy": "overlay-ws"})
         self.assertEqual(r.status, 201, r.body[:2000])
