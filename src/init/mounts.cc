@@ -389,7 +389,8 @@ Status CheckHostView(const protocol::MountSpec& m) {
   if (::statvfs(m.target.c_str(), &vfs) != 0) return Error::FromErrno(what + ": statvfs");
   const unsigned long need = ST_NOSUID | ST_NODEV | ST_NOEXEC | (m.mode == "ro" ? ST_RDONLY : 0);
   if ((vfs.f_flag & need) != need)
-    return Error{what + " is not mounted " + (m.mode == "ro" ? "read-only, " : "") + "nosuid, nodev and noexec in the box"};
+    return Error{what + " is not mounted " + (m.mode == "ro" ? "read-only, " : "") +
+                 "nosuid, nodev and noexec in the box"};
   if (m.mode == "overlay") {
     struct statfs fs;
     if ((vfs.f_flag & ST_RDONLY) || ::statfs(m.target.c_str(), &fs) != 0 || fs.f_type != OVERLAYFS_SUPER_MAGIC)

@@ -125,7 +125,8 @@ Status DockerBackend::Check(const Policy& policy) const {
                          "which needs this process to run as root beside the engine; this process is " +
                          std::string(::geteuid() != 0 ? "not root" : "talking to a remote engine") + fix);
     else if (!init_source_.volume.empty() || init_source_.host_path != init_path_)
-      problems.push_back("container.mounts: this process does not share the engine host's files (boxes get init from the " +
+      problems.push_back("container.mounts: this process does not share the engine host's files (boxes get init "
+                         "from the " +
                          init_source_.ToString() +
                          ", e.g. the daemon runs in a container), so the engine could not bind the views it makes" +
                          fix);

@@ -147,7 +147,8 @@ Status HostMountViews::Add(const protocol::MountSpec& m, size_t index, uid_t uid
   const std::string upper = scratch + "/upper", work = scratch + "/work";
   if (::mkdir(upper.c_str(), 0700) != 0 || ::mkdir(work.c_str(), 0700) != 0)
     return Error::FromErrno("make the overlay's upper and work dirs in " + scratch);
-  if (::chown(upper.c_str(), lower_st.st_uid, lower_st.st_gid) != 0 || ::chmod(upper.c_str(), lower_st.st_mode & 07777) != 0)
+  if (::chown(upper.c_str(), lower_st.st_uid, lower_st.st_gid) != 0 ||
+      ::chmod(upper.c_str(), lower_st.st_mode & 07777) != 0)
     return Error::FromErrno("set the owner of the overlay's upper dir " + upper);
   const std::string ovl = "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
   if (ovl.find_first_of(":\\", 0) != std::string::npos || std::count(ovl.begin(), ovl.end(), ',') != 2)

@@ -10,9 +10,10 @@
 //     work dirs are on a tmpfs of the mount's size at m<i>/scratch: the box's writes land there,
 //     never in the source, and go with the box.
 // Box dirs live under kDockerMountsRoot/<pid>_<start time>/ of their owner (0700, root's); the
-// object owns them (RAII: its destructor detaches every mount and removes the dirs). What a killed daemon left is swept at the
-// next start (RemoveStaleMountViews), as its containers are reaped (ownership.h). Init checks in
-// the box that each target really is such a mount (init/mounts.cc CheckInPlace): fail closed.
+// object owns them (RAII: its destructor detaches every mount and removes the dirs). What a
+// killed daemon left is swept at the next start (RemoveStaleMountViews), as its containers are
+// reaped (ownership.h). Init checks in the box that each target really is such a mount
+// (init/mounts.h CheckHostView): fail closed.
 #pragma once
 
 #include <sys/types.h>
