@@ -370,6 +370,37 @@ Status ValidateMountPath(const std::string& what, const std::string& path) {
   return OkStatus();
 }
 
+// container.mounts in in_place mode (Docker): the daemon's view of the host directory
+// (runtime/docker/host_mount_views.h), bound by the engine. Fail closed unless the target really
+// is that mount: a mount of its own, nosuid/nodev/noexec, read-only for ro, an overlayfs for overlay.
+Status CheckHostView(const protocol::MountSpec& m) {
+  LSB_TRY(ValidateMountPath("mounts", m.target));
+  for (const char* reserved : {"/proc", "/dev", "/sys", protocol::kJobDir})
+    if (m.target.compare(0, std::strlen(reserved), reserved) == 0 &&
+        (m.target.size() == std::strlen(reserved) || m.target[std::strlen(reserved)] == '/'))
+      return Error{"container.mounts: " + m.target + " is under " + reserved + ", which the box builds itself"};
+  const std::string what = "container.mounts: " + m.target + " (" + m.source + ", " + m.mode + ")";
+  struct stat st, parent;
+  const std::string up = m.target.substr(0, std::max<size_t>(1, m.target.rfind('/')));
+  if (::lstat(m.target.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::stat(up.c_str(), &parent) != 0 ||
+      st.st_dev == parent.st_dev)
+    return Error{what + " is not a mount of its own in the box (the engine did not bind the daemon's view)"};
+  struct statvfs vfs;
+  if (::statvfs(m.target.c_str(), &vfs) != 0) return Error::FromErrno(what + ": statvfs");
+  const unsigned long need = ST_NOSUID | ST_NODEV | ST_NOEXEC | (m.mode == "ro" ? ST_RDONLY : 0);
+  if ((vfs.f_flag & need) != need)
+    return Error{what + " is not mounted " + (m.mode == "ro" ? "read-only, " : "") +
+                 "nosuid, nodev and noexec in the box"};
+  if (m.mode == "overlay") {
+    struct statfs fs;
+    if ((vfs.f_flag & ST_RDONLY) || ::statfs(m.target.c_str(), &fs) != 0 || fs.f_type != OVERLAYFS_SUPER_MAGIC)
+      return Error{what + " is not a writable overlay in the box"};
+  } else if (m.mode != "ro") {
+    return Error{what + ": unknown mode"};
+  }
+  return OkStatus();
+}
+
 Status BuildRoot(const BoxSetup& setup) {
   if (!setup.read_only)
     return Error{"filesystem.read_only=false is not supported by build_root: the root is always read-only"};
@@ -444,8 +475,7 @@ Status CheckInPlace(const BoxSetup& setup) {
   char self[32] = {};
   if (::readlink("/proc/self", self, sizeof self - 1) <= 0 || std::to_string(::getpid()) != self)
     return Error{"/proc is not the box's own (mounted for another pid namespace): the exec and network watch cannot read the program's arguments"};
-  if (!setup.mounts.empty())
-    return Error{"container.mounts: host directories are mounted by the native backend only (in_place mode has none)"};
+  for (const auto& m : setup.mounts) LSB_TRY(CheckHostView(m));
   for (const auto& t : setup.tmpfs) {
     LSB_TRY(ValidateMountPath("tmpfs", t.path));
     struct statfs fs;

@@ -27,6 +27,11 @@ Status PlaceReadOnly(const std::string& src, const std::string& dst);
 // nodev.
 Status BindReadOnlyOver(const std::string& src, const std::string& dst);
 
+// in_place (Docker): container.mounts' target `m.target` really is the daemon's view of the host
+// directory (runtime/docker/host_mount_views.h): a mount of its own; nosuid, nodev, noexec;
+// read-only for ro; a writable overlayfs for overlay. An error naming the target otherwise.
+Status CheckHostView(const protocol::MountSpec& m);
+
 // Validates a mount-point path from the setup: absolute, normalized, not "/".
 Status ValidateMountPath(const std::string& what, const std::string& path);
 

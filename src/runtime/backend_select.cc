@@ -32,6 +32,7 @@ Result<std::unique_ptr<docker::DockerBackend>> MakeDocker(const BackendOptions& 
   d.egress = opts.egress;
   d.build_progress = opts.build_progress;
   d.build_event = opts.build_event;
+  d.mount_roots = opts.mount_roots;
   if (probing) d.client.connect_timeout = std::chrono::milliseconds(1000);
   return docker::DockerBackend::Create(d);
 }

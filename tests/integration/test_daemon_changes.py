@@ -3,8 +3,8 @@
 the JUnit XML back through collect, then a fixing program's change set (an edit, an exact rename,
 a binary file changed, one deleted, a deleted directory, a mode change, a new file and a symlink)
 as a patch that `git apply` accepts on the original tree and that turns it into exactly what the
-same program makes of a local copy. CTest runs it on native (integration_daemon);
-LLM_SANDBOX_BACKEND=docker runs it on Docker, where the box's image must have pytest."""
+same program makes of a local copy. CTest runs it on native (integration_daemon); on Docker,
+tests/docker/test_docker_workspace.py runs these cases again (integration_docker)."""
 import base64
 import io
 import os

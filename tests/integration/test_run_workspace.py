@@ -5,7 +5,7 @@ pytest suite mounted with --workspace, its tests run as a command, the JUnit XML
 the host directory untouched. Then the attacks: sources outside the allowed roots (directly, by
 '..', through a symlinked path), a symlink in the source pointing out, writes through a read-only
 mount and through an overlay reaching the host, targets the sandbox owns, Landlock kept to the
-target."""
+target. On Docker: tests/docker/test_docker_workspace.py runs these cases again."""
 import json
 import os
 import shutil

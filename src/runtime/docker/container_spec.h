@@ -27,6 +27,7 @@ inline constexpr uint64_t kJobDirBytes = 16ull << 20;
 inline constexpr const char* kLabelOwner = "io.llm-sandbox.owner";    // "<host>/<pid>/<start time>"
 inline constexpr const char* kLabelPolicy = "io.llm-sandbox.policy";  // policy name, for humans
 inline constexpr const char* kLabelPool = "io.llm-sandbox.pool";      // "1" for warm-pool boxes
+inline constexpr const char* kLabelMounts = "io.llm-sandbox.mounts";  // the box's container.mounts views (host dir)
 inline constexpr const char* kLabelNetwork = "io.llm-sandbox.network";  // on the network we create (kept)
 
 struct SpecInputs {

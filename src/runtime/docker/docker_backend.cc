@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include "protocol/frame.h"
+#include "runtime/mount_roots.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_box.h"
 #include "runtime/docker/egress_attach.h"
+#include "runtime/docker/host_mount_views.h"
 #include "runtime/docker/init_path.h"
 #include "runtime/docker/ownership.h"
 #include "runtime/docker/seccomp_profile.h"
@@ -60,6 +62,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
     for (const auto& o : info["SecurityOptions"]) {
       std::string s = o.is_string() ? o.get<std::string>() : "";
       if (s.rfind("name=seccomp", 0) == 0) b->engine_seccomp_ = true;
+      if (s.rfind("name=userns", 0) == 0 || s.rfind("name=rootless", 0) == 0) b->engine_remaps_ids_ = true;
     }
   }
   if (auto st = ChooseSeccomp(*b->engine_, b->seccomp_opt_); !st.ok())
@@ -72,6 +75,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Create(const DockerBackend
   if (opts.reap_orphans) {
     auto reaped = ReapOrphans(*b->engine_);
     if (!reaped.ok()) return reaped.error().Wrap("removing orphaned sandbox containers");
+    if (::geteuid() == 0) RemoveStaleMountViews();  // after the containers that bound them
   }
   return b;
 }
@@ -80,6 +84,7 @@ DockerBackend::~DockerBackend() {
   std::lock_guard<std::mutex> lock(pools_mu_);
   pools_.clear();  // each pool removes its waiting containers
   reaper_.reset();  // the last owner's destructor removes what is still queued
+  RemoveOwnMountDir(owner_);  // empty once every box is gone (boxes hold the reaper, not us)
 }
 
 Status DockerBackend::Check(const Policy& policy) const {
@@ -111,9 +116,30 @@ Status DockerBackend::Check(const Policy& policy) const {
                        "llm-sandbox attaches to the build container from the engine's host as root; this process is " +
                        std::string(::geteuid() != 0 ? "not root" : "talking to a remote engine") +
                        " (run it as root beside the engine, or use the native backend)");
-  if (!policy.mounts.empty())
-    problems.push_back("container.mounts: the Docker backend does not mount host directories yet (docs/policy.md "
-                       "\"container.mounts\"); run the policy on the native backend (--backend native)");
+  // container.mounts: this process makes each box's view of a host directory (host_mount_views.h)
+  // and the engine binds it, so both must share this host, and the ids must be the host's.
+  if (!policy.mounts.empty()) {
+    const std::string fix = " (docs/policy.md \"container.mounts\"), or run the policy on the native backend";
+    if (::geteuid() != 0 || engine_->endpoint().kind != Endpoint::Kind::kUnix)
+      problems.push_back("container.mounts: llm-sandbox makes the host directory's id-mapped view the engine binds, "
+                         "which needs this process to run as root beside the engine; this process is " +
+                         std::string(::geteuid() != 0 ? "not root" : "talking to a remote engine") + fix);
+    else if (!init_source_.volume.empty() || init_source_.host_path != init_path_)
+      problems.push_back("container.mounts: this process does not share the engine host's files (boxes get init "
+                         "from the " +
+                         init_source_.ToString() +
+                         ", e.g. the daemon runs in a container), so the engine could not bind the views it makes" +
+                         fix);
+    else if (engine_->is_podman())
+      problems.push_back("container.mounts: not supported with Podman (its binds of the views are not verified)" + fix);
+    else if (engine_remaps_ids_)
+      problems.push_back("container.mounts: the engine at " + engine_->endpoint().ToString() +
+                         " remaps user ids (userns-remap or rootless), so the view's id map would not match the "
+                         "box's user" + fix);
+    else if (policy.runtime == "runsc")
+      problems.push_back("container.mounts: not supported under container.runtime runsc (gVisor serves binds through "
+                         "its gofer; the view's read-only and noexec flags are not verified there); use runc" + fix);
+  }
   // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for; any
   // other network is the egress proxy's socket made in the container's namespace (egress_attach.h).
   if (policy.network_enabled && !policy.NetworkUnfiltered()) {
@@ -203,7 +229,8 @@ Result<std::string> DockerBackend::BoxShape(const Policy& policy, const protocol
 
 ContainerPool* DockerBackend::PoolFor(const Policy& policy) {
   // With network.secrets each box gets a CA of its own in init's setup: made at start, not ahead.
-  if (opts_.pool_size == 0 || !policy.network_secrets.empty()) return nullptr;
+  // Nor with container.mounts: each box binds views of its own (host_mount_views.h).
+  if (opts_.pool_size == 0 || !policy.network_secrets.empty() || !policy.mounts.empty()) return nullptr;
   auto spec = SpecFor(policy, true);
   if (!spec.ok()) return nullptr;
   auto setup = SetupFor(policy);
@@ -302,8 +329,19 @@ Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const pr
     return std::unique_ptr<Box>(std::move(box));
   }
   LSB_ASSIGN_OR_RETURN(auto spec, SpecFor(policy, false));
+  std::unique_ptr<HostMountViews> views;
+  if (!setup.mounts.empty()) {
+    // Checked again here, whoever made the setup: the roots, real paths, no symlinks (mount_roots.h).
+    LSB_ASSIGN_OR_RETURN(auto checked, ResolveHostMounts(setup.mounts, opts_.mount_roots));
+    auto made = HostMountViews::Make(owner_, checked, setup.uid, setup.gid);
+    if (!made.ok()) return made.error().Wrap("docker");
+    views = std::move(*made);
+    for (auto& m : views->SpecMounts()) spec["HostConfig"]["Mounts"].push_back(m);
+    spec["Labels"][kLabelMounts] = views->dir();
+  }
   auto box = DockerBox::Launch(engine_, spec, reaper_);
   if (!box.ok()) return box.error().Wrap("docker: start box");
+  if (views) (*box)->set_mount_views(std::move(views));
   protocol::BoxSetup box_setup = setup;
   if (egress) {
     box_setup.egress_ca_pem = egress->ca_pem();
@@ -330,6 +368,8 @@ Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
   protocol::BoxSetup s = PolicyBoxSetup(policy);
   s.mode = protocol::BoxMode::kInPlace;  // the container already is the view; init checks it and adds Landlock+seccomp
   s.rootfs = "image";
+  // container.mounts: refused here already when a source is outside the roots (as on native).
+  LSB_ASSIGN_OR_RETURN(s.mounts, ResolveHostMounts(s.mounts, opts_.mount_roots));
   // Only under runsc, and only when the policy said so: init then runs without Landlock and the
   // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.
   s.gvisor_accept_weaker = policy.runtime == "runsc" && policy.gvisor_accept_weaker;

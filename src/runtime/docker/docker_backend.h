@@ -33,7 +33,9 @@ struct DockerBackendOptions {
   size_t pool_size = 0;      // warm containers kept per policy; 0 = start each box on demand
   size_t pool_refillers = 2;
   size_t max_pools = 8;      // distinct warm pools (one per container spec); beyond: boxes on demand
-  bool reap_orphans = true;  // remove containers of dead owners when the backend is created
+  bool reap_orphans = true;  // remove containers (and mount views) of dead owners when the backend is created
+  // container.mounts' sources must be under one of these (serve/run --mount-root; mount_roots.h).
+  std::vector<std::string> mount_roots;
   ClientOptions client;
   // Every box's and every build step's egress proxy: pins, limits (network.allow/deny/secrets;
   // egress_attach.h); and container.build's progress lines.
@@ -87,6 +89,7 @@ class DockerBackend : public Backend {
   std::string owner_;
   std::vector<std::string> runtimes_;  // registered with the engine
   bool engine_seccomp_ = false;
+  bool engine_remaps_ids_ = false;  // userns-remap or rootless: a box's uid is not the host's
   // "seccomp=<inline JSON or path>" for runc boxes (seccomp_profile.h); empty: the engine's default.
   std::string seccomp_opt_;
   struct Pooled {

@@ -13,6 +13,7 @@
 #include "runtime/backend.h"
 #include "runtime/docker/container_reaper.h"
 #include "runtime/docker/engine_client.h"
+#include "runtime/docker/host_mount_views.h"
 #include "runtime/docker/stream_pump.h"
 
 namespace lsb::docker {
@@ -46,6 +47,8 @@ class DockerBox : public Box {
 
   // The box's egress proxy (egress_attach.h), served until the box goes; its events join each run's.
   void set_egress(std::unique_ptr<egress::EgressProxy> proxy) { proxy_ = std::move(proxy); }
+  // container.mounts' views (host_mount_views.h): kept until the container is handed for removal.
+  void set_mount_views(std::unique_ptr<HostMountViews> views) { mount_views_ = std::move(views); }
   void BeginRun() override {
     if (proxy_) proxy_->BeginRun();
   }
@@ -62,6 +65,7 @@ class DockerBox : public Box {
   std::string death_note_;  // how the container ended, once known
   std::optional<protocol::InitReady> ready_ahead_;
   std::unique_ptr<egress::EgressProxy> proxy_;  // stopped first (destructor)
+  std::unique_ptr<HostMountViews> mount_views_;   // detached after the destructor let the container go
 };
 
 // The box's cgroup counters read straight from the host's cgroup files when the engine is local
