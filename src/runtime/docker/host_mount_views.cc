@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "base/io.h"
+#include "base/mountinfo.h"
 #include "runtime/docker/ownership.h"
 #include "runtime/native/host_mounts.h"
 
@@ -56,18 +57,8 @@ std::vector<std::string> MountsUnder(const std::string& dir) {
   std::vector<std::string> out;
   auto info = ReadFile("/proc/self/mountinfo");
   if (!info.ok()) return out;
-  size_t pos = 0;
-  while (pos < info->size()) {
-    size_t nl = info->find('\n', pos);
-    if (nl == std::string::npos) nl = info->size();
-    std::string line = info->substr(pos, nl - pos);
-    pos = nl + 1;
-    // "id parent major:minor root mountpoint ...": the fifth field (our paths hold no escapes).
-    size_t f = 0;
-    for (int i = 0; i < 4 && f != std::string::npos; ++i) f = line.find(' ', f + 1);
-    if (f == std::string::npos) continue;
-    size_t e = line.find(' ', f + 1);
-    std::string point = line.substr(f + 1, e == std::string::npos ? std::string::npos : e - f - 1);
+  for (const MountinfoEntry& m : ParseMountinfo(*info)) {
+    const std::string& point = m.mount_point;
     if (point.size() > dir.size() + 1 && point.compare(0, dir.size(), dir) == 0 && point[dir.size()] == '/')
       out.push_back(point);
   }
