@@ -219,7 +219,9 @@ int Inspect(const Args& args) {
   if (record.ok()) {
     json pkgs = json::array();
     for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
-    out["build"] = {{"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
+    json apt = json::array();
+    for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
+    out["build"] = {{"apt", apt}, {"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
                     {"base_digest", record->base_digest}, {"steps", record->steps}, {"python", record->python},
                     {"packages", pkgs}};
   }
@@ -248,6 +250,8 @@ int Inspect(const Args& args) {
     for (const auto& step : record->steps) std::printf("  step: %s\n", step.c_str());
     std::printf("python:       %s\npackages:\n", record->python.empty() ? "(unknown)" : record->python.c_str());
     for (const auto& [name, version] : record->packages) std::printf("  %s %s\n", name.c_str(), version.c_str());
+    if (!record->apt.empty()) std::printf("apt packages:\n");
+    for (const auto& [name, version] : record->apt) std::printf("  %s %s\n", name.c_str(), version.c_str());
   }
   std::printf("layers:\n");
   for (const auto& l : info->layers)

@@ -91,9 +91,8 @@ Json CommitConfig(const Json& parent_config, const Policy& policy, const std::st
 
 std::string DockerEnvBuilder::Built(const Policy& policy, const std::string& base) const {
   if (!policy.build.files.empty()) return "";
-  Json spec{{"pip", policy.build.pip}, {"index", policy.build.pip_index_url}, {"run", policy.build.run}};
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = memo_.find(base + "\n" + spec.dump());
+  auto it = memo_.find(base + "\n" + BuildSpecMemoKey(policy.build));
   return it == memo_.end() ? "" : it->second;
 }
 
@@ -194,8 +193,7 @@ Result<DockerEnvBuilder::StepResult> DockerEnvBuilder::RunStep(const Policy& pol
 
 Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::string& base, const Progress& progress) {
   const BuildSpec& b = policy.build;
-  const std::string memo_key =
-      base + "\n" + Json{{"pip", b.pip}, {"index", b.pip_index_url}, {"run", b.run}}.dump();
+  const std::string memo_key = base + "\n" + BuildSpecMemoKey(b);
   std::vector<BuildStep> steps = PlanBuildSteps(b);
   if (b.files.empty()) {
     std::string known = Built(policy, base);
@@ -277,7 +275,8 @@ Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::str
       if (r->timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
       if (r->output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
       if (r->oom) return fail("was killed at build.memory (" + std::to_string(b.memory_bytes) + " bytes)");
-      if (r->exit_code != 0) return fail("failed with exit code " + std::to_string(r->exit_code));
+      if (r->exit_code != 0)
+        return fail("failed with exit code " + std::to_string(r->exit_code) + StepFailureHint(s, r->exit_code, policy.image));
     }
     Json config = CommitConfig(parent_config, policy, key, s.description, policy.image);
     auto committed = engine_->Commit(guard.id, repo, key, config, std::chrono::milliseconds(600000));
