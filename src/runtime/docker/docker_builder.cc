@@ -89,6 +89,31 @@ Json CommitConfig(const Json& parent_config, const Policy& policy, const std::st
 
 }  // namespace
 
+Status DockerEnvBuilder::LabelWithReport(const Policy& policy, const std::string& image, const std::string& key,
+                                         const Json& config) const {
+  if (config.contains("Labels") && config["Labels"].is_object() && config["Labels"].contains(kLabelBuildPython))
+    return OkStatus();
+  ContainerGuard guard{*engine_, ""};
+  auto r = RunStep(policy, image, EnvironmentReportArgv(policy.build.apt), &guard.id);
+  if (!r.ok()) return r.error();
+  if (r->exit_code != 0) return Error{"exit code " + std::to_string(r->exit_code) + ": " + OutputTail(r->output, 500)};
+  // The report is the last line (a step's stdout and stderr share the stream).
+  std::string line = r->output;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  line = line.substr(line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
+  Json report = Json::parse(line, nullptr, false);
+  if (report.is_discarded() || !report.is_object()) return Error{"not a report: " + OutputTail(r->output, 500)};
+  Json c = CommitConfig(config, policy, key, config.value("Labels", Json::object()).value(kLabelBuildStep, ""),
+                        config.value("Labels", Json::object()).value(kLabelBuildBase, policy.image));
+  c["Labels"][kLabelBuildPython] = report.value("python", "");
+  // Labels are bounded by what the engine keeps in an image's config: a long list is cut, not lost.
+  c["Labels"][kLabelBuildPackages] = report.value("packages", Json::array()).dump().substr(0, 256 << 10);
+  c["Labels"][kLabelBuildApt] = report.value("apt", Json::array()).dump().substr(0, 64 << 10);
+  auto committed = engine_->Commit(guard.id, kBuildImageRepository, key, c, std::chrono::milliseconds(600000));
+  if (!committed.ok()) return committed.error();
+  return OkStatus();
+}
+
 std::string DockerEnvBuilder::Built(const Policy& policy, const std::string& base) const {
   if (!policy.build.files.empty()) return "";
   std::lock_guard<std::mutex> lock(mu_);
@@ -286,6 +311,12 @@ Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::str
     ++built;
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
     say(label + ": built in " + std::to_string(ms) + " ms");
+  }
+  // What the environment holds, as labels of its image (image inspect --docker), as the native
+  // store's build record; a failure leaves the image unlabelled, not the build failed.
+  if (!steps.empty()) {
+    if (auto st = LabelWithReport(policy, parent, key, parent_config); !st.ok())
+      say("the environment's report (python, packages) could not be taken: " + st.error().message);
   }
   if (b.files.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
