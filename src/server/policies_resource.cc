@@ -32,6 +32,9 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   env["image"] = record->reference;
   env["python"] = record->python;
   env["packages"] = pkgs;
+  json apt = json::array();
+  for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
+  env["apt_packages"] = apt;
   return env;
 }
 
