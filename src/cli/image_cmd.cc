@@ -223,7 +223,8 @@ int Inspect(const Args& args) {
     for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
     json apt = json::array();
     for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
-    out["build"] = {{"apt", apt}, {"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
+    out["build"] = {{"apt", apt},
+                    {"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
                     {"base_digest", record->base_digest}, {"steps", record->steps}, {"python", record->python},
                     {"packages", pkgs}};
   }
@@ -319,7 +320,8 @@ int ImageCommand(const Args& args) {
     std::vector<std::string> refs;
     for (const auto& a : rest)
       if (a != "--docker" && a != "--json") refs.push_back(a);
-    if (refs.size() != 1 || refs[0].empty() || refs[0][0] == '-') return Usage("inspect --docker takes one image reference");
+    if (refs.size() != 1 || refs[0].empty() || refs[0][0] == '-')
+      return Usage("inspect --docker takes one image reference");
     return ImageDockerInspect(refs[0], as_json);
   }
   if (sub == "import") return Import(rest);

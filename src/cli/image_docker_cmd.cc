@@ -47,8 +47,11 @@ int ImageDockerInspect(const std::string& reference, bool as_json) {
   if (!config.is_object()) config = nlohmann::json::object();
   nlohmann::json labelled = {{"Labels", config.value("Labels", nlohmann::json::object())}};
   if (!labelled["Labels"].is_object()) labelled["Labels"] = nlohmann::json::object();
-  nlohmann::json out = {{"reference", reference}, {"id", img->value("Id", "")}, {"created", img->value("Created", "")},
-                        {"size", img->value("Size", uint64_t{0})}, {"env", config.value("Env", nlohmann::json::array())}};
+  nlohmann::json out = {{"reference", reference},
+                        {"id", img->value("Id", "")},
+                        {"created", img->value("Created", "")},
+                        {"size", img->value("Size", uint64_t{0})},
+                        {"env", config.value("Env", nlohmann::json::array())}};
   if (Label(labelled, docker::kLabelBuild) == "1") {
     out["build"] = {{"policy", Label(labelled, docker::kLabelPolicy)},
                     {"base", Label(labelled, docker::kLabelBuildBase)},
@@ -72,7 +75,8 @@ int ImageDockerInspect(const std::string& reference, bool as_json) {
   const auto& b = out["build"];
   std::printf("built for:    policy %s on %s\n  last step: %s\n", b["policy"].get<std::string>().c_str(),
               b["base"].get<std::string>().c_str(), b["step"].get<std::string>().c_str());
-  std::printf("python:       %s\npackages:\n", b["python"].get<std::string>().empty() ? "(unknown)" : b["python"].get<std::string>().c_str());
+  const std::string python = b["python"].get<std::string>();
+  std::printf("python:       %s\npackages:\n", python.empty() ? "(unknown)" : python.c_str());
   for (const auto& p : b["packages"])
     std::printf("  %s %s\n", p["name"].get<std::string>().c_str(), p["version"].get<std::string>().c_str());
   if (!b["apt"].empty()) std::printf("apt packages:\n");

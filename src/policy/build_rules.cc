@@ -104,11 +104,11 @@ Status CheckAptPackage(std::string_view entry) {
     if (arch.empty()) return Error{quoted + " has an empty architecture after ':'"};
   }
   auto lower_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (name.size() < 2 || !lower_digit(name[0]))
-    return Error{quoted + " is not a Debian package name (two or more of a-z 0-9 + . -, starting with a letter or digit)"};
+  const std::string not_a_name =
+      quoted + " is not a Debian package name (two or more of a-z 0-9 + . -, starting with a letter or digit)";
+  if (name.size() < 2 || !lower_digit(name[0])) return Error{not_a_name};
   for (char c : name)
-    if (!lower_digit(c) && c != '+' && c != '.' && c != '-')
-      return Error{quoted + " is not a Debian package name (two or more of a-z 0-9 + . -, starting with a letter or digit)"};
+    if (!lower_digit(c) && c != '+' && c != '.' && c != '-') return Error{not_a_name};
   for (char c : arch)
     if (!lower_digit(c) && c != '-') return Error{quoted + " has a bad architecture (a-z 0-9 -)"};
   if (!version.empty() && !std::isdigit(static_cast<unsigned char>(version[0])))
@@ -136,8 +136,8 @@ Result<AptSource> ParseAptSource(std::string_view line) {
   }
   auto safe = [](std::string_view w, std::string_view extra) {
     for (char c : w)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._/=,+~-").find(c) == std::string_view::npos &&
-          extra.find(c) == std::string_view::npos)
+      if (!std::isalnum(static_cast<unsigned char>(c)) &&
+          std::string_view("._/=,+~-").find(c) == std::string_view::npos && extra.find(c) == std::string_view::npos)
         return false;
     return true;
   };
@@ -150,7 +150,8 @@ Result<AptSource> ParseAptSource(std::string_view line) {
     words.push_back(rest.substr(b, e - b));
     p = e;
   }
-  if (words.size() < 2) return Error{quoted + " needs a URI and a suite (e.g. deb http://deb.debian.org/debian bookworm main)"};
+  if (words.size() < 2)
+    return Error{quoted + " needs a URI and a suite (e.g. deb http://deb.debian.org/debian bookworm main)"};
   auto url = ParseIndexUrl(words[0]);
   if (!url.ok()) return Error{quoted + ": " + url.error().message};
   for (size_t i = 1; i < words.size(); ++i)

@@ -374,7 +374,8 @@ class Parser {
     }
     if (!b.apt.empty()) {
       for (const std::string& line : b.apt_sources)
-        if (auto src = ParseAptSource(line); src.ok()) needed.push_back({"the build.apt_sources archive " + src->uri, src->url});
+        if (auto src = ParseAptSource(line); src.ok())
+          needed.push_back({"the build.apt_sources archive " + src->uri, src->url});
     }
     const bool written = p_.positions.count("container.build.network") > 0;
     if (!written) {

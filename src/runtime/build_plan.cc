@@ -99,8 +99,8 @@ std::vector<BuildStep> PlanBuildSteps(const BuildSpec& b) {
   return steps;
 }
 
-std::string StepFailureHint(const BuildStep& s, int exit_code, const std::string& image) {
-  if (s.kind == "apt" && exit_code == kAptMissingExitCode)
+std::string StepFailureHint(const BuildStep& s, int exit_code, const std::string& output, const std::string& image) {
+  if (s.kind == "apt" && exit_code == kAptMissingExitCode && output.find(kAptMissingLine) != std::string::npos)
     return " (build.apt needs apt-get in the image; " + image + " has none: use a Debian or Ubuntu based image, "
            "or install with build.pip)";
   return "";

@@ -27,11 +27,12 @@ struct BuildStep {
 
 std::vector<BuildStep> PlanBuildSteps(const BuildSpec& b);
 
-// The exit code of the apt step when the image has no apt-get (its output says so too).
+// The exit code of the apt step when the image has no apt-get, and the line it prints then.
 inline constexpr int kAptMissingExitCode = 127;
-// The error of a step that failed, with what is known of its cause: an apt step that found no
-// apt-get names the image.
-std::string StepFailureHint(const BuildStep& s, int exit_code, const std::string& image);
+inline constexpr const char* kAptMissingLine = "llm-sandbox: build.apt needs apt-get in the image; it has none";
+// What is known of a failed step's cause, for its error: an apt step that found no apt-get names
+// the image ("" otherwise).
+std::string StepFailureHint(const BuildStep& s, int exit_code, const std::string& output, const std::string& image);
 
 // What the builders remember a built spec by in memory (every step's inputs but files', whose
 // content is read again each build).

@@ -64,6 +64,7 @@ TEST(BuildPolicy, AptStepComesFirstWithItsSourcesAndHosts) {
   ASSERT_GE(steps[0].argv.size(), 8u);
   EXPECT_EQ(steps[0].argv[0], "/bin/sh");
   EXPECT_EQ(steps[0].argv[3], "llm-sandbox-apt");
+  EXPECT_NE(steps[0].argv[2].find(kAptMissingLine), std::string::npos);  // what StepFailureHint looks for
   EXPECT_EQ(std::vector<std::string>(steps[0].argv.begin() + 4, steps[0].argv.end()),
             (std::vector<std::string>{"1", "deb [trusted=yes] http://apt.test:8080/ ./", "git",
                                       "libc6:amd64=2.36-9+deb12u4"}));
@@ -74,7 +75,8 @@ TEST(BuildPolicy, AptStepComesFirstWithItsSourcesAndHosts) {
   auto a = PlanBuildSteps(p.build), b = PlanBuildSteps(q.build);
   EXPECT_NE(BuildStepKey("k", a[0], ""), BuildStepKey("k", b[0], ""));
   EXPECT_NE(BuildSpecMemoKey(p.build), BuildSpecMemoKey(q.build));
-  EXPECT_NE(StepFailureHint(b[0], kAptMissingExitCode, "img").find("img has none"), std::string::npos);
+  EXPECT_NE(StepFailureHint(b[0], kAptMissingExitCode, kAptMissingLine, "img").find("img has none"), std::string::npos);
+  EXPECT_EQ(StepFailureHint(b[0], kAptMissingExitCode, "sh: mktemp: not found", "img"), "");
 }
 
 TEST(BuildRules, AptPackagesAndSources) {
@@ -101,7 +103,8 @@ TEST(BuildPolicy, RefusesOptionsEscapesAptAndAnUnreachableIndex) {
   EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"a/../../b\"}\n")).find("'..' component"), std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"/etc/passwd\"}\n")).find("is absolute"), std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    files: {\"opt/x\": \"a\"}\n")).find("not an absolute path"), std::string::npos);
-  EXPECT_NE(ParseError(WithBuild("    apt: [\"git; rm -rf /\"]\n")).find("is not a Debian package name"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    apt: [\"git; rm -rf /\"]\n")).find("is not a Debian package name"),
+            std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    apt: [git]\n    apt_sources: [\"deb http://apt.test/ ./\"]\n"
                                  "    network:\n      allow: [\"example.org\"]\n"))
                 .find("does not reach the build.apt_sources archive http://apt.test/'s host 'apt.test'"),

@@ -301,7 +301,8 @@ Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::str
       if (r->output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
       if (r->oom) return fail("was killed at build.memory (" + std::to_string(b.memory_bytes) + " bytes)");
       if (r->exit_code != 0)
-        return fail("failed with exit code " + std::to_string(r->exit_code) + StepFailureHint(s, r->exit_code, policy.image));
+        return fail("failed with exit code " + std::to_string(r->exit_code) +
+                    StepFailureHint(s, r->exit_code, r->output, policy.image));
     }
     Json config = CommitConfig(parent_config, policy, key, s.description, policy.image);
     auto committed = engine_->Commit(guard.id, repo, key, config, std::chrono::milliseconds(600000));

@@ -20,6 +20,7 @@
 #include "egress/egress_rules.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/box_user_limits.h"
+#include "runtime/native/copy_up.h"
 #include "runtime/native/idmap.h"
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
@@ -71,36 +72,6 @@ Status MirrorDirs(int from, int to, uid_t uid, gid_t gid, int depth) {
   return OkStatus();
 }
 
-// Copies `rel` from the topmost layer that has it into the upper directory, owned by the box's
-// root with the layer's mode (regular files only, no symlink followed; a path no layer has, or that
-// the topmost layer has as something else, is left alone: the step creates or fails on it).
-Status CopyUp(const std::vector<std::string>& lowers, int upper, const std::string& rel, uid_t uid, gid_t gid) {
-  if (rel.empty() || rel[0] == '/' || rel.find("..") != std::string::npos) return Error{"bad copy-up path " + rel};
-  for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) {
-    UniqueFd lower(::open(it->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!lower) return Error::FromErrno("open layer " + *it);
-    struct stat st {};
-    if (::fstatat(lower.get(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (!S_ISREG(st.st_mode)) return OkStatus();
-    UniqueFd in(::openat(lower.get(), rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!in) return Error::FromErrno("open " + rel + " in " + *it);
-    UniqueFd out(::openat(upper, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755));
-    if (!out) return errno == EEXIST || errno == ENOENT ? OkStatus() : Error::FromErrno("copy up " + rel);
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(in.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Error::FromErrno("read " + rel);
-      if (n == 0) break;
-      LSB_TRY(WriteAll(out.get(), std::string_view(buf, static_cast<size_t>(n))));
-    }
-    if (::fchown(out.get(), uid, gid) != 0) return Error::FromErrno("chown " + rel);
-    if (::fchmod(out.get(), st.st_mode & 0755) != 0) return Error::FromErrno("chmod " + rel);
-    return OkStatus();
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 std::string BuildStepBinary() {
@@ -135,7 +106,8 @@ Result<BuildStepOutcome> RunBuildStep(const BuildStepRequest& req, const CgroupL
       if (!lower) return Error::FromErrno("open layer " + *it);
       LSB_TRY(MirrorDirs(lower.get(), upper.get(), root_uid, root_gid, 0));
     }
-    for (const std::string& rel : req.writable) LSB_TRY(CopyUp(req.lowers, upper.get(), rel, root_uid, root_gid));
+    for (const std::string& rel : req.writable)
+      LSB_TRY(CopyUpFromLayers(req.lowers, upper.get(), rel, root_uid, root_gid));
   }
 
   nlohmann::json spec{{"merged", req.dir + "/merged"}, {"upper", out.upper},       {"work", req.dir + "/work"},

@@ -279,7 +279,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       if (outcome.output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
       if (outcome.exit_code != 0)
         return fail("failed with exit code " + std::to_string(outcome.exit_code) +
-                    StepFailureHint(s, outcome.exit_code, policy.image));
+                    StepFailureHint(s, outcome.exit_code, outcome.output, policy.image));
       UniqueFd upper(::open(outcome.upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!upper) return Error::FromErrno("open the build step's upper layer");
       UniqueFd out(::open(layer_tar.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
