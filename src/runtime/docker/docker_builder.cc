@@ -103,12 +103,29 @@ Status DockerEnvBuilder::LabelWithReport(const Policy& policy, const std::string
   line = line.substr(line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
   Json report = Json::parse(line, nullptr, false);
   if (report.is_discarded() || !report.is_object()) return Error{"not a report: " + OutputTail(r->output, 500)};
-  Json c = CommitConfig(config, policy, key, config.value("Labels", Json::object()).value(kLabelBuildStep, ""),
-                        config.value("Labels", Json::object()).value(kLabelBuildBase, policy.image));
-  c["Labels"][kLabelBuildPython] = report.value("python", "");
-  // Labels are bounded by what the engine keeps in an image's config: a long list is cut, not lost.
-  c["Labels"][kLabelBuildPackages] = report.value("packages", Json::array()).dump().substr(0, 256 << 10);
-  c["Labels"][kLabelBuildApt] = report.value("apt", Json::array()).dump().substr(0, 64 << 10);
+  const Json labels = config.contains("Labels") && config["Labels"].is_object() ? config["Labels"] : Json::object();
+  auto label = [&](const char* k, const std::string& otherwise) {
+    return labels.contains(k) && labels[k].is_string() ? labels[k].get<std::string>() : otherwise;
+  };
+  Json c = CommitConfig(config, policy, key, label(kLabelBuildStep, ""), label(kLabelBuildBase, policy.image));
+  // Labels live in the image's config: a list past 256 KiB keeps its first entries (still JSON).
+  // The image's python wrote it: anything not of the expected shape is left out.
+  auto bounded = [&](const char* field) {
+    Json kept = Json::array();
+    size_t bytes = 2;
+    if (!report.contains(field) || !report[field].is_array()) return kept.dump();
+    for (const Json& e : report[field]) {
+      if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_string()) continue;
+      bytes += e.dump().size() + 1;
+      if (bytes > (256u << 10)) break;
+      kept.push_back(e);
+    }
+    return kept.dump();
+  };
+  const Json python = report.contains("python") ? report["python"] : Json();
+  c["Labels"][kLabelBuildPython] = python.is_string() ? python.get<std::string>().substr(0, 64) : "";
+  c["Labels"][kLabelBuildPackages] = bounded("packages");
+  c["Labels"][kLabelBuildApt] = bounded("apt");
   auto committed = engine_->Commit(guard.id, kBuildImageRepository, key, c, std::chrono::milliseconds(600000));
   if (!committed.ok()) return committed.error();
   return OkStatus();

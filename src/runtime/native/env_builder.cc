@@ -319,8 +319,10 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     req.id_base = settings_.id_base;
     if (auto o = RunBuildStep(req, layout_()); o.ok() && o->exit_code == 0) {
       json info = json::parse(o->output, nullptr, false);
-      if (!info.is_discarded()) {
-        record["python"] = info.value("python", "");
+      if (info.is_object()) {
+        // The image's python wrote it: a python that is not a string is left out (lists are
+        // filtered by shape when read back).
+        record["python"] = info.contains("python") && info["python"].is_string() ? info["python"] : json("");
         record["packages"] = info.value("packages", json::array());
         record["apt"] = info.value("apt", json::array());
       }
