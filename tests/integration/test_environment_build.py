@@ -496,6 +496,7 @@ class DaemonSeesTheEnvironment(unittest.TestCase):
             env = r.json()["environment"]
             self.assertTrue(env["built"], env)
             self.assertEqual(env["pip"], ["tinypkg<2"])
+            self.assertEqual((env["apt"], env["apt_sources"], env["apt_packages"]), ([], [], []))
             self.assertIn({"name": "tinypkg", "version": "1.0"}, env["packages"])
             listing = dh.request(d.base, "GET", "/v1/policies").json()["policies"]
             mine = [p for p in listing if p["name"] == "daemon-built"][0]
