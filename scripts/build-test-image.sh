@@ -10,6 +10,7 @@
 #   LSB_CACHE_DIR    tarball cache (default ~/.cache/llm-sandbox)
 #   LSB_MIRROR       Debian mirror (default: the first http(s) URI in /etc/apt/sources.list*)
 #   LSB_REBUILD=1    ignore both caches
+#   LSB_TARBALL_ONLY=1  make the tarball only (no Docker needed: the native build.apt test imports it)
 set -euo pipefail
 
 image="${1:-${LSB_TEST_IMAGE:-llm-sandbox/python:3.11-test}}"
@@ -19,12 +20,15 @@ suite=bookworm
 packages=python3-minimal,libpython3.11-stdlib
 tarball="$cache_dir/debian-$suite-minbase-python3-stdlib.tar"
 rebuild="${LSB_REBUILD:-0}"
+tarball_only="${LSB_TARBALL_ONLY:-0}"
 
 say() { echo "build-test-image: $*" >&2; }
 
-command -v docker >/dev/null || { say "the docker CLI is missing (apt-get install docker.io)"; exit 1; }
+if [[ "$tarball_only" != 1 ]]; then
+  command -v docker >/dev/null || { say "the docker CLI is missing (apt-get install docker.io)"; exit 1; }
+fi
 
-if [[ "$rebuild" != 1 ]] && docker image inspect "$image" >/dev/null 2>&1; then
+if [[ "$tarball_only" != 1 && "$rebuild" != 1 ]] && docker image inspect "$image" >/dev/null 2>&1; then
   exit 0
 fi
 
@@ -70,6 +74,10 @@ if [[ "$rebuild" == 1 || ! -s "$tarball" ]]; then
   trap - EXIT
 fi
 
+if [[ "$tarball_only" == 1 ]]; then
+  say "tarball $tarball ready"
+  exit 0
+fi
 say "docker import $tarball as $image"
 docker import \
   --change 'CMD ["/usr/bin/python3"]' \

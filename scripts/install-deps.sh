@@ -19,6 +19,7 @@ packages=(
   docker-registry skopeo apache2-utils
   python3-cryptography  # the pull tests: a test CA and the token service's JWT signatures
   haproxy python3-yaml  # the cluster test's front (tests/cluster) and the manifests' syntax check
+  apt-utils debootstrap  # container.build.apt tests: apt-ftparchive for a local repository; the native test image with apt
 )
 
 missing=()

@@ -19,6 +19,8 @@ int ImageBuildCommand(const Args& args);  // image_build_cmd.cc: llm-sandbox ima
 int ReadyCommand(const Args& args);   // ready_cmd.cc: llm-sandbox ready (the image's health check)
 // image_docker_cmd.cc: image ls|prune --docker, the engine's images container.build made.
 int ImageDockerCommand(const std::string& sub, bool as_json);
+// image inspect --docker REF (image_docker_cmd.cc).
+int ImageDockerInspect(const std::string& reference, bool as_json);
 int ImageCommand(const Args& args);   // image_cmd.cc: llm-sandbox image import|ls|inspect|rm|prune
 
 }  // namespace lsb::cli

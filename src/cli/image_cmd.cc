@@ -26,6 +26,7 @@ constexpr const char* kUsage =
     "       llm-sandbox image rm [--store DIR] REF...\n"
     "       llm-sandbox image prune [--store DIR]\n"
     "       llm-sandbox image ls|prune --docker [--json]\n"
+    "       llm-sandbox image inspect --docker [--json] REF\n"
     "\n"
     "  import    load a `docker save` archive (FILE) or an OCI image layout (DIR, as\n"
     "            `skopeo copy ... oci:DIR[:tag]` makes); --name names the image (needed when the\n"
@@ -35,7 +36,8 @@ constexpr const char* kUsage =
     "  rm        remove images, then the layers no other image uses\n"
     "  prune     remove unreferenced blobs and layers and what killed imports left behind\n"
     "  --docker  ls/prune the Docker engine's images that container.build made (label\n"
-    "            io.llm-sandbox.build) instead of the store's\n"
+    "            io.llm-sandbox.build) instead of the store's; inspect one engine image (a built\n"
+    "            one: its policy, Python version, packages and build.apt packages)\n"
     "\n"
     "The store is --store DIR, else $LLM_SANDBOX_IMAGE_STORE, else <state dir>/images\n"
     "($LLM_SANDBOX_STATE_DIR, /var/lib/llm-sandbox for root, ~/.local/state/llm-sandbox);\n"
@@ -219,7 +221,10 @@ int Inspect(const Args& args) {
   if (record.ok()) {
     json pkgs = json::array();
     for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
-    out["build"] = {{"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
+    json apt = json::array();
+    for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
+    out["build"] = {{"apt", apt},
+                    {"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
                     {"base_digest", record->base_digest}, {"steps", record->steps}, {"python", record->python},
                     {"packages", pkgs}};
   }
@@ -248,6 +253,8 @@ int Inspect(const Args& args) {
     for (const auto& step : record->steps) std::printf("  step: %s\n", step.c_str());
     std::printf("python:       %s\npackages:\n", record->python.empty() ? "(unknown)" : record->python.c_str());
     for (const auto& [name, version] : record->packages) std::printf("  %s %s\n", name.c_str(), version.c_str());
+    if (!record->apt.empty()) std::printf("apt packages:\n");
+    for (const auto& [name, version] : record->apt) std::printf("  %s %s\n", name.c_str(), version.c_str());
   }
   std::printf("layers:\n");
   for (const auto& l : info->layers)
@@ -309,6 +316,14 @@ int ImageCommand(const Args& args) {
   bool docker = false, as_json = false;
   for (const auto& a : rest) docker = docker || a == "--docker", as_json = as_json || a == "--json";
   if (docker && (sub == "ls" || sub == "list" || sub == "prune")) return ImageDockerCommand(sub == "prune" ? "prune" : "ls", as_json);
+  if (docker && sub == "inspect") {
+    std::vector<std::string> refs;
+    for (const auto& a : rest)
+      if (a != "--docker" && a != "--json") refs.push_back(a);
+    if (refs.size() != 1 || refs[0].empty() || refs[0][0] == '-')
+      return Usage("inspect --docker takes one image reference");
+    return ImageDockerInspect(refs[0], as_json);
+  }
   if (sub == "import") return Import(rest);
   if (sub == "ls" || sub == "list") return List(rest);
   if (sub == "inspect") return Inspect(rest);

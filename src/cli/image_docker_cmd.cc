@@ -1,6 +1,8 @@
 // llm-sandbox image ls --docker | image prune --docker: the Docker engine's images that
 // container.build made (docker_builder.h: label io.llm-sandbox.build), with the policy, step and
 // cache key each one carries; prune removes those no container uses (the engine refuses the rest).
+// image inspect --docker REF: one built image's labels, its Python version and packages and the
+// build.apt packages among them (asked of the image after its build: docker_builder.h).
 #include <cstdio>
 #include <string>
 
@@ -21,7 +23,67 @@ std::string Label(const nlohmann::json& img, const char* key) {
   return l.is_object() ? l.value(key, std::string()) : std::string();
 }
 
+// [[name, version], ...] as a label holds it -> [{name, version}, ...].
+nlohmann::json Pairs(const std::string& text) {
+  nlohmann::json out = nlohmann::json::array();
+  nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
+  if (!list.is_array()) return out;
+  for (const auto& p : list)
+    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
+      out.push_back({{"name", p[0]}, {"version", p[1]}});
+  return out;
+}
+
 }  // namespace
+
+int ImageDockerInspect(const std::string& reference, bool as_json) {
+  auto ep = docker::DefaultEndpoint();
+  if (!ep.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", ep.error().message.c_str()), 1;
+  auto engine = docker::EngineClient::Open(*ep);
+  if (!engine.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", engine.error().message.c_str()), 1;
+  auto img = engine->InspectImage(reference);
+  if (!img.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", img.error().message.c_str()), 1;
+  nlohmann::json config = img->value("Config", nlohmann::json::object());
+  if (!config.is_object()) config = nlohmann::json::object();
+  nlohmann::json labelled = {{"Labels", config.value("Labels", nlohmann::json::object())}};
+  if (!labelled["Labels"].is_object()) labelled["Labels"] = nlohmann::json::object();
+  nlohmann::json out = {{"reference", reference},
+                        {"id", img->value("Id", "")},
+                        {"created", img->value("Created", "")},
+                        {"size", img->value("Size", uint64_t{0})},
+                        {"env", config.value("Env", nlohmann::json::array())}};
+  if (Label(labelled, docker::kLabelBuild) == "1") {
+    out["build"] = {{"policy", Label(labelled, docker::kLabelPolicy)},
+                    {"base", Label(labelled, docker::kLabelBuildBase)},
+                    {"key", Label(labelled, docker::kLabelBuildKey)},
+                    {"step", Label(labelled, docker::kLabelBuildStep)},
+                    {"python", Label(labelled, docker::kLabelBuildPython)},
+                    {"packages", Pairs(Label(labelled, docker::kLabelBuildPackages))},
+                    {"apt", Pairs(Label(labelled, docker::kLabelBuildApt))}};
+  }
+  if (as_json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("reference:    %s\nid:           %s\ncreated:      %s\nsize:         %s\n", reference.c_str(),
+              out["id"].get<std::string>().c_str(), out["created"].get<std::string>().c_str(),
+              units::FormatBytes(out["size"].get<uint64_t>()).c_str());
+  if (!out.contains("build")) {
+    std::printf("(not an image container.build made: no python or package list)\n");
+    return 0;
+  }
+  const auto& b = out["build"];
+  std::printf("built for:    policy %s on %s\n  last step: %s\n", b["policy"].get<std::string>().c_str(),
+              b["base"].get<std::string>().c_str(), b["step"].get<std::string>().c_str());
+  const std::string python = b["python"].get<std::string>();
+  std::printf("python:       %s\npackages:\n", python.empty() ? "(unknown)" : python.c_str());
+  for (const auto& p : b["packages"])
+    std::printf("  %s %s\n", p["name"].get<std::string>().c_str(), p["version"].get<std::string>().c_str());
+  if (!b["apt"].empty()) std::printf("apt packages:\n");
+  for (const auto& p : b["apt"])
+    std::printf("  %s %s\n", p["name"].get<std::string>().c_str(), p["version"].get<std::string>().c_str());
+  return 0;
+}
 
 int ImageDockerCommand(const std::string& sub, bool as_json) {
   auto ep = docker::DefaultEndpoint();

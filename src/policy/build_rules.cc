@@ -89,6 +89,77 @@ Result<IndexUrl> ParseIndexUrl(std::string_view url) {
   return out;
 }
 
+Status CheckAptPackage(std::string_view entry) {
+  const std::string quoted = "'" + std::string(entry.substr(0, 200)) + "'";
+  if (entry.empty() || entry.size() > 256) return Error{"a package of 1 to 256 bytes is expected"};
+  std::string_view name = entry, arch, version;
+  if (size_t eq = name.find('='); eq != std::string_view::npos) {
+    version = name.substr(eq + 1);
+    name = name.substr(0, eq);
+    if (version.empty()) return Error{quoted + " has an empty version after '='"};
+  }
+  if (size_t colon = name.find(':'); colon != std::string_view::npos) {
+    arch = name.substr(colon + 1);
+    name = name.substr(0, colon);
+    if (arch.empty()) return Error{quoted + " has an empty architecture after ':'"};
+  }
+  auto lower_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const std::string not_a_name =
+      quoted + " is not a Debian package name (two or more of a-z 0-9 + . -, starting with a letter or digit)";
+  if (name.size() < 2 || !lower_digit(name[0])) return Error{not_a_name};
+  for (char c : name)
+    if (!lower_digit(c) && c != '+' && c != '.' && c != '-') return Error{not_a_name};
+  for (char c : arch)
+    if (!lower_digit(c) && c != '-') return Error{quoted + " has a bad architecture (a-z 0-9 -)"};
+  if (!version.empty() && !std::isdigit(static_cast<unsigned char>(version[0])))
+    return Error{quoted + " has a version that does not start with a digit"};
+  for (char c : version)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view(".+~:-").find(c) == std::string_view::npos)
+      return Error{quoted + " has a bad version (A-Z a-z 0-9 . + ~ : -)"};
+  return OkStatus();
+}
+
+Result<AptSource> ParseAptSource(std::string_view line) {
+  const std::string quoted = "'" + std::string(line.substr(0, 200)) + "'";
+  if (line.size() > kMaxAptSourceBytes) return Error{"a line over 1024 bytes"};
+  if (HasControl(line)) return Error{"a control character (a newline?) in " + quoted};
+  if (line.rfind("deb ", 0) != 0) return Error{quoted + " does not start with 'deb ' (one-line sources.list format)"};
+  std::vector<std::string_view> words;
+  std::string_view rest = line.substr(4);
+  std::string_view options;
+  size_t start = rest.find_first_not_of(' ');
+  if (start != std::string_view::npos && rest[start] == '[') {
+    size_t close = rest.find(']', start);
+    if (close == std::string_view::npos) return Error{quoted + " has an unclosed '[' of options"};
+    options = rest.substr(start + 1, close - start - 1);
+    rest = rest.substr(close + 1);
+  }
+  auto safe = [](std::string_view w, std::string_view extra) {
+    for (char c : w)
+      if (!std::isalnum(static_cast<unsigned char>(c)) &&
+          std::string_view("._/=,+~-").find(c) == std::string_view::npos && extra.find(c) == std::string_view::npos)
+        return false;
+    return true;
+  };
+  if (!safe(options, " ")) return Error{quoted + ": its options may hold only A-Z a-z 0-9 . _ / = , + ~ - and spaces"};
+  for (size_t p = 0; p < rest.size();) {
+    size_t b = rest.find_first_not_of(' ', p);
+    if (b == std::string_view::npos) break;
+    size_t e = rest.find(' ', b);
+    if (e == std::string_view::npos) e = rest.size();
+    words.push_back(rest.substr(b, e - b));
+    p = e;
+  }
+  if (words.size() < 2)
+    return Error{quoted + " needs a URI and a suite (e.g. deb http://deb.debian.org/debian bookworm main)"};
+  auto url = ParseIndexUrl(words[0]);
+  if (!url.ok()) return Error{quoted + ": " + url.error().message};
+  for (size_t i = 1; i < words.size(); ++i)
+    if (!safe(words[i], ""))
+      return Error{quoted + ": the suite and components may hold only A-Z a-z 0-9 . _ / = , + ~ -"};
+  return AptSource{std::move(url).value(), std::string(words[0])};
+}
+
 Status CheckBuildSource(std::string_view source) {
   if (source.empty()) return Error{"an empty source"};
   if (source.size() > kMaxBuildEntryBytes || HasControl(source)) return Error{"a source over 4096 bytes or with a control character"};

@@ -27,6 +27,22 @@ struct IndexUrl {
 // build.pip_index_url: http(s)://HOST[:PORT][/PATH], no user info, query or fragment.
 Result<IndexUrl> ParseIndexUrl(std::string_view url);
 
+// A build.apt entry: a Debian package name ([a-z0-9][a-z0-9+.-]+), then optionally ":ARCH"
+// ([a-z0-9-]+) and "=VERSION" (Debian's version characters [A-Za-z0-9.+~:-]). It is passed to
+// apt-get as one argv word, never through a shell; anything else is an error naming the entry.
+Status CheckAptPackage(std::string_view entry);
+
+inline constexpr size_t kMaxAptSources = 32;
+inline constexpr size_t kMaxAptSourceBytes = 1024;
+struct AptSource {
+  IndexUrl url;     // the archive's URI (http or https)
+  std::string uri;  // as written
+};
+// A build.apt_sources line, one-line sources.list format: "deb [OPTIONS] URI SUITE [COMPONENT...]",
+// e.g. "deb [trusted=yes] http://apt.test/ ./". No control character, at most 1024 bytes; options,
+// suite and components of [A-Za-z0-9._/=,+~-] only (the line is written to a file, never a shell).
+Result<AptSource> ParseAptSource(std::string_view line);
+
 // A files source: relative, no '..' or '.' component, no empty component (the builder opens it
 // below the policy's directory without following symlinks).
 Status CheckBuildSource(std::string_view source);

@@ -82,6 +82,8 @@ class Explainer {
       if (!steps.empty()) steps += "; ";
       steps += name + ": " + JoinList(items);
     };
+    part("apt", b.apt);
+    part("apt_sources", b.apt_sources);
     part("pip", b.pip);
     std::vector<std::string> files;
     for (const BuildFile& f : b.files) files.push_back(f.source + " -> " + f.target);

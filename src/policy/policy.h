@@ -67,7 +67,7 @@ inline constexpr size_t kMaxHostMounts = 16;
 
 // container.build: what the environment needs, baked into an image derived from container.image
 // before any box runs (docs/policy.md "container.build", src/build/). Steps run in this order:
-// apt (refused: not supported yet), pip, files, run; each becomes one cached layer.
+// apt, pip, files, run; each becomes one cached layer.
 struct BuildFile {
   std::string target;  // absolute path in the image; a trailing '/' means "into this directory"
   std::string source;  // relative to the policy file's directory, no '..', no absolute path
@@ -75,7 +75,10 @@ struct BuildFile {
 struct BuildSpec {
   std::vector<std::string> pip;             // requirement specifiers, passed as argv (never a shell)
   std::string pip_index_url = "https://pypi.org/simple";
-  std::vector<std::string> apt;             // refused by the loader while unsupported
+  std::vector<std::string> apt;             // Debian packages (name[:arch][=version]), argv to apt-get
+  // build.apt_sources: one-line sources.list entries that replace the image's own sources for the
+  // apt step (none: the image's). Their hosts are added to the default build.network.
+  std::vector<std::string> apt_sources;
   std::vector<BuildFile> files;
   std::vector<std::string> run;             // each run by /bin/sh -c in the build box
   // build.network: the build's own egress (the program's network section never applies to it).

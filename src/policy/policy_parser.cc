@@ -40,7 +40,7 @@ const std::vector<std::string> kSessionKeys = {"setup"};
 constexpr size_t kMaxSessionSetupBytes = 64 << 10;
 const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs", "mounts",
                                                  "user_namespace", "seccomp", "user", "workdir", "env", "pull", "build"};
-const std::vector<std::string> kBuildKeys = {"pip", "pip_index_url", "apt", "files", "run", "network", "timeout", "memory", "output"};
+const std::vector<std::string> kBuildKeys = {"pip", "pip_index_url", "apt", "apt_sources", "files", "run", "network", "timeout", "memory", "output"};
 const std::vector<std::string> kBuildNetworkKeys = {"allow", "deny"};
 const std::vector<std::string> kNetworkKeys = {"enabled", "allow", "deny", "secrets"};
 const std::vector<std::string> kSecretKeys = {"host", "header", "value"};
@@ -282,10 +282,18 @@ class Parser {
         return OkStatus();
       }, "write one shell command per entry");
     } else if (key == "apt") {
-      auto items = r_.ScalarList(f);
-      if (items && !items->empty())
-        r_.Report(f.mark(), "container.build.apt: installing Debian packages is not supported yet",
-                  "remove build.apt; install what the program needs with build.pip, or use an image that has it");
+      list(b.apt, CheckAptPackage, "write Debian package names such as \"git\" or \"curl=7.88.1-10+deb12u5\"; "
+           "each is one word given to apt-get, never a shell");
+    } else if (key == "apt_sources") {
+      list(b.apt_sources, [](std::string_view line) -> Status {
+        auto src = ParseAptSource(line);
+        return src.ok() ? OkStatus() : Status(src.error());
+      }, "write one-line sources.list entries such as \"deb [trusted=yes] http://apt.example/ ./\" or "
+         "\"deb http://deb.debian.org/debian bookworm main\"");
+      if (b.apt_sources.size() > kMaxAptSources) {
+        r_.Report(f.mark(), f.path + ": more than 32 sources", "list fewer archives");
+        b.apt_sources.resize(kMaxAptSources);
+      }
     } else if (key == "pip_index_url") {
       auto s = r_.String(f);
       if (!s) return;
@@ -342,36 +350,68 @@ class Parser {
     }
   }
 
-  // build.network left out: the index's host only (and files.pythonhosted.org, where pypi.org
-  // keeps its files). Written: it must reach the index, or pip could not work.
+  // build.network left out: the hosts the steps must reach, implicitly: the pip index's (and
+  // files.pythonhosted.org, where pypi.org keeps its files), each build.apt_sources archive's, or
+  // deb.debian.org for build.apt on the image's own sources. Written: it must reach the pip index
+  // and every apt_sources archive, or the step could not work (the image's own sources cannot be
+  // known here: they are the writer's to allow).
   void BuildNetworkDefaults(const Field& f) {
     BuildSpec& b = p_.build;
-    if (b.pip.empty()) return;
-    auto url = ParseIndexUrl(b.pip_index_url);
-    if (!url.ok()) return;  // reported already
-    uint16_t port = url->port ? url->port : (url->scheme == "https" ? 443 : 80);
-    auto ip = ParseIpLiteral(url->host);
-    if (!p_.positions.count("container.build.network")) {
-      std::string entry = ip && ip->family == AF_INET6 ? "[" + url->host + "]" : url->host;
-      if (url->port) entry += ":" + std::to_string(url->port);
-      b.network_allow.push_back(entry);
-      if (url->host == "pypi.org") b.network_allow.push_back("files.pythonhosted.org");
+    if (!b.apt_sources.empty() && b.apt.empty()) {
+      r_.Report(f.mark(), "container.build.apt_sources is written but container.build.apt lists no package",
+                "add the packages to build.apt, or remove build.apt_sources");
       return;
     }
-    for (const std::string& text : b.network_allow) {
-      auto rule = ParseNetworkRule(text);
-      if (!rule.ok()) continue;
-      bool hit = ip ? RuleCoversAddress(*rule, *ip, port) : RuleMatchesName(*rule, url->host, port);
-      bool denied = false;
-      for (const std::string& d : b.network_deny) {
-        auto dr = ParseNetworkRule(d);
-        if (dr.ok() && (ip ? RuleCoversAddress(*dr, *ip, port) : RuleMatchesName(*dr, url->host, port))) denied = true;
-      }
-      if (hit && !denied) return;
+    struct Needed {
+      std::string what;
+      IndexUrl url;
+    };
+    std::vector<Needed> needed;
+    if (!b.pip.empty()) {
+      auto url = ParseIndexUrl(b.pip_index_url);
+      if (!url.ok()) return;  // reported already
+      needed.push_back({"build.pip_index_url", *url});
     }
-    r_.Report(f.mark(), "container.build.network.allow does not reach build.pip_index_url's host '" + url->host + "'",
-              "add '" + url->host + "' (an address needs its own entry, e.g. 127.0.0.1:8080) to build.network.allow, "
-              "or leave build.network out to allow the index's host only");
+    if (!b.apt.empty()) {
+      for (const std::string& line : b.apt_sources)
+        if (auto src = ParseAptSource(line); src.ok())
+          needed.push_back({"the build.apt_sources archive " + src->uri, src->url});
+    }
+    const bool written = p_.positions.count("container.build.network") > 0;
+    if (!written) {
+      for (const Needed& n : needed) {
+        auto ip = ParseIpLiteral(n.url.host);
+        std::string entry = ip && ip->family == AF_INET6 ? "[" + n.url.host + "]" : n.url.host;
+        if (n.url.port) entry += ":" + std::to_string(n.url.port);
+        if (std::find(b.network_allow.begin(), b.network_allow.end(), entry) == b.network_allow.end())
+          b.network_allow.push_back(entry);
+        if (n.url.host == "pypi.org") b.network_allow.push_back("files.pythonhosted.org");
+      }
+      if (!b.apt.empty() && b.apt_sources.empty()) b.network_allow.push_back("deb.debian.org");
+      return;
+    }
+    for (const Needed& n : needed) {
+      if (Reaches(n.url)) continue;
+      r_.Report(f.mark(), "container.build.network.allow does not reach " + n.what + "'s host '" + n.url.host + "'",
+                "add '" + n.url.host + "' (an address needs its own entry, e.g. 127.0.0.1:8080) to build.network.allow, "
+                "or leave build.network out to allow the build's own hosts only");
+    }
+  }
+
+  // Whether build.network's lists let a step connect to `url`'s host and port.
+  bool Reaches(const IndexUrl& url) const {
+    const BuildSpec& b = p_.build;
+    uint16_t port = url.port ? url.port : (url.scheme == "https" ? 443 : 80);
+    auto ip = ParseIpLiteral(url.host);
+    auto covers = [&](const std::string& text) {
+      auto rule = ParseNetworkRule(text);
+      return rule.ok() && (ip ? RuleCoversAddress(*rule, *ip, port) : RuleMatchesName(*rule, url.host, port));
+    };
+    for (const std::string& d : b.network_deny)
+      if (covers(d)) return false;
+    for (const std::string& a : b.network_allow)
+      if (covers(a)) return true;
+    return false;
   }
 
   void Tmpfs(const Field& f) {

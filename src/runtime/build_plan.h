@@ -1,5 +1,5 @@
-// container.build's steps, the same on every backend (docs/policy.md "container.build"): pip (one
-// step for the whole list), each files entry, each run command, in that order; each step's cache key
+// container.build's steps, the same on every backend (docs/policy.md "container.build"): apt (one
+// step for the whole list), pip (one step for the whole list), each files entry, each run command, in that order; each step's cache key
 // chained from the previous one, key_i = SHA-256(key_{i-1}, step i), so a changed step rebuilds
 // from that step on; a files step's key holds the digest of its content (its layer tar).
 #pragma once
@@ -16,13 +16,32 @@ namespace lsb {
 inline constexpr const char* kBuildImageRepository = "build.llm-sandbox.local/env";
 
 struct BuildStep {
-  std::string kind;         // pip | files | run
+  std::string kind;         // apt | pip | files | run
   std::string description;  // one line for the log and errors
   std::vector<std::string> argv;
   const BuildFile* file = nullptr;
+  // Image files the step writes in place rather than replaces (dpkg's locks and logs): the native
+  // build box copies them up first (build_box.h). Not part of the key.
+  std::vector<std::string> writable = {};
 };
 
 std::vector<BuildStep> PlanBuildSteps(const BuildSpec& b);
+
+// The exit code of the apt step when the image has no apt-get, and the line it prints then.
+inline constexpr int kAptMissingExitCode = 127;
+inline constexpr const char* kAptMissingLine = "llm-sandbox: build.apt needs apt-get in the image; it has none";
+// What is known of a failed step's cause, for its error: an apt step that found no apt-get names
+// the image ("" otherwise).
+std::string StepFailureHint(const BuildStep& s, int exit_code, const std::string& output, const std::string& image);
+
+// What the builders remember a built spec by in memory (every step's inputs but files', whose
+// content is read again each build).
+std::string BuildSpecMemoKey(const BuildSpec& b);
+
+// argv of a process in the finished environment that prints one JSON line: {"python": VERSION,
+// "packages": [[NAME, VERSION], ...] (Python distributions), "apt": [[NAME, VERSION], ...] (each of
+// `apt` found installed in /var/lib/dpkg/status)}; image inspect and GET /v1/policies show it.
+std::vector<std::string> EnvironmentReportArgv(const std::vector<std::string>& apt);
 
 // "step 2/3 (run make)"
 std::string BuildStepLabel(size_t index, size_t count, const BuildStep& s);

@@ -21,7 +21,8 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   if (p.build.empty()) return nullptr;
   json files = json::array();
   for (const auto& f : p.build.files) files.push_back({{"target", f.target}, {"source", f.source}});
-  json env = {{"pip", p.build.pip}, {"pip_index_url", p.build.pip_index_url}, {"files", files},
+  json env = {{"apt", p.build.apt}, {"apt_sources", p.build.apt_sources},
+              {"pip", p.build.pip}, {"pip_index_url", p.build.pip_index_url}, {"files", files},
               {"run", p.build.run}, {"built", false}};
   if (!ctx.images) return env;
   auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name);
@@ -32,6 +33,9 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   env["image"] = record->reference;
   env["python"] = record->python;
   env["packages"] = pkgs;
+  json apt = json::array();
+  for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
+  env["apt_packages"] = apt;
   return env;
 }
 

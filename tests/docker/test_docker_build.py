@@ -16,7 +16,12 @@ runs in a container with network mode none whose only way out is the build's egr
     connection finds no route (the container's loopback is its own);
   - build.files into /opt: readable and importable at run time (Landlock), never writable;
   - a step printing without end is stopped at build.output;
-  - `image ls --docker` names the policy each built image serves.
+  - `image ls --docker` names the policy each built image serves, `image inspect --docker` its
+    Python version and packages (labels the build takes from the image's own python3);
+  - build.apt (DockerAptBuild): a package made by dpkg-deb, served as a flat apt repository on
+    loopback (tests/integration/apt_repo.py) as apt.test, installed into the test image (Debian,
+    with apt) and read by the program; the second build is cached; `image inspect --docker` lists
+    it; the image's own deb.debian.org, not in build.network.allow, is refused by the proxy.
 Needs root (the egress proxy joins the build container's network namespace).
 """
 import io
@@ -33,6 +38,7 @@ from daemon_util import BINARY, SEED_POLICY, prepare_engine_or_skip
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from test_environment_build import Index  # noqa: E402  (the loopback index and its wheel)
+import apt_repo  # noqa: E402
 
 TEST_IMAGE = "llm-sandbox/python:3.11-test"
 BASE = "lsb-build-test/python-pip:" + os.urandom(4).hex()
@@ -40,7 +46,7 @@ HOST_PIP = "/usr/lib/python3/dist-packages/pip"
 PROGRAM = ("import tinypkg\n"
            "print('tinypkg says', tinypkg.VALUE)\n"
            "print('marker', open('/usr/local/marker.txt').read().strip())\n")
-RESOLVE = ["--egress-resolve", "pypi.test:127.0.0.1"]
+RESOLVE = ["--egress-resolve", "pypi.test:127.0.0.1", "--egress-resolve", "apt.test:127.0.0.1"]
 
 
 def docker(*args, **kw):
@@ -86,23 +92,24 @@ def setUpModule():
 def tearDownModule():
     INDEX.stop()
     shutil.rmtree(WORK, True)
-    # Only what this suite made: the images built on BASE, then BASE.
-    ids = docker("images", "-q", "--filter", "label=io.llm-sandbox.build.base=" + BASE).stdout.split()
-    tags = docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
-                  "label=io.llm-sandbox.build.base=" + BASE).stdout.split()
-    if tags:
-        docker("rmi", *tags)
-    if ids:
-        docker("rmi", *set(ids))
+    # Only what this suite made: the images built on BASE (and on TEST_IMAGE by policies named
+    # docker-apt*), then BASE.
+    for label in ("label=io.llm-sandbox.build.base=" + BASE, "label=io.llm-sandbox.policy=docker-apt"):
+        ids = docker("images", "-q", "--filter", label).stdout.split()
+        tags = docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", label).stdout.split()
+        if tags:
+            docker("rmi", *tags)
+        if ids:
+            docker("rmi", *set(ids))
     docker("rmi", BASE)
 
 
-def write_policy(name, build_yaml, files=None):
+def write_policy(name, build_yaml, files=None, image=None):
     d = tempfile.mkdtemp(prefix="policy-", dir=WORK)
     with open(SEED_POLICY) as f:
         text = f.read()
     text = text.replace("name: code-sandbox", f"name: {name}")
-    text = text.replace("image: python:3.12-slim", f'image: "{BASE}"\n  build:\n' +
+    text = text.replace("image: python:3.12-slim", f'image: "{image or BASE}"\n  build:\n' +
                         "".join("    " + line + "\n" for line in build_yaml.strip("\n").split("\n")))
     for rel, content in (files or {}).items():
         path = os.path.join(d, rel)
@@ -173,6 +180,12 @@ class DockerBuiltEnvironment(unittest.TestCase):
         self.assertEqual(mine[0]["policy"], "docker-built")
         self.assertEqual(mine[0]["key"], ref.split(":")[-1])
         self.assertEqual(mine[0]["base"], BASE)
+        # image inspect --docker: the Python version and packages its python3 reported after the build.
+        info = json.loads(lsb("image", "inspect", "--docker", "--json", ref).stdout)
+        self.assertEqual(info["build"]["policy"], "docker-built", info)
+        self.assertTrue(info["build"]["python"].startswith("3.11"), info["build"])
+        self.assertIn({"name": "tinypkg", "version": "1.0"}, info["build"]["packages"])
+        self.assertEqual(info["build"]["apt"], [])
         # The committed image keeps the base's command and carries no proxy variables.
         cfg = json.loads(docker("image", "inspect", ref, "--format", "{{json .Config}}").stdout)
         self.assertEqual(cfg.get("Cmd"), ["/usr/bin/python3"], cfg)
@@ -243,6 +256,58 @@ class DockerBuiltEnvironment(unittest.TestCase):
         self.assertEqual(b.returncode, 1, b.stdout)
         self.assertIn("printed more than build.output (1048576 bytes)", b.stderr)
         self.assertLess(len(b.stderr), 20000)
+
+
+class DockerAptBuild(unittest.TestCase):
+    """build.apt from a loopback repository into the test image (Debian, with apt): one apt build."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = apt_repo.unavailable()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.repo = apt_repo.AptRepo(os.path.join(WORK, "apt-repo"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.repo.stop()
+
+    def test_apt_package_from_the_loopback_repository_is_installed_once_listed_and_read(self):
+        spec = (f'apt: ["{apt_repo.PACKAGE}"]\napt_sources: ["{self.repo.source()}"]\n'
+                f'network:\n  allow: ["apt.test", "127.0.0.1:{self.repo.port}"]')
+        policy = write_policy("docker-apt", spec, image=TEST_IMAGE)
+        b = build(policy)
+        self.assertEqual(b.returncode, 0, b.stdout + b.stderr)
+        self.assertIn(f"step 1/1 (apt install {apt_repo.PACKAGE}): building", b.stderr)
+        self.assertTrue(any(r.endswith(".deb") for r in self.repo.requests), self.repo.requests)
+        ref = b.stdout.split()[1]
+        r = run(policy, f"print(open('{apt_repo.INSTALLED_FILE}').read().strip())\n"
+                        "import os\nprint('lists', sorted(os.listdir('/var/lib/apt/lists')))\n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(apt_repo.INSTALLED_TEXT, r.stdout)
+        self.assertIn("lists []", r.stdout)
+        asked = len(self.repo.requests)
+        again = build(policy)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn(f"step 1/1 (apt install {apt_repo.PACKAGE}): cached", again.stderr)
+        self.assertIn("0 run now", again.stdout)
+        self.assertEqual(len(self.repo.requests), asked)
+        info = json.loads(lsb("image", "inspect", "--docker", "--json", ref).stdout)
+        self.assertIn({"name": apt_repo.PACKAGE, "version": apt_repo.VERSION}, info["build"]["apt"])
+        self.assertTrue(info["build"]["python"].startswith("3.11"), info["build"])
+        text = lsb("image", "inspect", "--docker", ref).stdout
+        self.assertIn(f"apt packages:\n  {apt_repo.PACKAGE} {apt_repo.VERSION}", text)
+
+    def test_the_images_own_archive_build_network_does_not_allow_is_refused_by_the_proxy(self):
+        spec = f'apt: ["{apt_repo.PACKAGE}"]\nnetwork:\n  allow: ["apt.test", "127.0.0.1:{self.repo.port}"]'
+        policy = write_policy("docker-apt-forbidden", spec, image=TEST_IMAGE)
+        before = len(self.repo.requests)
+        b = build(policy)
+        self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
+        self.assertIn(f"step 1/1 (apt install {apt_repo.PACKAGE}) failed with exit code 100", b.stderr)
+        self.assertIn("403", b.stderr)
+        self.assertIn("deb.debian.org", b.stderr)
+        self.assertEqual(len(self.repo.requests), before)
 
 
 # A run step writing outside the files targets (python: the native test image has no coreutils).

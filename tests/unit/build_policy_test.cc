@@ -13,6 +13,7 @@
 #include "image/layer_writer.h"
 #include "policy/build_rules.h"
 #include "policy_parse_helpers.h"
+#include "runtime/build_plan.h"
 #include "runtime/backend.h"
 
 namespace lsb {
@@ -48,6 +49,53 @@ TEST(BuildPolicy, FilesTargetsBecomeReadablePathsOfTheBox) {
   EXPECT_TRUE(PolicyBoxSetup(MustParse(WithBuild("    run: [\"true\"]\n"))).readable.empty());
 }
 
+// build.apt: the step comes first; the apt_sources archives' hosts join the default network, and
+// deb.debian.org stands for the image's own sources; packages and lines are argv, never the script.
+TEST(BuildPolicy, AptStepComesFirstWithItsSourcesAndHosts) {
+  Policy p = MustParse(WithBuild("    pip: [x]\n    apt: [git, \"libc6:amd64=2.36-9+deb12u4\"]\n"
+                                 "    apt_sources: [\"deb [trusted=yes] http://apt.test:8080/ ./\"]\n"));
+  EXPECT_EQ(p.build.apt, (std::vector<std::string>{"git", "libc6:amd64=2.36-9+deb12u4"}));
+  EXPECT_EQ(p.build.network_allow,
+            (std::vector<std::string>{"pypi.org", "files.pythonhosted.org", "apt.test:8080"}));
+  auto steps = PlanBuildSteps(p.build);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].kind, "apt");
+  EXPECT_EQ(steps[0].description, "apt install git libc6:amd64=2.36-9+deb12u4");
+  ASSERT_GE(steps[0].argv.size(), 8u);
+  EXPECT_EQ(steps[0].argv[0], "/bin/sh");
+  EXPECT_EQ(steps[0].argv[3], "llm-sandbox-apt");
+  EXPECT_NE(steps[0].argv[2].find(kAptMissingLine), std::string::npos);  // what StepFailureHint looks for
+  EXPECT_EQ(std::vector<std::string>(steps[0].argv.begin() + 4, steps[0].argv.end()),
+            (std::vector<std::string>{"1", "deb [trusted=yes] http://apt.test:8080/ ./", "git",
+                                      "libc6:amd64=2.36-9+deb12u4"}));
+  EXPECT_EQ(steps[1].kind, "pip");
+  // Another source is another key; the image's own sources: deb.debian.org by default.
+  Policy q = MustParse(WithBuild("    apt: [git]\n"));
+  EXPECT_EQ(q.build.network_allow, std::vector<std::string>{"deb.debian.org"});
+  auto a = PlanBuildSteps(p.build), b = PlanBuildSteps(q.build);
+  EXPECT_NE(BuildStepKey("k", a[0], ""), BuildStepKey("k", b[0], ""));
+  EXPECT_NE(BuildSpecMemoKey(p.build), BuildSpecMemoKey(q.build));
+  EXPECT_NE(StepFailureHint(b[0], kAptMissingExitCode, kAptMissingLine, "img").find("img has none"), std::string::npos);
+  EXPECT_EQ(StepFailureHint(b[0], kAptMissingExitCode, "sh: mktemp: not found", "img"), "");
+}
+
+TEST(BuildRules, AptPackagesAndSources) {
+  for (const char* ok : {"git", "g++", "libc6:amd64", "curl=7.88.1-10+deb12u5", "python3.11", "a0:arm64=1:2.3~rc1"})
+    EXPECT_TRUE(CheckAptPackage(ok).ok()) << ok;
+  for (const char* bad : {"", "g", "Git", "-oDebug=1", "git;id", "$(id)", "git id", "git=", "git:", "git=abc",
+                          "git=1.0`id`", "git:amd64;x", "git\nx", "../x"})
+    EXPECT_FALSE(CheckAptPackage(bad).ok()) << bad;
+  auto s = ParseAptSource("deb [trusted=yes arch=amd64] https://Apt.Example:8443/debian bookworm main contrib");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->url.host, "apt.example");
+  EXPECT_EQ(s->url.port, 8443);
+  for (const char* bad : {"deb-src http://x/ ./", "rpm http://x/ ./", "deb http://x/", "deb ftp://x/ ./",
+                          "deb http://x/ ./\ndeb http://y/ ./", "deb [trusted=yes http://x/ ./",
+                          "deb http://x/ $(id)", "deb [a=`id`] http://x/ ./", "deb http://u@x/ ./"})
+    EXPECT_FALSE(ParseAptSource(bad).ok()) << bad;
+  EXPECT_FALSE(ParseAptSource("deb http://x/ " + std::string(1100, 'a')).ok());
+}
+
 TEST(BuildPolicy, RefusesOptionsEscapesAptAndAnUnreachableIndex) {
   EXPECT_NE(ParseError(WithBuild("    pip: [\"-r requirements.txt\"]\n")).find("is a pip option"), std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    pip: [\"--index-url=http://evil\"]\n")).find("is a pip option"), std::string::npos);
@@ -55,7 +103,14 @@ TEST(BuildPolicy, RefusesOptionsEscapesAptAndAnUnreachableIndex) {
   EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"a/../../b\"}\n")).find("'..' component"), std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    files: {\"/opt/x\": \"/etc/passwd\"}\n")).find("is absolute"), std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    files: {\"opt/x\": \"a\"}\n")).find("not an absolute path"), std::string::npos);
-  EXPECT_NE(ParseError(WithBuild("    apt: [git]\n")).find("not supported yet"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    apt: [\"git; rm -rf /\"]\n")).find("is not a Debian package name"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    apt: [git]\n    apt_sources: [\"deb http://apt.test/ ./\"]\n"
+                                 "    network:\n      allow: [\"example.org\"]\n"))
+                .find("does not reach the build.apt_sources archive http://apt.test/'s host 'apt.test'"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    apt_sources: [\"deb http://apt.test/ ./\"]\n")).find("lists no package"),
+            std::string::npos);
   EXPECT_NE(ParseError(WithBuild("    pip: [x]\n    network:\n      allow: [\"example.org\"]\n"))
                 .find("does not reach build.pip_index_url's host 'pypi.org'"),
             std::string::npos);

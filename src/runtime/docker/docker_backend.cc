@@ -110,7 +110,7 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
   // A build step's only network is its egress proxy, which this process makes inside the build
   // container's namespace: root on the engine's host, or no build (never the bridge).
-  if ((!policy.build.pip.empty() || !policy.build.run.empty()) &&
+  if ((!policy.build.apt.empty() || !policy.build.pip.empty() || !policy.build.run.empty()) &&
       (::geteuid() != 0 || engine_->endpoint().kind != Endpoint::Kind::kUnix))
     problems.push_back("container.build: the build's steps reach the network only through the egress proxy, which "
                        "llm-sandbox attaches to the build container from the engine's host as root; this process is " +

@@ -89,11 +89,52 @@ Json CommitConfig(const Json& parent_config, const Policy& policy, const std::st
 
 }  // namespace
 
+Status DockerEnvBuilder::LabelWithReport(const Policy& policy, const std::string& image, const std::string& key,
+                                         const Json& config) const {
+  if (config.contains("Labels") && config["Labels"].is_object() && config["Labels"].contains(kLabelBuildPython))
+    return OkStatus();
+  ContainerGuard guard{*engine_, ""};
+  auto r = RunStep(policy, image, EnvironmentReportArgv(policy.build.apt), &guard.id);
+  if (!r.ok()) return r.error();
+  if (r->exit_code != 0) return Error{"exit code " + std::to_string(r->exit_code) + ": " + OutputTail(r->output, 500)};
+  // The report is the last line (a step's stdout and stderr share the stream).
+  std::string line = r->output;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  line = line.substr(line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
+  Json report = Json::parse(line, nullptr, false);
+  if (report.is_discarded() || !report.is_object()) return Error{"not a report: " + OutputTail(r->output, 500)};
+  const Json labels = config.contains("Labels") && config["Labels"].is_object() ? config["Labels"] : Json::object();
+  auto label = [&](const char* k, const std::string& otherwise) {
+    return labels.contains(k) && labels[k].is_string() ? labels[k].get<std::string>() : otherwise;
+  };
+  Json c = CommitConfig(config, policy, key, label(kLabelBuildStep, ""), label(kLabelBuildBase, policy.image));
+  // Labels live in the image's config: a list past 256 KiB keeps its first entries (still JSON).
+  // The image's python wrote it: anything not of the expected shape is left out.
+  auto bounded = [&](const char* field) {
+    Json kept = Json::array();
+    size_t bytes = 2;
+    if (!report.contains(field) || !report[field].is_array()) return kept.dump();
+    for (const Json& e : report[field]) {
+      if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_string()) continue;
+      bytes += e.dump().size() + 1;
+      if (bytes > (256u << 10)) break;
+      kept.push_back(e);
+    }
+    return kept.dump();
+  };
+  const Json python = report.contains("python") ? report["python"] : Json();
+  c["Labels"][kLabelBuildPython] = python.is_string() ? python.get<std::string>().substr(0, 64) : "";
+  c["Labels"][kLabelBuildPackages] = bounded("packages");
+  c["Labels"][kLabelBuildApt] = bounded("apt");
+  auto committed = engine_->Commit(guard.id, kBuildImageRepository, key, c, std::chrono::milliseconds(600000));
+  if (!committed.ok()) return committed.error();
+  return OkStatus();
+}
+
 std::string DockerEnvBuilder::Built(const Policy& policy, const std::string& base) const {
   if (!policy.build.files.empty()) return "";
-  Json spec{{"pip", policy.build.pip}, {"index", policy.build.pip_index_url}, {"run", policy.build.run}};
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = memo_.find(base + "\n" + spec.dump());
+  auto it = memo_.find(base + "\n" + BuildSpecMemoKey(policy.build));
   return it == memo_.end() ? "" : it->second;
 }
 
@@ -194,8 +235,7 @@ Result<DockerEnvBuilder::StepResult> DockerEnvBuilder::RunStep(const Policy& pol
 
 Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::string& base, const Progress& progress) {
   const BuildSpec& b = policy.build;
-  const std::string memo_key =
-      base + "\n" + Json{{"pip", b.pip}, {"index", b.pip_index_url}, {"run", b.run}}.dump();
+  const std::string memo_key = base + "\n" + BuildSpecMemoKey(b);
   std::vector<BuildStep> steps = PlanBuildSteps(b);
   if (b.files.empty()) {
     std::string known = Built(policy, base);
@@ -277,7 +317,9 @@ Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::str
       if (r->timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
       if (r->output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
       if (r->oom) return fail("was killed at build.memory (" + std::to_string(b.memory_bytes) + " bytes)");
-      if (r->exit_code != 0) return fail("failed with exit code " + std::to_string(r->exit_code));
+      if (r->exit_code != 0)
+        return fail("failed with exit code " + std::to_string(r->exit_code) +
+                    StepFailureHint(s, r->exit_code, r->output, policy.image));
     }
     Json config = CommitConfig(parent_config, policy, key, s.description, policy.image);
     auto committed = engine_->Commit(guard.id, repo, key, config, std::chrono::milliseconds(600000));
@@ -287,6 +329,12 @@ Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::str
     ++built;
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
     say(label + ": built in " + std::to_string(ms) + " ms");
+  }
+  // What the environment holds, as labels of its image (image inspect --docker), as the native
+  // store's build record; a failure leaves the image unlabelled, not the build failed.
+  if (!steps.empty()) {
+    if (auto st = LabelWithReport(policy, parent, key, parent_config); !st.ok())
+      say("the environment's report (python, packages) could not be taken: " + st.error().message);
   }
   if (b.files.empty()) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -31,6 +31,10 @@ inline constexpr const char* kLabelBuild = "io.llm-sandbox.build";           // 
 inline constexpr const char* kLabelBuildKey = "io.llm-sandbox.build.key";    // the step's cache key
 inline constexpr const char* kLabelBuildStep = "io.llm-sandbox.build.step";  // what the step did
 inline constexpr const char* kLabelBuildBase = "io.llm-sandbox.build.base";  // the base image's name
+// On the last step's image, asked of its own python3 after the build (image inspect --docker):
+inline constexpr const char* kLabelBuildPython = "io.llm-sandbox.build.python";      // "3.11.2"
+inline constexpr const char* kLabelBuildPackages = "io.llm-sandbox.build.packages";  // JSON [[name, version], ...]
+inline constexpr const char* kLabelBuildApt = "io.llm-sandbox.build.apt";            // JSON [[name, version], ...]
 
 struct DockerBuilt {
   std::string image;  // kBuildRepository:<key> of the last step
@@ -56,6 +60,10 @@ class DockerEnvBuilder {
   };
   Result<StepResult> RunStep(const Policy& policy, const std::string& parent, const std::vector<std::string>& argv,
                              std::string* container_id) const;
+  // Labels `image` (the tag `key` of kBuildImageRepository) with what its python3 and dpkg report
+  // (kLabelBuildPython, ...), once: a commit of the reporting container under the same tag.
+  Status LabelWithReport(const Policy& policy, const std::string& image, const std::string& key,
+                         const nlohmann::json& config) const;
 
   std::shared_ptr<const EngineClient> engine_;
   egress::EgressOptions egress_;

@@ -20,6 +20,7 @@
 #include "egress/egress_rules.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/box_user_limits.h"
+#include "runtime/native/copy_up.h"
 #include "runtime/native/idmap.h"
 #include "runtime/native/init_binary.h"
 #include "runtime/native/launcher.h"
@@ -105,6 +106,8 @@ Result<BuildStepOutcome> RunBuildStep(const BuildStepRequest& req, const CgroupL
       if (!lower) return Error::FromErrno("open layer " + *it);
       LSB_TRY(MirrorDirs(lower.get(), upper.get(), root_uid, root_gid, 0));
     }
+    for (const std::string& rel : req.writable)
+      LSB_TRY(CopyUpFromLayers(req.lowers, upper.get(), rel, root_uid, root_gid));
   }
 
   nlohmann::json spec{{"merged", req.dir + "/merged"}, {"upper", out.upper},       {"work", req.dir + "/work"},

@@ -22,6 +22,9 @@ struct BuildStepRequest {
   std::vector<std::string> argv;    // argv[0] looked up on the env's PATH
   std::vector<std::string> env;
   std::string workdir = "/";
+  // Image files (paths relative to /) the step writes in place: as root, the box's root does not
+  // own the image's files, so each is copied up into the upper directory first, owned by it.
+  std::vector<std::string> writable;
   uint64_t timeout_ms = 0;
   uint64_t memory_bytes = 0;
   uint64_t output_bytes = 4u << 20;

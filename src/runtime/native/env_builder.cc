@@ -127,9 +127,13 @@ Result<BuildRecord> ParseRecord(const std::string& path, const std::string& refe
   r.base_digest = j.value("base_digest", "");
   r.python = j.value("python", "");
   for (const auto& s : j.value("steps", json::array())) r.steps.push_back(s.get<std::string>());
-  for (const auto& p : j.value("packages", json::array()))
-    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
-      r.packages.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  auto pairs = [&](const char* field, std::vector<std::pair<std::string, std::string>>& out) {
+    for (const auto& p : j.value(field, json::array()))
+      if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
+        out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  };
+  pairs("packages", r.packages);
+  pairs("apt", r.apt);
   return r;
 }
 
@@ -168,8 +172,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
   LSB_ASSIGN_OR_RETURN(image::Store * store, store_->Get());
   const std::string root = store->root();
   std::vector<BuildStep> steps = PlanBuildSteps(b);
-  json spec_json{{"pip", b.pip}, {"index", b.pip_index_url}, {"run", b.run}};
-  const std::string memo_key = base.manifest_digest + "\n" + spec_json.dump();
+  const std::string memo_key = base.manifest_digest + "\n" + BuildSpecMemoKey(b);
   if (b.files.empty()) {
     std::string ref_text;
     {
@@ -242,6 +245,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       req.lowers = parent.layers;
       req.dir = dir;
       req.argv = s.argv;
+      req.writable = s.writable;
       req.env = parent.config.env;
       bool has_path = false;
       for (const auto& e : req.env) has_path = has_path || e.rfind("PATH=", 0) == 0;
@@ -273,7 +277,9 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       };
       if (outcome.timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
       if (outcome.output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
-      if (outcome.exit_code != 0) return fail("failed with exit code " + std::to_string(outcome.exit_code));
+      if (outcome.exit_code != 0)
+        return fail("failed with exit code " + std::to_string(outcome.exit_code) +
+                    StepFailureHint(s, outcome.exit_code, outcome.output, policy.image));
       UniqueFd upper(::open(outcome.upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!upper) return Error::FromErrno("open the build step's upper layer");
       UniqueFd out(::open(layer_tar.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -303,10 +309,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     BuildStepRequest req;
     req.lowers = parent.layers;
     req.dir = tmp.path();
-    req.argv = {"python3", "-B", "-c",
-                "import sys, json, importlib.metadata as m\n"
-                "print(json.dumps({'python': sys.version.split()[0], 'packages': sorted({(d.metadata['Name'] or '?', "
-                "d.version or '?') for d in m.distributions()})}))"};
+    req.argv = EnvironmentReportArgv(b.apt);
     req.env = parent.config.env;
     req.env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
     req.timeout_ms = 60000;
@@ -316,9 +319,12 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     req.id_base = settings_.id_base;
     if (auto o = RunBuildStep(req, layout_()); o.ok() && o->exit_code == 0) {
       json info = json::parse(o->output, nullptr, false);
-      if (!info.is_discarded()) {
-        record["python"] = info.value("python", "");
+      if (info.is_object()) {
+        // The image's python wrote it: a python that is not a string is left out (lists are
+        // filtered by shape when read back).
+        record["python"] = info.contains("python") && info["python"].is_string() ? info["python"] : json("");
         record["packages"] = info.value("packages", json::array());
+        record["apt"] = info.value("apt", json::array());
       }
     }
     (void)WriteAtomically(record_path, record.dump(2));

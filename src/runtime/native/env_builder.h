@@ -40,6 +40,7 @@ struct BuildRecord {
   std::string policy, source_file, base, base_digest, python;
   std::vector<std::string> steps;
   std::vector<std::pair<std::string, std::string>> packages;  // name, version
+  std::vector<std::pair<std::string, std::string>> apt;       // build.apt's Debian packages: name, version
 };
 // The record of a stored image of kBuildRepository, by its reference's tag (the key).
 Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::string& reference);
