@@ -12,25 +12,19 @@
 #include "cli/commands.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_builder.h"
+#include "runtime/docker/build_labels.h"
 #include "runtime/docker/endpoint.h"
 #include "runtime/docker/engine_client.h"
 
 namespace lsb::cli {
 namespace {
 
-std::string Label(const nlohmann::json& img, const char* key) {
-  const auto& l = img.value("Labels", nlohmann::json::object());
-  return l.is_object() ? l.value(key, std::string()) : std::string();
-}
+std::string Label(const nlohmann::json& labelled, const char* key) { return docker::ImageLabel(labelled, key); }
 
 // [[name, version], ...] as a label holds it -> [{name, version}, ...].
 nlohmann::json Pairs(const std::string& text) {
   nlohmann::json out = nlohmann::json::array();
-  nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
-  if (!list.is_array()) return out;
-  for (const auto& p : list)
-    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
-      out.push_back({{"name", p[0]}, {"version", p[1]}});
+  for (const auto& [name, version] : docker::LabelPairs(text)) out.push_back({{"name", name}, {"version", version}});
   return out;
 }
 

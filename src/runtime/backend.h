@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -99,6 +100,14 @@ struct ControlSupport {
 // read_only, tmpfs, network, commands, user, trace. The backend adds its mode and rootfs.
 protocol::BoxSetup PolicyBoxSetup(const Policy& policy);
 
+// What a policy's built environment holds (container.build): GET /v1/policies and the tools'
+// descriptions name it, so the model knows what it can import.
+struct BuiltEnvironment {
+  std::string image, python;
+  std::vector<std::pair<std::string, std::string>> packages;  // python's: name, version
+  std::vector<std::pair<std::string, std::string>> apt;       // build.apt's Debian packages: name, version
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -137,6 +146,10 @@ class Backend {
   // For a policy Check(policy) refused: one line telling an operator how to get it run. Default:
   // fix what Check named, or choose another policy.
   virtual std::string RefusalFix(const Policy& policy) const;
+  // The environment container.build made for `policy` when this backend built it already (nothing
+  // is built here); nullopt otherwise, and for backends whose builds the image store records
+  // (native: env_builder.h ReadPolicyBuildRecord).
+  virtual std::optional<BuiltEnvironment> BuiltEnvironmentOf(const Policy& /*policy*/) const { return std::nullopt; }
 };
 
 }  // namespace lsb

@@ -15,8 +15,9 @@ using nlohmann::json;
 
 std::string How(const Enforcement& e) { return e.enforced ? e.how : "not enforced: " + e.how; }
 
-// container.build: what the policy asks for and, once built in this daemon's store, what its
-// environment has (python, packages; docs/api.md). Null without a build.
+// container.build: what the policy asks for and, once built, what its environment has (python,
+// packages; docs/api.md): the backend's own record (Docker: the built image's labels), else this
+// daemon's image store's (native). Null without a build.
 json Environment(const ServerContext& ctx, const Policy& p) {
   if (p.build.empty()) return nullptr;
   json files = json::array();
@@ -24,19 +25,31 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   json env = {{"apt", p.build.apt}, {"apt_sources", p.build.apt_sources},
               {"pip", p.build.pip}, {"pip_index_url", p.build.pip_index_url}, {"files", files},
               {"run", p.build.run}, {"built", false}};
-  if (!ctx.images) return env;
-  auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name);
-  if (!record.ok()) return env;
-  json pkgs = json::array();
-  for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
+  std::optional<BuiltEnvironment> built = ctx.backend.BuiltEnvironmentOf(p);
+  if (!built && ctx.images) {
+    if (auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name); record.ok())
+      built = BuiltEnvironment{record->reference, record->python, record->packages, record->apt};
+  }
+  if (!built) return env;
+  auto pairs = [](const std::vector<std::pair<std::string, std::string>>& v) {
+    json out = json::array();
+    for (const auto& [name, version] : v) out.push_back({{"name", name}, {"version", version}});
+    return out;
+  };
   env["built"] = true;
-  env["image"] = record->reference;
-  env["python"] = record->python;
-  env["packages"] = pkgs;
-  json apt = json::array();
-  for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
-  env["apt_packages"] = apt;
+  env["image"] = built->image;
+  env["python"] = built->python;
+  env["packages"] = pairs(built->packages);
+  env["apt_packages"] = pairs(built->apt);
   return env;
+}
+
+// "name version" of each entry of env[key] (GET /v1/policies lists them flat for the tools).
+json NamesWithVersions(const json& env, const char* key) {
+  json names = json::array();
+  for (const auto& pkg : env.value(key, json::array()))
+    names.push_back(pkg["name"].get<std::string>() + " " + pkg["version"].get<std::string>());
+  return names;
 }
 
 }  // namespace
@@ -55,9 +68,8 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
                     {"default", name == ctx.limits.default_policy}, {"runnable", r.runnable}};
       if (!r.runnable) entry["reason"] = r.reason;
       if (json env = Environment(ctx, p); !env.is_null()) {
-        json names = json::array();
-        for (const auto& pkg : env.value("packages", json::array())) names.push_back(pkg["name"].get<std::string>() + " " + pkg["version"].get<std::string>());
-        entry["packages"] = names;
+        entry["packages"] = NamesWithVersions(env, "packages");
+        entry["apt_packages"] = NamesWithVersions(env, "apt_packages");
       }
       list.push_back(std::move(entry));
     }

@@ -39,6 +39,7 @@ from daemon_util import BINARY, SEED_POLICY, prepare_engine_or_skip
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from test_environment_build import Index  # noqa: E402  (the loopback index and its wheel)
 import apt_repo  # noqa: E402
+import daemon_harness  # noqa: E402
 
 TEST_IMAGE = "llm-sandbox/python:3.11-test"
 BASE = "lsb-build-test/python-pip:" + os.urandom(4).hex()
@@ -297,6 +298,33 @@ class DockerAptBuild(unittest.TestCase):
         self.assertTrue(info["build"]["python"].startswith("3.11"), info["build"])
         text = lsb("image", "inspect", "--docker", ref).stdout
         self.assertIn(f"apt packages:\n  {apt_repo.PACKAGE} {apt_repo.VERSION}", text)
+
+    def test_a_docker_daemon_lists_the_built_environments_packages_for_the_tools(self):
+        # pip and apt in one environment (BASE is the test image plus pip: Debian, with apt).
+        spec = (f'apt: ["{apt_repo.PACKAGE}"]\napt_sources: ["{self.repo.source()}"]\n'
+                f'pip_index_url: "http://pypi.test:{INDEX.port}/simple"\npip: ["tinypkg==1.0"]\n'
+                f'network:\n  allow: ["apt.test", "127.0.0.1:{self.repo.port}", "pypi.test", "127.0.0.1:{INDEX.port}"]')
+        policy = write_policy("docker-apt-daemon", spec)
+        d = daemon_harness.Daemon("--backend", "docker", "--prebuild", "--pool-size", "0", *RESOLVE,
+                                  "--default-policy", "docker-apt-daemon", policies=os.path.dirname(policy))
+        try:
+            env = daemon_harness.request(d.base, "GET", "/v1/policies/docker-apt-daemon").json()["environment"]
+            self.assertTrue(env["built"], env)
+            self.assertTrue(env["image"].startswith("build.llm-sandbox.local/env:"), env)
+            self.assertTrue(env["python"].startswith("3.11"), env)
+            self.assertIn({"name": "tinypkg", "version": "1.0"}, env["packages"])
+            self.assertIn({"name": apt_repo.PACKAGE, "version": apt_repo.VERSION}, env["apt_packages"])
+            listing = daemon_harness.request(d.base, "GET", "/v1/policies").json()["policies"]
+            mine = [p for p in listing if p["name"] == "docker-apt-daemon"][0]
+            self.assertIn("tinypkg 1.0", mine["packages"])
+            self.assertIn(f"{apt_repo.PACKAGE} {apt_repo.VERSION}", mine["apt_packages"])
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+            from llm_sandbox.integrations.common import _describe
+            described = _describe(mine, None)
+            self.assertIn("installed packages: ", described)
+            self.assertIn(f"system packages: {apt_repo.PACKAGE} {apt_repo.VERSION}", described)
+        finally:
+            d.close()
 
     def test_the_images_own_archive_build_network_does_not_allow_is_refused_by_the_proxy(self):
         spec = f'apt: ["{apt_repo.PACKAGE}"]\nnetwork:\n  allow: ["apt.test", "127.0.0.1:{self.repo.port}"]'

@@ -66,7 +66,13 @@ export interface ToolInput {
 /** Falls back to a description built from the policy's facts when the YAML has none. */
 function describe(p: PolicySummary, override?: string): string {
   const text = (override ?? p.description ?? "").trim();
-  const facts = `languages: ${p.languages?.length ? p.languages.join(", ") : "python"}; network ${p.network ? "on" : "off"}`;
+  let facts = `languages: ${p.languages?.length ? p.languages.join(", ") : "python"}; network ${p.network ? "on" : "off"}`;
+  // container.build: what the environment has (GET /v1/policies), so the model knows what it can
+  // import and run; a long list is cut, saying how many more there are.
+  for (const [list, label] of [[p.packages, "installed packages"], [p.apt_packages, "system packages"]] as const) {
+    if (!list?.length) continue;
+    facts += `; ${label}: ${list.slice(0, 40).join(", ")}${list.length > 40 ? ` and ${list.length - 40} more` : ""}`;
+  }
   return text ? `${text} (${facts})` : `general-purpose sandbox (${facts})`;
 }
 

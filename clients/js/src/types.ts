@@ -160,6 +160,10 @@ export interface PolicySummary {
   runnable?: boolean;
   /** Only when runnable is false: what the backend cannot do, and a "fix:" line. */
   reason?: string;
+  /** container.build, once built: "NAME VERSION" of each package its python sees. */
+  packages?: string[];
+  /** container.build, once built: "NAME VERSION" of each build.apt Debian package. */
+  apt_packages?: string[];
 }
 
 /** GET /v1/policies/{name}: the resolved policy and how each control is enforced. */

@@ -8,6 +8,7 @@
 
 #include "protocol/frame.h"
 #include "runtime/mount_roots.h"
+#include "runtime/docker/build_labels.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_box.h"
 #include "runtime/docker/egress_attach.h"
@@ -207,6 +208,21 @@ Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
   }
   report.Done(built->image, built->steps, built->steps_built);
   return built->image;
+}
+
+std::optional<BuiltEnvironment> DockerBackend::BuiltEnvironmentOf(const Policy& policy) const {
+  if (policy.build.empty()) return std::nullopt;
+  const std::string image = builder_->Built(policy, images_.Map(policy.image));
+  if (image.empty()) return std::nullopt;
+  auto inspected = engine_->InspectImage(image);
+  if (!inspected.ok()) return std::nullopt;
+  const nlohmann::json config = inspected->value("Config", nlohmann::json::object());
+  BuiltEnvironment env;
+  env.image = image;
+  env.python = ImageLabel(config, kLabelBuildPython);
+  env.packages = LabelPairs(ImageLabel(config, kLabelBuildPackages));
+  env.apt = LabelPairs(ImageLabel(config, kLabelBuildApt));
+  return env;
 }
 
 Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled) const {

@@ -60,6 +60,8 @@ class DockerBackend : public Backend {
   // Its container pools' figures when it keeps them (pool_size > 0), per policy that used them.
   std::optional<PoolStats> OwnPoolStats() const override;
   std::string RefusalFix(const Policy& policy) const override;
+  // The labels of the image this daemon built for the policy (build_labels.h); nullopt before.
+  std::optional<BuiltEnvironment> BuiltEnvironmentOf(const Policy& policy) const override;
 
   const EngineClient& engine() const { return *engine_; }
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.

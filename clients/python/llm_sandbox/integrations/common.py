@@ -110,12 +110,14 @@ def _describe(p: Mapping[str, Any], override: Optional[str]) -> str:
     langs = p.get("languages") or []
     facts = (f"languages: {', '.join(langs) if langs else 'python'}; "
              f"network {'on' if p.get('network') else 'off'}")
-    # container.build: the packages its environment has (GET /v1/policies `packages`), so the model
-    # knows what it can import; a long list is cut, saying how many more there are.
-    pkgs = [str(x) for x in (p.get("packages") or [])]
-    if pkgs:
-        shown = ", ".join(pkgs[:40]) + (f" and {len(pkgs) - 40} more" if len(pkgs) > 40 else "")
-        facts += f"; installed packages: {shown}"
+    # container.build: the packages its environment has (GET /v1/policies `packages`, and
+    # `apt_packages` from build.apt), so the model knows what it can import and run; a long list is
+    # cut, saying how many more there are.
+    for key, label in (("packages", "installed packages"), ("apt_packages", "system packages")):
+        pkgs = [str(x) for x in (p.get(key) or [])]
+        if pkgs:
+            shown = ", ".join(pkgs[:40]) + (f" and {len(pkgs) - 40} more" if len(pkgs) > 40 else "")
+            facts += f"; {label}: {shown}"
     return f"{text} ({facts})" if text else f"general-purpose sandbox ({facts})"
 
 
