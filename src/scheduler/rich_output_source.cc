@@ -1,10 +1,8 @@
 // The in-box half of rich outputs (rich_outputs.h): Python run in the program's own interpreter,
 // by the one-shot prelude (`python3 -c PRELUDE main.py`) and by the session driver. It imports
-// nothing up front: json, base64 and io only once there is an output to encode (imported at
-// start, they made a one-shot print(1) 18.2 ms against 11.6 ms bare; now 15.0 against 12.4, the
-// rest mostly this source's compile). matplotlib is hooked at import (a meta path finder that
-// patches pyplot once it loaded, and MPLBACKEND=Agg before it does), so a program that never
-// imports it pays a dict lookup. Every entry is a JSON object {mime type: data} (binary as base64) or
+// no module the program did not beyond a few of the standard library's: matplotlib is hooked at import (a meta path finder that patches
+// pyplot once it loaded, and MPLBACKEND=Agg before it does), so a program that never imports it
+// pays a dict lookup. Every entry is a JSON object {mime type: data} (binary as base64) or
 // {"error": why}; the count and each entry's bytes are bounded here and again on the host.
 #include "scheduler/rich_outputs.h"
 
@@ -13,10 +11,9 @@ namespace lsb::sched {
 const std::string& RichOutputSource() {
   static const std::string s = R"PY(
 def _lsb_rich_install(max_entries, max_entry_bytes):
-    # json, base64 and io are imported where an output is encoded. Such an import runs in the
-    # program's interpreter after its code, through whatever it made of the import machinery:
-    # the program could forge its outputs anyway, and the host bounds and checks every entry.
-    import os, sys
+    # Imported now, before any user code: an import later would run through whatever the
+    # program made of builtins.exec (importlib calls it), which is the program's business only.
+    import base64, io, json, os, sys
     os.environ['MPLBACKEND'] = 'Agg'  # forced: a box has no display
 
     class Rich:
@@ -27,7 +24,6 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
         def add(self, entry):
             if self.full:
                 return
-            import json
             if len(self.entries) >= max_entries:
                 self.entries.append({'error': 'more than %d outputs; the rest are not returned' % max_entries})
                 self.full = True
@@ -43,14 +39,10 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
 
         def take(self):
             out, self.entries, self.full = self.entries, [], False
-            if not out:
-                return []
-            import json
             return [e if isinstance(e, str) else json.dumps(e) for e in out]
 
         def figure(self, fig, label):
             try:
-                import base64, io
                 buf = io.BytesIO()
                 fig.savefig(buf, format='png')
                 self.add({'image/png': base64.b64encode(buf.getvalue()).decode('ascii'), 'text/plain': repr(fig)})
@@ -100,7 +92,6 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
                 if data is None:
                     continue
                 if binary:
-                    import base64
                     if isinstance(data, str):
                         data = data.encode('latin-1', 'replace')
                     data = base64.b64encode(bytes(data)).decode('ascii')
