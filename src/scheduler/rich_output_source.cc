@@ -1,8 +1,8 @@
 // The in-box half of rich outputs (rich_outputs.h): Python run in the program's own interpreter,
 // by the one-shot prelude (`python3 -c PRELUDE main.py`) and by the session driver. It imports
 // nothing up front: json, base64 and io only once there is an output to encode (imported at
-// start, they made a one-shot print(1) 18.2 ms against 11.6 ms bare; now 15.0 against 12.4, the
-// rest mostly this source's compile). matplotlib is hooked at import (a meta path finder that
+// start, they made a one-shot print(1) 18.2 ms against 11.6 ms bare; then 15.0 against 12.4, the
+// rest mostly this source's compile, which the one-shot prelude now defers: see there). matplotlib is hooked at import (a meta path finder that
 // patches pyplot once it loaded, and MPLBACKEND=Agg before it does), so a program that never
 // imports it pays a dict lookup. Every entry is a JSON object {mime type: data} (binary as base64) or
 // {"error": why}; the count and each entry's bytes are bounded here and again on the host.
@@ -161,16 +161,42 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
 
 const std::string& OneShotPreludeSource() {
   // argv: python3 [flags] -c PRELUDE STAGE TOKEN MAX_ENTRIES MAX_ENTRY_BYTES MAIN [args...]
-  static const std::string s = RichOutputSource() + R"PY(
+  // RichOutputSource() goes in as a string, compiled only once the program imports
+  // matplotlib.pyplot (the one way a one-shot run makes outputs): its compile was ~1.3 ms of
+  // every start, while a string literal costs the tokenizer one scan. It holds no ''' and no
+  // backslash (rich_outputs_test checks), so a raw triple-quoted literal carries it unchanged.
+  static const std::string s = "_LSB_RICH = r'''" + RichOutputSource() + "'''\n" + R"PY(
 def _lsb_run():
     import os, sys
     stage, token, max_entries, max_entry_bytes, path = sys.argv[1:6]
-    rich = _lsb_rich_install(int(max_entries), int(max_entry_bytes))
+    os.environ['MPLBACKEND'] = 'Agg'  # forced: a box has no display
+    rich_source = _LSB_RICH  # the global goes before the program runs
+    installed = []
+
+    def install():
+        if not installed:
+            scope = {}
+            exec(rich_source, scope)
+            installed.append(scope['_lsb_rich_install'](int(max_entries), int(max_entry_bytes)))
+        return installed[0]
+
+    class LazyFinder:
+        # At the first import of matplotlib.pyplot: installs the rich outputs (their finder goes
+        # first in sys.meta_path) and hands this import to that finder, which patches show.
+        def find_spec(self, name, path, target=None):
+            if name != 'matplotlib.pyplot' or installed:
+                return None
+            install()
+            return sys.meta_path[0].find_spec(name, path, target)
+
+    if 'matplotlib.pyplot' in sys.modules:
+        install()
+    sys.meta_path.insert(0, LazyFinder())
     sys.argv = sys.argv[5:]
     if not (sys.flags.isolated or getattr(sys.flags, 'safe_path', False)):
         sys.path[0] = os.path.dirname(path)
     main = sys.modules['__main__']
-    for k in ('_lsb_rich_install', '_lsb_run'):
+    for k in ('_LSB_RICH', '_lsb_run'):
         main.__dict__.pop(k, None)
     main.__file__ = path
     main.__cached__ = None
@@ -187,8 +213,12 @@ def _lsb_run():
             sys.excepthook(type(e), e.with_traceback(tb), tb)
             raise SystemExit(1)
     finally:
-        rich.figures()
-        entries = rich.take()
+        if not installed and 'matplotlib.pyplot' in sys.modules:
+            install()  # loaded some other way: its open figures are rendered all the same
+        entries = []
+        if installed:
+            installed[0].figures()
+            entries = installed[0].take()
         if entries:
             try:
                 os.makedirs(stage, 0o700, exist_ok=True)

@@ -90,6 +90,13 @@ TEST(RichOutputs, TrailerIsTakenOnlyAsTheLastLine) {
   EXPECT_FALSE(TakeTrailer(other, "TOK", nullptr));
 }
 
+// The one-shot prelude carries RichOutputSource() in a raw triple-quoted Python string.
+TEST(RichOutputs, RichSourceFitsARawPythonString) {
+  EXPECT_EQ(RichOutputSource().find("'''"), std::string::npos);
+  EXPECT_EQ(RichOutputSource().find('\\'), std::string::npos);
+  EXPECT_NE(OneShotPreludeSource().find("_LSB_RICH = r'''" + RichOutputSource() + "'''"), std::string::npos);
+}
+
 TEST(RichOutputs, EntriesAreCheckedAsHostile) {
   EXPECT_EQ(CheckedEntry(R"({"image/png": "AAAA", "text/plain": "f"})", 1000).size(), 2u);
   EXPECT_TRUE(CheckedEntry(R"({"../x": "a"})", 1000).contains("error"));
