@@ -170,14 +170,15 @@ def _lsb_run():
     import os, sys
     stage, token, max_entries, max_entry_bytes, path = sys.argv[1:6]
     os.environ['MPLBACKEND'] = 'Agg'  # forced: a box has no display
-    rich_source = _LSB_RICH  # the global goes before the program runs
+    # Taken now, before the program runs: the global goes, and the program may replace builtins.
+    rich_source, limits, run_source = _LSB_RICH, (int(max_entries), int(max_entry_bytes)), exec
     installed = []
 
     def install():
         if not installed:
             scope = {}
-            exec(rich_source, scope)
-            installed.append(scope['_lsb_rich_install'](int(max_entries), int(max_entry_bytes)))
+            run_source(rich_source, scope)
+            installed.append(scope['_lsb_rich_install'](*limits))
         return installed[0]
 
     class LazyFinder:
