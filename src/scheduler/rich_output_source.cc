@@ -159,13 +159,42 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
   return s;
 }
 
+namespace {
+
+// A one-shot run's entries staged as files for the host, and the trailer line that counts them:
+// part of the deferred source (entries exist only once the rich outputs were installed).
+const std::string& OneShotStageSource() {
+  static const std::string s = R"PY(
+def _lsb_stage(stage, token, entries):
+    import os, sys
+    try:
+        os.makedirs(stage, 0o700, exist_ok=True)
+        for i, e in enumerate(entries):
+            fd = os.open('%s/%04d.json' % (stage, i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                view = memoryview(e.encode('utf-8', 'surrogateescape'))
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        sys.stderr.flush()
+        os.write(2, ('\x1e%s outputs %d\n' % (token, len(entries))).encode())
+    except OSError as e:
+        sys.stderr.flush()
+        os.write(2, ('\x1e%s outputs 0 %s\n' % (token, e)).encode())
+)PY";
+  return s;
+}
+
+}  // namespace
+
 const std::string& OneShotPreludeSource() {
   // argv: python3 [flags] -c PRELUDE STAGE TOKEN MAX_ENTRIES MAX_ENTRY_BYTES MAIN [args...]
-  // RichOutputSource() goes in as a string, compiled only once the program imports
-  // matplotlib.pyplot (the one way a one-shot run makes outputs): its compile was ~1.3 ms of
-  // every start, while a string literal costs the tokenizer one scan. It holds no ''' and no
-  // backslash (rich_outputs_test checks), so a raw triple-quoted literal carries it unchanged.
-  static const std::string s = "_LSB_RICH = r'''" + RichOutputSource() + "'''\n" + R"PY(
+  // RichOutputSource() and the staging go in as a string, compiled only once the program imports
+  // matplotlib.pyplot (the one way a one-shot run makes outputs): their compile was ~1.5 ms of
+  // every start, while a string literal costs the tokenizer one scan. They hold no ''' (the
+  // RichOutputs unit tests check), so a raw triple-quoted literal carries them unchanged.
+  static const std::string s = "_LSB_RICH = r'''" + RichOutputSource() + OneShotStageSource() + "'''\n" + R"PY(
 def _lsb_run():
     import os, sys
     stage, token, max_entries, max_entry_bytes, path = sys.argv[1:6]
@@ -178,8 +207,8 @@ def _lsb_run():
         if not installed:
             scope = {}
             run_source(rich_source, scope)
-            installed.append(scope['_lsb_rich_install'](*limits))
-        return installed[0]
+            scope['rich'] = scope['_lsb_rich_install'](*limits)
+            installed.append(scope)
 
     class LazyFinder:
         # At the first import of matplotlib.pyplot: installs the rich outputs (their finder goes
@@ -216,26 +245,12 @@ def _lsb_run():
     finally:
         if not installed and 'matplotlib.pyplot' in sys.modules:
             install()  # loaded some other way: its open figures are rendered all the same
-        entries = []
         if installed:
-            installed[0].figures()
-            entries = installed[0].take()
-        if entries:
-            try:
-                os.makedirs(stage, 0o700, exist_ok=True)
-                for i, e in enumerate(entries):
-                    fd = os.open('%s/%04d.json' % (stage, i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-                    try:
-                        view = memoryview(e.encode('utf-8', 'surrogateescape'))
-                        while view:
-                            view = view[os.write(fd, view):]
-                    finally:
-                        os.close(fd)
-                sys.stderr.flush()
-                os.write(2, ('\x1e%s outputs %d\n' % (token, len(entries))).encode())
-            except OSError as e:
-                sys.stderr.flush()
-                os.write(2, ('\x1e%s outputs 0 %s\n' % (token, e)).encode())
+            rich = installed[0]['rich']
+            rich.figures()
+            entries = rich.take()
+            if entries:
+                installed[0]['_lsb_stage'](stage, token, entries)
 
 _lsb_run()
 )PY";
