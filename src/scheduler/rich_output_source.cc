@@ -1,8 +1,12 @@
 // The in-box half of rich outputs (rich_outputs.h): Python run in the program's own interpreter,
 // by the one-shot prelude (`python3 -c PRELUDE main.py`) and by the session driver. It imports
-// no module the program did not beyond a few of the standard library's: matplotlib is hooked at import (a meta path finder that patches
-// pyplot once it loaded, and MPLBACKEND=Agg before it does), so a program that never imports it
-// pays a dict lookup. Every entry is a JSON object {mime type: data} (binary as base64) or
+// no module the program did not beyond a few of the standard library's, imported at install,
+// before user code (an import later would run through what the program made of builtins.exec).
+// The session driver installs it at the first cell; the one-shot prelude only once the program
+// imports matplotlib.pyplot (its compile and imports were ~6 ms of every print(1); see there).
+// matplotlib is hooked at import (a meta path finder that patches pyplot once it loaded, and
+// MPLBACKEND=Agg before it does), so a program that never imports it pays a dict lookup. Every
+// entry is a JSON object {mime type: data} (binary as base64) or
 // {"error": why}; the count and each entry's bytes are bounded here and again on the host.
 #include "scheduler/rich_outputs.h"
 
@@ -150,18 +154,74 @@ def _lsb_rich_install(max_entries, max_entry_bytes):
   return s;
 }
 
+namespace {
+
+// A one-shot run's entries staged as files for the host, and the trailer line that counts them:
+// part of the deferred source (entries exist only once the rich outputs were installed).
+const std::string& OneShotStageSource() {
+  static const std::string s = R"PY(
+def _lsb_stage(stage, token, entries):
+    import os, sys
+    try:
+        os.makedirs(stage, 0o700, exist_ok=True)
+        for i, e in enumerate(entries):
+            fd = os.open('%s/%04d.json' % (stage, i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                view = memoryview(e.encode('utf-8', 'surrogateescape'))
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        sys.stderr.flush()
+        os.write(2, ('\x1e%s outputs %d\n' % (token, len(entries))).encode())
+    except OSError as e:
+        sys.stderr.flush()
+        os.write(2, ('\x1e%s outputs 0 %s\n' % (token, e)).encode())
+)PY";
+  return s;
+}
+
+}  // namespace
+
 const std::string& OneShotPreludeSource() {
   // argv: python3 [flags] -c PRELUDE STAGE TOKEN MAX_ENTRIES MAX_ENTRY_BYTES MAIN [args...]
-  static const std::string s = RichOutputSource() + R"PY(
+  // RichOutputSource() and the staging go in as a string, compiled only once the program imports
+  // matplotlib.pyplot (the one way a one-shot run makes outputs): their compile was ~1.5 ms of
+  // every start, while a string literal costs the tokenizer one scan. They hold no ''' (the
+  // RichOutputs unit tests check), so a raw triple-quoted literal carries them unchanged.
+  static const std::string s = "_LSB_RICH = r'''" + RichOutputSource() + OneShotStageSource() + "'''\n" + R"PY(
 def _lsb_run():
     import os, sys
     stage, token, max_entries, max_entry_bytes, path = sys.argv[1:6]
-    rich = _lsb_rich_install(int(max_entries), int(max_entry_bytes))
+    os.environ['MPLBACKEND'] = 'Agg'  # forced: a box has no display
+    # Taken now, before the program runs: the global goes, and the program may replace builtins.
+    rich_source, limits, run_source = _LSB_RICH, (int(max_entries), int(max_entry_bytes)), exec
+    installed = []
+
+    def install():
+        if not installed:
+            scope = {}
+            run_source(rich_source, scope)
+            scope['rich'] = scope['_lsb_rich_install'](*limits)
+            installed.append(scope)
+
+    class LazyFinder:
+        # At the first import of matplotlib.pyplot: installs the rich outputs (their finder goes
+        # first in sys.meta_path) and hands this import to that finder, which patches show.
+        def find_spec(self, name, path, target=None):
+            if name != 'matplotlib.pyplot' or installed:
+                return None
+            install()
+            return sys.meta_path[0].find_spec(name, path, target)
+
+    if 'matplotlib.pyplot' in sys.modules:
+        install()
+    sys.meta_path.insert(0, LazyFinder())
     sys.argv = sys.argv[5:]
     if not (sys.flags.isolated or getattr(sys.flags, 'safe_path', False)):
         sys.path[0] = os.path.dirname(path)
     main = sys.modules['__main__']
-    for k in ('_lsb_rich_install', '_lsb_run'):
+    for k in ('_LSB_RICH', '_lsb_run'):
         main.__dict__.pop(k, None)
     main.__file__ = path
     main.__cached__ = None
@@ -178,24 +238,14 @@ def _lsb_run():
             sys.excepthook(type(e), e.with_traceback(tb), tb)
             raise SystemExit(1)
     finally:
-        rich.figures()
-        entries = rich.take()
-        if entries:
-            try:
-                os.makedirs(stage, 0o700, exist_ok=True)
-                for i, e in enumerate(entries):
-                    fd = os.open('%s/%04d.json' % (stage, i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-                    try:
-                        view = memoryview(e.encode('utf-8', 'surrogateescape'))
-                        while view:
-                            view = view[os.write(fd, view):]
-                    finally:
-                        os.close(fd)
-                sys.stderr.flush()
-                os.write(2, ('\x1e%s outputs %d\n' % (token, len(entries))).encode())
-            except OSError as e:
-                sys.stderr.flush()
-                os.write(2, ('\x1e%s outputs 0 %s\n' % (token, e)).encode())
+        if not installed and 'matplotlib.pyplot' in sys.modules:
+            install()  # loaded some other way: its open figures are rendered all the same
+        if installed:
+            rich = installed[0]['rich']
+            rich.figures()
+            entries = rich.take()
+            if entries:
+                installed[0]['_lsb_stage'](stage, token, entries)
 
 _lsb_run()
 )PY";

@@ -36,7 +36,8 @@ struct OutputsLimits {
 
 // The Python that defines _lsb_rich_install(max_entries, max_entry_bytes) (rich_output_source.cc).
 const std::string& RichOutputSource();
-// The one-shot prelude: RichOutputSource() and the run of the program file.
+// The one-shot prelude: the run of the program file, with RichOutputSource() as a string compiled
+// at the program's first import of matplotlib.pyplot.
 const std::string& OneShotPreludeSource();
 
 // A one-shot run's outputs plan: where the box stages entries and the trailer's token.

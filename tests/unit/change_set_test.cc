@@ -90,6 +90,16 @@ TEST(RichOutputs, TrailerIsTakenOnlyAsTheLastLine) {
   EXPECT_FALSE(TakeTrailer(other, "TOK", nullptr));
 }
 
+// The one-shot prelude carries RichOutputSource() and its staging code in one raw triple-quoted
+// Python string: the only ''' in the prelude are that string's own quotes.
+TEST(RichOutputs, DeferredSourceFitsARawPythonString) {
+  const std::string& prelude = OneShotPreludeSource();
+  EXPECT_EQ(prelude.rfind("_LSB_RICH = r'''" + RichOutputSource(), 0), 0u);
+  size_t quotes = 0;
+  for (size_t at = prelude.find("'''"); at != std::string::npos; at = prelude.find("'''", at + 3)) ++quotes;
+  EXPECT_EQ(quotes, 2u);
+}
+
 TEST(RichOutputs, EntriesAreCheckedAsHostile) {
   EXPECT_EQ(CheckedEntry(R"({"image/png": "AAAA", "text/plain": "f"})", 1000).size(), 2u);
   EXPECT_TRUE(CheckedEntry(R"({"../x": "a"})", 1000).contains("error"));
