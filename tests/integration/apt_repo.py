@@ -6,11 +6,11 @@ AptRepo writes a flat repository around it (apt-ftparchive packages/release) and
 `deb [trusted=yes] http://apt.test:PORT/ ./`, apt.test pinned to 127.0.0.1 through the egress
 proxy's resolve option. Needs dpkg-deb and apt-ftparchive (apt-utils; scripts/install-deps.sh).
 """
-import http.server
 import os
 import shutil
 import subprocess
-import threading
+
+from served_dir import ServedDir
 
 PACKAGE = "lsb-apt-hello"
 VERSION = "1.0-1"
@@ -45,7 +45,7 @@ def make_deb(directory):
     return deb
 
 
-class AptRepo:
+class AptRepo(ServedDir):
     """A flat repository ("deb [trusted=yes] http://HOST:PORT/ ./") on 127.0.0.1:0."""
 
     def __init__(self, root):
@@ -56,26 +56,7 @@ class AptRepo:
         release = subprocess.run(["apt-ftparchive", "release", "."], cwd=root, capture_output=True, text=True, check=True)
         with open(os.path.join(root, "Release"), "w") as f:
             f.write(release.stdout)
-        repo = self
-        self.requests = []
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *a, **k):
-                super().__init__(*a, directory=root, **k)
-
-            def do_GET(self):
-                repo.requests.append(self.path)
-                return super().do_GET()
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(root)
 
     def source(self, host="apt.test"):
         return f"deb [trusted=yes] http://{host}:{self.port}/ ./"
-
-    def stop(self):
-        self.server.shutdown()

@@ -23,7 +23,6 @@ list is refused by the proxy and the step fails naming its output.
 Own CTest entry (integration_environment_build, LSB_ENV_BUILD_SUITE=1); needs root (box uids).
 """
 import hashlib
-import http.server
 import io
 import json
 import os
@@ -31,7 +30,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 import zipfile
 
@@ -40,6 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import image_fixture as fx  # noqa: E402
 import daemon_harness as dh  # noqa: E402
 import apt_repo  # noqa: E402
+from served_dir import ServedDir  # noqa: E402
 from harness import BINARY, SEED_POLICY  # noqa: E402
 
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/lsb-no-docker.sock"}
@@ -72,7 +71,7 @@ def make_wheel(directory, name="tinypkg", version="1.0"):
         return fname, hashlib.sha256(f.read()).hexdigest()
 
 
-class Index:
+class Index(ServedDir):
     """A PEP 503 simple index on 127.0.0.1:0 serving one wheel; counts the requests it gets."""
 
     def __init__(self, root):
@@ -83,26 +82,7 @@ class Index:
             f.write(f'<html><body><a href="../../packages/{wheel}#sha256={sha}">{wheel}</a></body></html>\n')
         with open(os.path.join(root, "simple", "index.html"), "w") as f:
             f.write('<html><body><a href="tinypkg/">tinypkg</a></body></html>\n')
-        index = self
-        self.requests = []
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *a, **k):
-                super().__init__(*a, directory=root, **k)
-
-            def do_GET(self):
-                index.requests.append(self.path)
-                return super().do_GET()
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
+        super().__init__(root)
 
 
 def _pip_layer():
