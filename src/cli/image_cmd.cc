@@ -12,6 +12,7 @@
 #include "image/image_fs.h"
 #include "image/store.h"
 #include "policy/units.h"
+#include "runtime/build_plan.h"
 #include "runtime/native/env_builder.h"
 
 namespace lsb::cli {
@@ -219,14 +220,10 @@ int Inspect(const Args& args) {
   // A derived image (container.build): what it was built from and what its python has.
   auto record = native::ReadBuildRecord((*store)->root(), info->entry.reference);
   if (record.ok()) {
-    json pkgs = json::array();
-    for (const auto& [name, version] : record->packages) pkgs.push_back({{"name", name}, {"version", version}});
-    json apt = json::array();
-    for (const auto& [name, version] : record->apt) apt.push_back({{"name", name}, {"version", version}});
-    out["build"] = {{"apt", apt},
+    out["build"] = {{"apt", NameVersionObjects(record->apt)},
                     {"policy", record->policy}, {"source_file", record->source_file}, {"base", record->base},
                     {"base_digest", record->base_digest}, {"steps", record->steps}, {"python", record->python},
-                    {"packages", pkgs}};
+                    {"packages", NameVersionObjects(record->packages)}};
   }
   if (o.json) {
     std::printf("%s\n", out.dump(2).c_str());

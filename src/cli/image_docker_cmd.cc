@@ -22,11 +22,7 @@ namespace {
 std::string Label(const nlohmann::json& labelled, const char* key) { return docker::ImageLabel(labelled, key); }
 
 // [[name, version], ...] as a label holds it -> [{name, version}, ...].
-nlohmann::json Pairs(const std::string& text) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& [name, version] : docker::LabelPairs(text)) out.push_back({{"name", name}, {"version", version}});
-  return out;
-}
+nlohmann::json Pairs(const std::string& text) { return NameVersionObjects(docker::LabelPairs(text)); }
 
 }  // namespace
 

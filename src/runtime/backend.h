@@ -102,7 +102,7 @@ protocol::BoxSetup PolicyBoxSetup(const Policy& policy);
 
 // What a policy's built environment holds (container.build): GET /v1/policies and the tools'
 // descriptions name it, so the model knows what it can import.
-struct BuiltEnvironment {
+struct EnvironmentContents {
   std::string image, python;
   std::vector<std::pair<std::string, std::string>> packages;  // python's: name, version
   std::vector<std::pair<std::string, std::string>> apt;       // build.apt's Debian packages: name, version
@@ -149,7 +149,7 @@ class Backend {
   // The environment container.build made for `policy` when this backend built it already (nothing
   // is built here); nullopt otherwise, and for backends whose builds the image store records
   // (native: env_builder.h ReadPolicyBuildRecord).
-  virtual std::optional<BuiltEnvironment> BuiltEnvironmentOf(const Policy& /*policy*/) const { return std::nullopt; }
+  virtual std::optional<EnvironmentContents> EnvironmentContentsOf(const Policy& /*policy*/) const { return std::nullopt; }
 };
 
 }  // namespace lsb

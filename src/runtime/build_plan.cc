@@ -118,6 +118,21 @@ std::vector<std::string> EnvironmentReportArgv(const std::vector<std::string>& a
   return argv;
 }
 
+NameVersions ReadNameVersions(const nlohmann::json& list) {
+  NameVersions out;
+  if (!list.is_array()) return out;
+  for (const auto& p : list)
+    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
+      out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  return out;
+}
+
+nlohmann::json NameVersionObjects(const NameVersions& pairs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, version] : pairs) out.push_back({{"name", name}, {"version", version}});
+  return out;
+}
+
 std::string BuildStepLabel(size_t index, size_t count, const BuildStep& s) {
   return "step " + std::to_string(index + 1) + "/" + std::to_string(count) + " (" + s.description + ")";
 }

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "base/result.h"
 #include "policy/policy.h"
@@ -42,6 +45,13 @@ std::string BuildSpecMemoKey(const BuildSpec& b);
 // "packages": [[NAME, VERSION], ...] (Python distributions), "apt": [[NAME, VERSION], ...] (each of
 // `apt` found installed in /var/lib/dpkg/status)}; image inspect and GET /v1/policies show it.
 std::vector<std::string> EnvironmentReportArgv(const std::vector<std::string>& apt);
+
+// The report's [NAME, VERSION] lists as pairs. The image's python wrote them: an entry that is not
+// two strings is left out, and anything but a list is none.
+using NameVersions = std::vector<std::pair<std::string, std::string>>;
+NameVersions ReadNameVersions(const nlohmann::json& list);
+// [{"name", "version"}, ...]: how image inspect and GET /v1/policies show them.
+nlohmann::json NameVersionObjects(const NameVersions& pairs);
 
 // "step 2/3 (run make)"
 std::string BuildStepLabel(size_t index, size_t count, const BuildStep& s);

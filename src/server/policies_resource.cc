@@ -3,6 +3,7 @@
 // (policy_runnable.h).
 #include "image/store_puller.h"
 #include "policy/explain.h"
+#include "runtime/build_plan.h"
 #include "runtime/native/env_builder.h"
 #include "policy/languages.h"
 #include "server/json_codec.h"
@@ -25,22 +26,17 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   json env = {{"apt", p.build.apt}, {"apt_sources", p.build.apt_sources},
               {"pip", p.build.pip}, {"pip_index_url", p.build.pip_index_url}, {"files", files},
               {"run", p.build.run}, {"built", false}};
-  std::optional<BuiltEnvironment> built = ctx.backend.BuiltEnvironmentOf(p);
+  std::optional<EnvironmentContents> built = ctx.backend.EnvironmentContentsOf(p);
   if (!built && ctx.images) {
     if (auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name); record.ok())
-      built = BuiltEnvironment{record->reference, record->python, record->packages, record->apt};
+      built = EnvironmentContents{record->reference, record->python, record->packages, record->apt};
   }
   if (!built) return env;
-  auto pairs = [](const std::vector<std::pair<std::string, std::string>>& v) {
-    json out = json::array();
-    for (const auto& [name, version] : v) out.push_back({{"name", name}, {"version", version}});
-    return out;
-  };
   env["built"] = true;
   env["image"] = built->image;
   env["python"] = built->python;
-  env["packages"] = pairs(built->packages);
-  env["apt_packages"] = pairs(built->apt);
+  env["packages"] = NameVersionObjects(built->packages);
+  env["apt_packages"] = NameVersionObjects(built->apt);
   return env;
 }
 

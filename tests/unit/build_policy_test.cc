@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "image/layer_writer.h"
 #include "policy/build_rules.h"
 #include "policy_parse_helpers.h"
@@ -182,6 +184,21 @@ TEST(LayerWriter, WritesTheTreeWithoutFollowingLinks) {
   EXPECT_FALSE(small.AddTree(again, "", true, false).ok());
   ::close(again);
   (void)std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace lsb
+
+namespace lsb {
+namespace {
+
+// The environment report is the image's own output: only [string, string] entries are kept.
+TEST(EnvironmentReport, NameVersionListsKeepOnlyPairsOfStrings) {
+  auto list = nlohmann::json::parse(R"([["numpy", "1.24.2"], ["x"], [1, "2"], "y", ["a", "b", "c"], ["git", "1:2.39"]])");
+  EXPECT_EQ(ReadNameVersions(list), (NameVersions{{"numpy", "1.24.2"}, {"git", "1:2.39"}}));
+  EXPECT_TRUE(ReadNameVersions(nlohmann::json::object()).empty());
+  EXPECT_TRUE(ReadNameVersions(nlohmann::json("not a list")).empty());
+  EXPECT_EQ(NameVersionObjects({{"git", "1:2.39"}}).dump(), R"([{"name":"git","version":"1:2.39"}])");
 }
 
 }  // namespace

@@ -9,14 +9,8 @@ std::string ImageLabel(const nlohmann::json& labelled, const char* key) {
   return l[key].get<std::string>();
 }
 
-std::vector<std::pair<std::string, std::string>> LabelPairs(const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> out;
-  nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
-  if (!list.is_array()) return out;
-  for (const auto& p : list)
-    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
-      out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
-  return out;
+NameVersions LabelPairs(const std::string& text) {
+  return ReadNameVersions(nlohmann::json::parse(text, nullptr, false));
 }
 
 }  // namespace lsb::docker

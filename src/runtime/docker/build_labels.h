@@ -5,10 +5,10 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "runtime/build_plan.h"
 
 namespace lsb::docker {
 
@@ -16,6 +16,6 @@ namespace lsb::docker {
 std::string ImageLabel(const nlohmann::json& labelled, const char* key);
 
 // A label holding [[name, version], ...] as pairs; malformed entries (or a malformed list) skipped.
-std::vector<std::pair<std::string, std::string>> LabelPairs(const std::string& text);
+NameVersions LabelPairs(const std::string& text);
 
 }  // namespace lsb::docker

@@ -210,14 +210,14 @@ Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
   return built->image;
 }
 
-std::optional<BuiltEnvironment> DockerBackend::BuiltEnvironmentOf(const Policy& policy) const {
+std::optional<EnvironmentContents> DockerBackend::EnvironmentContentsOf(const Policy& policy) const {
   if (policy.build.empty()) return std::nullopt;
   const std::string image = builder_->Built(policy, images_.Map(policy.image));
   if (image.empty()) return std::nullopt;
   auto inspected = engine_->InspectImage(image);
   if (!inspected.ok()) return std::nullopt;
   const nlohmann::json config = inspected->value("Config", nlohmann::json::object());
-  BuiltEnvironment env;
+  EnvironmentContents env;
   env.image = image;
   env.python = ImageLabel(config, kLabelBuildPython);
   env.packages = LabelPairs(ImageLabel(config, kLabelBuildPackages));

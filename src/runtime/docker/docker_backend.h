@@ -61,7 +61,7 @@ class DockerBackend : public Backend {
   std::optional<PoolStats> OwnPoolStats() const override;
   std::string RefusalFix(const Policy& policy) const override;
   // The labels of the image this daemon built for the policy (build_labels.h); nullopt before.
-  std::optional<BuiltEnvironment> BuiltEnvironmentOf(const Policy& policy) const override;
+  std::optional<EnvironmentContents> EnvironmentContentsOf(const Policy& policy) const override;
 
   const EngineClient& engine() const { return *engine_; }
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.

@@ -113,12 +113,11 @@ Status DockerEnvBuilder::LabelWithReport(const Policy& policy, const std::string
   auto bounded = [&](const char* field) {
     Json kept = Json::array();
     size_t bytes = 2;
-    if (!report.contains(field) || !report[field].is_array()) return kept.dump();
-    for (const Json& e : report[field]) {
-      if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_string()) continue;
+    for (const auto& [name, version] : ReadNameVersions(report.value(field, Json::array()))) {
+      Json e = Json::array({name, version});
       bytes += e.dump().size() + 1;
       if (bytes > (256u << 10)) break;
-      kept.push_back(e);
+      kept.push_back(std::move(e));
     }
     return kept.dump();
   };

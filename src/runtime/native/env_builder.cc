@@ -127,13 +127,8 @@ Result<BuildRecord> ParseRecord(const std::string& path, const std::string& refe
   r.base_digest = j.value("base_digest", "");
   r.python = j.value("python", "");
   for (const auto& s : j.value("steps", json::array())) r.steps.push_back(s.get<std::string>());
-  auto pairs = [&](const char* field, std::vector<std::pair<std::string, std::string>>& out) {
-    for (const auto& p : j.value(field, json::array()))
-      if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string())
-        out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
-  };
-  pairs("packages", r.packages);
-  pairs("apt", r.apt);
+  r.packages = ReadNameVersions(j.value("packages", json::array()));
+  r.apt = ReadNameVersions(j.value("apt", json::array()));
   return r;
 }
 
