@@ -305,16 +305,22 @@ Status MountJobDir(SourceRoot& source, const std::string& root, const std::strin
   return Mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4m,mode=0755");
 }
 
+// A container.mounts target (both backends): a mount path, not under what init builds itself.
+Status ValidateHostMountTarget(const std::string& target) {
+  LSB_TRY(ValidateMountPath("mounts", target));
+  for (const char* reserved : {"/proc", "/dev", "/sys", protocol::kJobDir})
+    if (target.compare(0, std::strlen(reserved), reserved) == 0 &&
+        (target.size() == std::strlen(reserved) || target[std::strlen(reserved)] == '/'))
+      return Error{"container.mounts: " + target + " is under " + reserved + ", which init builds itself"};
+  return OkStatus();
+}
+
 // container.mounts: the host's detached, id-mapped, read-only mount (fd `m.fd`, runtime/native/
 // host_mounts.h) attached at the target; for overlay, stacked as the lower layer of an overlayfs
 // whose upper and work dirs are on a tmpfs of m.size_bytes, so writes stay in the box.
 Status MountHostDir(SourceRoot& source, const std::string& root, const protocol::MountSpec& m, uint32_t uid,
                     uint32_t gid) {
-  LSB_TRY(ValidateMountPath("mounts", m.target));
-  for (const char* reserved : {"/proc", "/dev", "/sys", protocol::kJobDir})
-    if (m.target.compare(0, std::strlen(reserved), reserved) == 0 &&
-        (m.target.size() == std::strlen(reserved) || m.target[std::strlen(reserved)] == '/'))
-      return Error{"mounts: " + m.target + " is under " + reserved + ", which init builds itself"};
+  LSB_TRY(ValidateHostMountTarget(m.target));
   if (m.fd < 3) return Error{"mounts " + m.target + ": the host handed no mount for " + m.source};
   UniqueFd tree(m.fd);
   std::string dst = root + m.target;
@@ -374,11 +380,7 @@ Status ValidateMountPath(const std::string& what, const std::string& path) {
 // (runtime/docker/host_mount_views.h), bound by the engine. Fail closed unless the target really
 // is that mount: a mount of its own, nosuid/nodev/noexec, read-only for ro, an overlayfs for overlay.
 Status CheckHostView(const protocol::MountSpec& m) {
-  LSB_TRY(ValidateMountPath("mounts", m.target));
-  for (const char* reserved : {"/proc", "/dev", "/sys", protocol::kJobDir})
-    if (m.target.compare(0, std::strlen(reserved), reserved) == 0 &&
-        (m.target.size() == std::strlen(reserved) || m.target[std::strlen(reserved)] == '/'))
-      return Error{"container.mounts: " + m.target + " is under " + reserved + ", which the box builds itself"};
+  LSB_TRY(ValidateHostMountTarget(m.target));
   const std::string what = "container.mounts: " + m.target + " (" + m.source + ", " + m.mode + ")";
   struct stat st, parent;
   const std::string up = m.target.substr(0, std::max<size_t>(1, m.target.rfind('/')));
