@@ -88,6 +88,12 @@ DockerBackend::~DockerBackend() {
   RemoveOwnMountDir(owner_);  // empty once every box is gone (boxes hold the reaper, not us)
 }
 
+std::string DockerBackend::NotRootBesideTheEngine() const {
+  if (::geteuid() != 0) return "not root";
+  if (engine_->endpoint().kind != Endpoint::Kind::kUnix) return "talking to a remote engine";
+  return "";
+}
+
 Status DockerBackend::Check(const Policy& policy) const {
   std::vector<std::string> problems;
   if (policy.runtime != "runc" && policy.runtime != "runsc")
@@ -111,20 +117,19 @@ Status DockerBackend::Check(const Policy& policy) const {
   if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
   // A build step's only network is its egress proxy, which this process makes inside the build
   // container's namespace: root on the engine's host, or no build (never the bridge).
-  if ((!policy.build.apt.empty() || !policy.build.pip.empty() || !policy.build.run.empty()) &&
-      (::geteuid() != 0 || engine_->endpoint().kind != Endpoint::Kind::kUnix))
+  const std::string not_beside = NotRootBesideTheEngine();
+  if ((!policy.build.apt.empty() || !policy.build.pip.empty() || !policy.build.run.empty()) && !not_beside.empty())
     problems.push_back("container.build: the build's steps reach the network only through the egress proxy, which "
                        "llm-sandbox attaches to the build container from the engine's host as root; this process is " +
-                       std::string(::geteuid() != 0 ? "not root" : "talking to a remote engine") +
-                       " (run it as root beside the engine, or use the native backend)");
+                       not_beside + " (run it as root beside the engine, or use the native backend)");
   // container.mounts: this process makes each box's view of a host directory (host_mount_views.h)
   // and the engine binds it, so both must share this host, and the ids must be the host's.
   if (!policy.mounts.empty()) {
     const std::string fix = " (docs/policy.md \"container.mounts\"), or run the policy on the native backend";
-    if (::geteuid() != 0 || engine_->endpoint().kind != Endpoint::Kind::kUnix)
+    if (!not_beside.empty())
       problems.push_back("container.mounts: llm-sandbox makes the host directory's id-mapped view the engine binds, "
-                         "which needs this process to run as root beside the engine; this process is " +
-                         std::string(::geteuid() != 0 ? "not root" : "talking to a remote engine") + fix);
+                         "which needs this process to run as root beside the engine; this process is " + not_beside +
+                         fix);
     else if (!init_source_.volume.empty() || init_source_.host_path != init_path_)
       problems.push_back("container.mounts: this process does not share the engine host's files (boxes get init "
                          "from the " +

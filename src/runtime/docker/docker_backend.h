@@ -77,6 +77,9 @@ class DockerBackend : public Backend {
   Result<nlohmann::json> SpecFor(const Policy& policy, bool pooled) const;
   // The image a box of `policy` runs: the mapped container.image, or its built environment.
   Result<std::string> ImageFor(const Policy& policy) const;
+  // Why this process cannot attach to the engine's containers from the engine's host (build steps'
+  // egress, container.mounts' views): "not root", "talking to a remote engine", or "" when it can.
+  std::string NotRootBesideTheEngine() const;
   Status EnsureBaseImage(const Policy& policy) const;
   // The bridge network of network-on boxes (kIsolatedNetwork), created once, checked to keep boxes apart.
   Status EnsureIsolatedNetwork();
