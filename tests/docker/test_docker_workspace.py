@@ -221,7 +221,8 @@ class DockerCliWorkspace(native_ws.WorkspaceTest):
             "    if f[4] in ('/opt/ws', '/srv/ov'): print(f[4], sorted(set(f[5].split(',')) & "
             "{'ro', 'rw', 'nosuid', 'nodev', 'noexec', 'idmapped'}), l.split(' - ')[1].split()[0])\n"))
         res = json.loads(p.stdout)
-        lines = res["stdout"].splitlines()
+        # Sorted: the engine binds a container's mounts in an order of its own (seen both ways).
+        lines = sorted(res["stdout"].splitlines())
         self.assertEqual(len(lines), 2, p.stderr + res["stdout"])
         self.assertTrue(lines[0].startswith("/opt/ws ['idmapped', 'nodev', 'noexec', 'nosuid', 'ro'] "), lines)
         self.assertEqual(lines[1], "/srv/ov ['nodev', 'noexec', 'nosuid', 'rw'] overlay", lines)
