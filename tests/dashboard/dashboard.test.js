@@ -79,8 +79,11 @@ async function newSurfaces(page, base, longId) {
   const ses = await post(base, "/v1/sessions", {});
   const sid = ses.body.session_id;
   await post(base, `/v1/sessions/${sid}/execute`, { code: "x = 1" });
+  // The view polls every 5 s: a poll that lands while the execution runs shows it counted and "busy";
+  // the next one shows the session ready again.
   await page.waitForFunction((id) => { const tr = document.querySelector(`#sessions tr[data-id="${id}"]`);
-    return tr && tr.querySelector(".executions").textContent === "1"; }, sid, { timeout: 15000 });
+    return tr && tr.querySelector(".executions").textContent === "1" && tr.children[7].textContent === "ready"; },
+    sid, { timeout: 15000 });
   const cells = await page.$$eval(`#sessions tr[data-id="${sid}"] td`, (tds) => tds.map((td) => td.textContent));
   check(cells[1] === "code-sandbox" && cells[2] === "single user" && /\d+ s/.test(cells[4]) && cells[7] === "ready",
     "the sessions view shows the session: " + cells.join(" | "));
