@@ -11,11 +11,19 @@ of a side. The last line of stdout is the figures as one JSON object (bench/run 
 
 --backend docker: a Docker/runc box, whose proxy's socket is made in the container's namespace
 (runtime/docker/egress_attach.h); the same proxy code, so the figures should match native's.
+
+A reference relay is measured in the same rounds: HAProxy (Debian's, TCP mode, no checks) on the host
+between the same client and server. It answers "what does any relay cost on this machine": a relay
+adds a third busy thread and a second TCP hop, so on 2 cores the 10 MB download through any relay is
+about half of direct. Skipped (said so in the output) when haproxy is not installed.
 """
 import argparse
+import contextlib
 import http.server
 import json
 import os
+import shutil
+import socket
 import socketserver
 import statistics
 import subprocess
@@ -80,6 +88,40 @@ def run_client(cmd, code, env=None, what="client"):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def reference_relay(workdir, upstream_port):
+    """HAProxy in TCP mode from 127.0.0.1:<port> to the server, or None without haproxy."""
+    exe = shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.path.exists(p)), None)
+    if not exe:
+        yield None
+        return
+    port = free_port()
+    cfg = os.path.join(workdir, "relay.cfg")
+    with open(cfg, "w") as f:
+        f.write("global\n  maxconn 64\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n"
+                f"  timeout server 60s\nfrontend relay\n  bind 127.0.0.1:{port}\n  default_backend server\n"
+                f"backend server\n  server s 127.0.0.1:{upstream_port}\n")
+    p = subprocess.Popen([exe, "-db", "-f", cfg], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # up when it accepts
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if p.poll() is not None:
+                sys.exit(f"haproxy exited at start ({p.returncode}); config {cfg}")
+            time.sleep(0.05)
+        yield port
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds, direct then proxied (default 3)")
@@ -95,8 +137,9 @@ def main():
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
     direct_code = CLIENT + f'\nprint(json.dumps(measure("http://127.0.0.1:{port}", {a.downloads}, {a.small})))\n'
     box_code = CLIENT + f'\nprint(json.dumps(measure("http://bench.test:{port}", {a.downloads}, {a.small})))\n'
-    samples = {"direct": {"big": [], "small": []}, "proxy": {"big": [], "small": []}}
-    with tempfile.TemporaryDirectory() as d:
+    samples = {"direct": {"big": [], "small": []}, "proxy": {"big": [], "small": []},
+               "haproxy": {"big": [], "small": []}}
+    with tempfile.TemporaryDirectory() as d, reference_relay(d, port) as relay_port:
         policy = os.path.join(d, "bench-egress.yaml")
         with open(policy, "w") as f:
             f.write(f'''version: "1.0"
@@ -118,12 +161,16 @@ resources:
         box = [os.path.join(BUILD, "llm-sandbox"), "run", "--backend", a.backend, "--policy", policy, "--images",
                os.path.join(ROOT, "config", "images.yaml"), "--egress-resolve", "bench.test:127.0.0.1", "-"]
         # Interleaved rounds: load that comes and goes on a shared host hits both sides alike.
+        sides = [("direct", [PY, "-"], direct_code, env), ("proxy", box, box_code, None)]
+        if relay_port:
+            relay_code = CLIENT + f'\nprint(json.dumps(measure("http://127.0.0.1:{relay_port}", {a.downloads}, {a.small})))\n'
+            sides.append(("haproxy", [PY, "-"], relay_code, env))
         for _ in range(a.rounds):
-            for side, cmd, code, e in (("direct", [PY, "-"], direct_code, env), ("proxy", box, box_code, None)):
+            for side, cmd, code, e in sides:
                 got = run_client(cmd, code, e, side)
                 samples[side]["big"] += got["big_s"]
                 samples[side]["small"] += got["small_s"]
-    med = {side: {k: statistics.median(v) for k, v in s.items()} for side, s in samples.items()}
+    med = {side: {k: statistics.median(v) for k, v in s.items()} for side, s in samples.items() if s["big"]}
     direct_mb, proxy_mb = BIG / med["direct"]["big"] / 1e6, BIG / med["proxy"]["big"] / 1e6
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
@@ -136,6 +183,14 @@ resources:
         "small_request_proxy_median_ms": round(med["proxy"]["small"] * 1000, 3),
         "added_latency_median_ms": round((med["proxy"]["small"] - med["direct"]["small"]) * 1000, 3),
     }
+    if "haproxy" in med:
+        relay_mb = BIG / med["haproxy"]["big"] / 1e6
+        out["download_10MB_haproxy_MB_s"] = round(relay_mb, 1)
+        out["haproxy_throughput_ratio"] = round(relay_mb / direct_mb, 3)
+        out["proxy_vs_haproxy_throughput"] = round(proxy_mb / relay_mb, 3)
+        out["haproxy_added_latency_median_ms"] = round((med["haproxy"]["small"] - med["direct"]["small"]) * 1000, 3)
+    else:
+        out["haproxy"] = "skipped: haproxy is not installed (scripts/install-deps.sh installs it)"
     print(json.dumps(out, indent=2), file=sys.stderr)
     print(json.dumps(out))  # the last line: what bench/run reads
 
