@@ -19,7 +19,7 @@
 namespace lsb::cli {
 namespace {
 
-std::string Label(const nlohmann::json& labelled, const char* key) { return docker::ImageLabel(labelled, key); }
+using docker::ImageLabel;
 
 // [[name, version], ...] as a label holds it -> [{name, version}, ...].
 nlohmann::json Pairs(const std::string& text) { return NameVersionObjects(docker::LabelPairs(text)); }
@@ -35,21 +35,19 @@ int ImageDockerInspect(const std::string& reference, bool as_json) {
   if (!img.ok()) return std::fprintf(stderr, "llm-sandbox image: %s\n", img.error().message.c_str()), 1;
   nlohmann::json config = img->value("Config", nlohmann::json::object());
   if (!config.is_object()) config = nlohmann::json::object();
-  nlohmann::json labelled = {{"Labels", config.value("Labels", nlohmann::json::object())}};
-  if (!labelled["Labels"].is_object()) labelled["Labels"] = nlohmann::json::object();
   nlohmann::json out = {{"reference", reference},
                         {"id", img->value("Id", "")},
                         {"created", img->value("Created", "")},
                         {"size", img->value("Size", uint64_t{0})},
                         {"env", config.value("Env", nlohmann::json::array())}};
-  if (Label(labelled, docker::kLabelBuild) == "1") {
-    out["build"] = {{"policy", Label(labelled, docker::kLabelPolicy)},
-                    {"base", Label(labelled, docker::kLabelBuildBase)},
-                    {"key", Label(labelled, docker::kLabelBuildKey)},
-                    {"step", Label(labelled, docker::kLabelBuildStep)},
-                    {"python", Label(labelled, docker::kLabelBuildPython)},
-                    {"packages", Pairs(Label(labelled, docker::kLabelBuildPackages))},
-                    {"apt", Pairs(Label(labelled, docker::kLabelBuildApt))}};
+  if (ImageLabel(config, docker::kLabelBuild) == "1") {
+    out["build"] = {{"policy", ImageLabel(config, docker::kLabelPolicy)},
+                    {"base", ImageLabel(config, docker::kLabelBuildBase)},
+                    {"key", ImageLabel(config, docker::kLabelBuildKey)},
+                    {"step", ImageLabel(config, docker::kLabelBuildStep)},
+                    {"python", ImageLabel(config, docker::kLabelBuildPython)},
+                    {"packages", Pairs(ImageLabel(config, docker::kLabelBuildPackages))},
+                    {"apt", Pairs(ImageLabel(config, docker::kLabelBuildApt))}};
   }
   if (as_json) {
     std::printf("%s\n", out.dump(2).c_str());
@@ -106,11 +104,13 @@ int ImageDockerCommand(const std::string& sub, bool as_json) {
     const uint64_t size = img.value("Size", uint64_t{0});
     if (as_json) {
       out.push_back({{"reference", name}, {"id", img.value("Id", "")}, {"size", size},
-                     {"policy", Label(img, docker::kLabelPolicy)}, {"key", Label(img, docker::kLabelBuildKey)},
-                     {"step", Label(img, docker::kLabelBuildStep)}, {"base", Label(img, docker::kLabelBuildBase)}});
+                     {"policy", ImageLabel(img, docker::kLabelPolicy)},
+                     {"key", ImageLabel(img, docker::kLabelBuildKey)},
+                     {"step", ImageLabel(img, docker::kLabelBuildStep)},
+                     {"base", ImageLabel(img, docker::kLabelBuildBase)}});
     } else {
       std::printf("%-60s %10s  %-20s  %s\n", name.c_str(), units::FormatBytes(size).c_str(),
-                  Label(img, docker::kLabelPolicy).c_str(), Label(img, docker::kLabelBuildStep).c_str());
+                  ImageLabel(img, docker::kLabelPolicy).c_str(), ImageLabel(img, docker::kLabelBuildStep).c_str());
     }
   }
   if (sub == "prune") {

@@ -16,9 +16,19 @@ using nlohmann::json;
 
 std::string How(const Enforcement& e) { return e.enforced ? e.how : "not enforced: " + e.how; }
 
+// What container.build made for `p`, once built: the backend's own record (Docker: the built
+// image's labels), else this daemon's image store's (native). nullopt before, and without a build.
+std::optional<EnvironmentContents> BuiltContents(const ServerContext& ctx, const Policy& p) {
+  if (p.build.empty()) return std::nullopt;
+  if (auto built = ctx.backend.EnvironmentContentsOf(p)) return built;
+  if (!ctx.images) return std::nullopt;
+  auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name);
+  if (!record.ok()) return std::nullopt;
+  return EnvironmentContents{record->reference, record->python, record->packages, record->apt};
+}
+
 // container.build: what the policy asks for and, once built, what its environment has (python,
-// packages; docs/api.md): the backend's own record (Docker: the built image's labels), else this
-// daemon's image store's (native). Null without a build.
+// packages; docs/api.md). Null without a build.
 json Environment(const ServerContext& ctx, const Policy& p) {
   if (p.build.empty()) return nullptr;
   json files = json::array();
@@ -26,11 +36,7 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   json env = {{"apt", p.build.apt}, {"apt_sources", p.build.apt_sources},
               {"pip", p.build.pip}, {"pip_index_url", p.build.pip_index_url}, {"files", files},
               {"run", p.build.run}, {"built", false}};
-  std::optional<EnvironmentContents> built = ctx.backend.EnvironmentContentsOf(p);
-  if (!built && ctx.images) {
-    if (auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name); record.ok())
-      built = EnvironmentContents{record->reference, record->python, record->packages, record->apt};
-  }
+  auto built = BuiltContents(ctx, p);
   if (!built) return env;
   env["built"] = true;
   env["image"] = built->image;
@@ -40,11 +46,10 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   return env;
 }
 
-// "name version" of each entry of env[key] (GET /v1/policies lists them flat for the tools).
-json NamesWithVersions(const json& env, const char* key) {
+// "name version" of each pair (GET /v1/policies lists them flat for the tools).
+json NamesWithVersions(const NameVersions& pairs) {
   json names = json::array();
-  for (const auto& pkg : env.value(key, json::array()))
-    names.push_back(pkg["name"].get<std::string>() + " " + pkg["version"].get<std::string>());
+  for (const auto& [name, version] : pairs) names.push_back(name + " " + version);
   return names;
 }
 
@@ -63,9 +68,10 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
                     {"network", p.network_enabled}, {"languages", langs},
                     {"default", name == ctx.limits.default_policy}, {"runnable", r.runnable}};
       if (!r.runnable) entry["reason"] = r.reason;
-      if (json env = Environment(ctx, p); !env.is_null()) {
-        entry["packages"] = NamesWithVersions(env, "packages");
-        entry["apt_packages"] = NamesWithVersions(env, "apt_packages");
+      if (!p.build.empty()) {  // built or not yet: the lists are there (empty before the build)
+        auto built = BuiltContents(ctx, p);
+        entry["packages"] = NamesWithVersions(built ? built->packages : NameVersions{});
+        entry["apt_packages"] = NamesWithVersions(built ? built->apt : NameVersions{});
       }
       list.push_back(std::move(entry));
     }
