@@ -97,7 +97,7 @@ def free_port():
 @contextlib.contextmanager
 def reference_relay(workdir, upstream_port):
     """HAProxy in TCP mode from 127.0.0.1:<port> to the server, or None without haproxy."""
-    exe = shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.path.exists(p)), None)
+    exe = shutil.which("haproxy", path=os.environ.get("PATH", "") + ":/usr/sbin")  # root's PATH may lack sbin
     if not exe:
         yield None
         return
