@@ -1,5 +1,7 @@
 #include "base/mountinfo.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 
 namespace lsb {
@@ -48,6 +50,8 @@ std::vector<MountinfoEntry> ParseMountinfo(std::string_view text) {
     auto dash = f.size() > 6 ? std::find(f.begin() + 6, f.end(), "-") : f.end();
     if (dash == f.end() || dash + 1 == f.end()) continue;
     MountinfoEntry m;
+    m.id = std::strtol(std::string(f[0]).c_str(), nullptr, 10);
+    m.parent = std::strtol(std::string(f[1]).c_str(), nullptr, 10);
     m.root = UnescapeMountinfo(f[3]);
     m.mount_point = UnescapeMountinfo(f[4]);
     m.mount_options = SplitList(f[5]);

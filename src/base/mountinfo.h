@@ -10,6 +10,8 @@
 namespace lsb {
 
 struct MountinfoEntry {
+  long id = 0;              // the mount's id, and its parent's (a mount on top of another at
+  long parent = 0;          // the same mount point has that one as parent: it covers it)
   std::string root;         // the path inside the mounted file system shown here (unescaped)
   std::string mount_point;  // unescaped: "\040" is a space
   std::vector<std::string> mount_options;  // per mount ("ro", "noexec", ...)

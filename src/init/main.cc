@@ -109,7 +109,10 @@ Status Prepare(Setup& s) {
                  std::to_string(::geteuid()) + "); the launcher must map uid/gid 0 and call "
                  "setresgid(0,0,0), setgroups(0), setresuid(0,0,0) inside the new user namespace "
                  "before exec'ing init, or execve drops every capability", EPERM};
-  if (box.mode == BoxMode::kBuildRoot) {
+  if (box.mode == BoxMode::kBuildRoot && box.fork == "derived") {
+    auto st = DeriveRoot(box);
+    if (!st.ok()) return st.error().Wrap("filesystem (fork server's box)");
+  } else if (box.mode == BoxMode::kBuildRoot) {
     auto st = BuildRoot(box);
     if (!st.ok()) return st.error().Wrap("filesystem (build_root)");
   } else {
@@ -187,6 +190,14 @@ int Main() {
     return 0;
 
   Supervisor sup(stream, sigfd.get(), s.box, s.exec, s.ruleset.get());
+  if (s.box.fork == "derived") {
+    // fd 3: the waiting copy of the zygote's python, pid 2, which must be our own child.
+    siginfo_t info{};
+    if (::fcntl(3, F_GETFD) >= 0 && ::waitid(P_PID, 2, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0)
+      sup.SetAdoptee(Adoptee{UniqueFd(3), 2});
+    else
+      Diag("fork server: no waiting program on fd 3; runs are spawned");
+  }
   sup.SetControls(s.watch, s.escape);
   sup.AddPrograms(kDefaultHandoffFd, std::move(s.programs));
   auto served = sup.Serve();

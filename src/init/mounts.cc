@@ -225,10 +225,14 @@ Result<SourceRoot> OpenSourceRoot(const BoxSetup& setup) {
   return source;
 }
 
-Status MountProc(const std::string& root) {
+// `masked` false only for a fork server's zygote box: the kernel lets a box made inside it mount a
+// /proc of its own only while a proc mount with nothing mounted over any of it is in its view;
+// that box masks its own, and nothing runs in the zygote box but the trusted interpreter.
+Status MountProc(const std::string& root, bool masked = true) {
   std::string proc = root + "/proc";
   LSB_TRY(MakeDirs(proc, 0555));
   LSB_TRY(Mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  if (!masked) return OkStatus();
   // Masked like runc: files read as empty (/dev/null), directories as an empty read-only tmpfs.
   // cmdline and bootconfig: the host's boot parameters (some hosts pass tokens there); boot_id:
   // an identifier of the host (before sys is made read-only, which carries the bind along).
@@ -424,7 +428,7 @@ Status BuildRoot(const BoxSetup& setup) {
   } else if (setup.rootfs == "image") {
     LSB_TRY(OverlayImageEtc(root, setup));  // the image's own /etc, the runtime's files over it
   }
-  LSB_TRY(MountProc(root));
+  LSB_TRY(MountProc(root, setup.fork != "zygote"));
   LSB_TRY(MountDev(root));
   // The tmpfs and host mounts, shortest path first: each may be inside one made before it.
   struct Step {
@@ -492,6 +496,73 @@ Status CheckInPlace(const BoxSetup& setup) {
   if (!st.ok() || ::access(setup.job_dir.c_str(), W_OK) != 0)
     return Error{"job_dir " + setup.job_dir + " cannot be created or written by init; the outer box must provide it (a small noexec tmpfs)"};
   return OkStatus();
+}
+
+// Fail closed: every writable mount the program can reach is one this box made (or a device
+// node, shared by every box anyway); a writable mount of the zygote's would be shared by all the
+// boxes it makes.
+Status CheckNothingShared(const BoxSetup& setup) {
+  auto text = ReadFile("/proc/self/mountinfo");
+  if (!text.ok()) return text.error();
+  auto mounts = ParseMountinfo(*text);
+  std::vector<std::string> fresh = {"/dev/shm", setup.job_dir};
+  for (const auto& t : setup.tmpfs) fresh.push_back(t.path);
+  auto covered = [&](const MountinfoEntry& m) {
+    for (const auto& n : mounts)
+      if (n.parent == m.id && n.mount_point == m.mount_point) return true;
+    return false;
+  };
+  auto fresh_here = [&](const MountinfoEntry& m) {
+    if (m.mount_point == "/proc" || m.mount_point.rfind("/proc/", 0) == 0) return true;  // ours, made above
+    // A device node bound over a path (/dev's own, HideDenied's /dev/null) holds no data.
+    if (m.fstype == "devtmpfs")
+      for (const char* dev : {"/null", "/zero", "/full", "/random", "/urandom"})
+        if (m.root == dev) return true;
+    return std::find(fresh.begin(), fresh.end(), m.mount_point) != fresh.end();
+  };
+  for (const auto& m : mounts) {
+    bool ro = std::find(m.mount_options.begin(), m.mount_options.end(), "ro") != m.mount_options.end();
+    if (ro || covered(m) || fresh_here(m)) continue;
+    return Error{"a writable mount of the zygote box would be shared by its boxes: " + m.mount_point + " (" + m.fstype + ")"};
+  }
+  return OkStatus();
+}
+
+Status DeriveRoot(const BoxSetup& setup) {
+  if (setup.fork != "derived") return Error{"DeriveRoot is only for a fork server's derived box"};
+  // What the zygote's view had writable is replaced; a host mount's overlay would be shared.
+  if (!setup.mounts.empty())
+    return Error{"container.mounts is not supported in a fork server's box (its overlay would be shared)"};
+  // Fail closed on a box that is not inside a zygote's: the root must be the zygote's read-only
+  // tmpfs root (BuildRoot), never a host's.
+  struct statfs rootfs;
+  struct statvfs rootvfs;
+  if (::statfs("/", &rootfs) != 0 || ::statvfs("/", &rootvfs) != 0) return Error::FromErrno("statfs /");
+  if (rootfs.f_type != TMPFS_MAGIC || !(rootvfs.f_flag & ST_RDONLY))
+    return Error{"a fork server's box must start in its zygote's read-only root, and / is not one"};
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return Error::FromErrno("make / rprivate (is init in its own mount namespace?)");
+  // The zygote's unmasked /proc (of its pid namespace) is covered by this box's own, masked.
+  LSB_TRY(MountProc(""));
+  std::vector<const protocol::TmpfsSpec*> tmpfs;
+  for (const auto& t : setup.tmpfs) tmpfs.push_back(&t);
+  std::stable_sort(tmpfs.begin(), tmpfs.end(), [](auto* a, auto* b) { return a->path.size() < b->path.size(); });
+  for (const auto* t : tmpfs) {
+    LSB_TRY(ValidateMountPath("tmpfs", t->path));
+    unsigned long flags = (t->nosuid ? MS_NOSUID : 0) | (t->nodev ? MS_NODEV : 0) | (t->noexec ? MS_NOEXEC : 0);
+    char data[128];
+    std::snprintf(data, sizeof data, "mode=%04o,uid=%u,gid=%u", t->mode & 07777, setup.uid, setup.gid);
+    std::string opts = data;
+    if (t->size_bytes > 0) opts += ",size=" + std::to_string(t->size_bytes);
+    auto st = Mount("tmpfs", t->path, "tmpfs", flags, opts);
+    if (!st.ok()) return st.error().Wrap("filesystem.tmpfs " + t->path);
+  }
+  LSB_TRY(ValidateMountPath("job_dir", setup.job_dir));
+  LSB_TRY(Mount("tmpfs", setup.job_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4m,mode=0755"));
+  LSB_TRY(Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777"));
+  if (::sethostname(setup.hostname.data(), setup.hostname.size()) != 0)
+    return Error::FromErrno("set hostname (is init in its own UTS namespace?)");
+  return CheckNothingShared(setup);
 }
 
 }  // namespace lsb::init

@@ -15,6 +15,10 @@
 namespace lsb::init {
 
 Status BuildRoot(const protocol::BoxSetup& setup);
+// A fork server's derived box (BoxSetup.fork "derived"): init runs in fresh namespaces made
+// inside the zygote box, whose read-only root it keeps; it mounts over it what is the box's own:
+// a fresh, masked /proc, the policy's tmpfs mounts and the job dir, and sets the hostname.
+Status DeriveRoot(const protocol::BoxSetup& setup);
 Status CheckInPlace(const protocol::BoxSetup& setup);
 
 // For host_etc.cc. mkdir -p.

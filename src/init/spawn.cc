@@ -16,16 +16,13 @@
 #include <cstring>
 
 #include "base/fd_passing.h"
-#include "init/landlock.h"
+#include "init/adopt_wire.h"
+#include "init/confine.h"
 
 namespace lsb::init {
 namespace {
 
-struct ChildMsg {
-  char tag;         // 'E' setup error, 'X' exec error
-  int err;
-  char what[120];
-};
+using ChildMsg = ChildReport;
 
 [[noreturn]] void ChildFail(int sock, char tag, const char* what, int err) {
   ChildMsg m{};
@@ -37,21 +34,6 @@ struct ChildMsg {
   ::_exit(127);
 }
 
-// fd < 0: the 'L' message without a descriptor (no watch in the accepted weaker mode).
-bool SendFd(int sock, int fd) {
-  char tag = 'L';
-  return SendWithFds(sock, &tag, 1, &fd, fd >= 0 ? 1 : 0) == 1;
-}
-
-// close_range, or (gVisor answers EINVAL) close() of each number up to 1 << 16: init never holds
-// more descriptors than that.
-int CloseRange(unsigned lo, unsigned hi) {
-  if (::syscall(SYS_close_range, lo, hi, 0) == 0) return 0;
-  if (errno != EINVAL && errno != ENOSYS) return -1;
-  for (unsigned fd = lo; fd <= hi && fd < (1u << 16); ++fd) ::close(static_cast<int>(fd));
-  return 0;
-}
-
 // Everything below runs in the forked child of a single-threaded init; it only uses memory
 // prepared before fork and system calls.
 [[noreturn]] void Child(const SpawnParams& p, char* const argv[], char* const envp[], int sock,
@@ -60,56 +42,63 @@ int CloseRange(unsigned lo, unsigned hi) {
   // init is non-dumpable; the child must not be, or its own /proc/self files (oom_score_adj
   // below) belong to root. execve resets it anyway; init only reads the program's memory after.
   if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) ChildFail(sock, 'E', "PR_SET_DUMPABLE", errno);
+  ConfineParams c;
+  c.stdin_fd = stdin_r;
+  c.stdout_fd = stdout_w;
+  c.stderr_fd = stderr_w;
+  c.sock = sock;
+  c.workdir = p.workdir.c_str();
+  c.nofile = p.nofile;
+  c.file_size = p.file_size;
+  c.uid = p.uid;
+  c.gid = p.gid;
+  c.ruleset_fd = p.ruleset_fd;
+  if (p.watch) {
+    c.watch = p.seccomp->watch.data();
+    c.watch_len = static_cast<unsigned short>(p.seccomp->watch.size());
+  }
+  if (p.escape) {
+    c.escape = p.seccomp->escape.data();
+    c.escape_len = static_cast<unsigned short>(p.seccomp->escape.size());
+  }
+  if (const char* failed = ConfineSelf(c)) {
+    int err = errno;
+    // Once moved, the socket is only at the hand-off number (close_range took the old one).
+    ChildFail(::fcntl(handoff, F_GETFD) >= 0 ? handoff : sock, 'E', failed, err);
+  }
+  ::execve(p.path.c_str(), argv, envp);
+  ChildFail(handoff, 'X', "execve", errno);
+}
+
+// A fork server's zygote (BoxSetup.fork "zygote"): uid 0 of the box with its capabilities, no
+// Landlock, seccomp or no_new_privs (it makes the boxes of the runs, each of which takes the whole
+// confinement before any program code runs), and fds 3-5 kept (the daemon's socket, liblsb-fork.so
+// and init's own binary). Runs only the daemon's interpreter source, never a request's code.
+[[noreturn]] void ZygoteChild(const SpawnParams& p, char* const argv[], char* const envp[], int sock,
+                              int stdout_w, int stderr_w) {
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);  // ignored dispositions survive execve
-
+  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
   if (::setsid() < 0) ChildFail(sock, 'E', "setsid", errno);
-  if (stdin_r < 0) stdin_r = ::open("/dev/null", O_RDONLY);
-  if (stdin_r < 0) ChildFail(sock, 'E', "open /dev/null for stdin", errno);
-  if (::dup2(stdin_r, 0) < 0 || ::dup2(stdout_w, 1) < 0 || ::dup2(stderr_w, 2) < 0)
+  int in = ::open("/dev/null", O_RDONLY);
+  if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(stdout_w, 1) < 0 || ::dup2(stderr_w, 2) < 0)
     ChildFail(sock, 'E', "dup2 stdio", errno);
-  if (::dup2(sock, handoff) < 0) ChildFail(sock, 'E', "dup2 hand-off socket", errno);
-  sock = handoff;
+  // Out of the way first (above any source), then at 3, 4, 5; the report socket at 6.
+  constexpr int kReport = 6;
+  if (p.zygote_fds.size() != 3) ChildFail(sock, 'E', "the zygote needs exactly three fds (BoxSetup.fork_fds)", EINVAL);
+  int high[3];
+  for (int i = 0; i < 3; ++i)
+    if ((high[i] = ::fcntl(p.zygote_fds[i], F_DUPFD_CLOEXEC, 100)) < 0) ChildFail(sock, 'E', "keep the fork server's fds", errno);
+  int rep = ::fcntl(sock, F_DUPFD_CLOEXEC, 100);
+  if (rep < 0) ChildFail(sock, 'E', "dup the report socket", errno);
+  sock = rep;
+  for (int i = 0; i < 3; ++i)
+    if (::dup2(high[i], 3 + i) < 0) ChildFail(sock, 'E', "place the fork server's fds at 3-5", errno);
+  if (::dup3(rep, kReport, O_CLOEXEC) < 0) ChildFail(sock, 'E', "dup the report socket", errno);
+  sock = kReport;
+  if (::syscall(SYS_close_range, kReport + 1, ~0U, 0) != 0) ChildFail(sock, 'E', "close_range", errno);
   if (::chdir(p.workdir.c_str()) != 0) ChildFail(sock, 'E', "chdir to the workdir", errno);
-
-  // init stays the last choice of the OOM killer: the program goes first.
-  int oom = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-  if (oom < 0 || ::write(oom, "1000", 4) != 4) ChildFail(sock, 'E', "raise oom_score_adj", errno);
-  ::close(oom);
-
-  rlimit nofile{p.nofile, p.nofile}, fsize{p.file_size, p.file_size}, core{0, 0};
-  if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ChildFail(sock, 'E', "setrlimit NOFILE", errno);
-  if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0) ChildFail(sock, 'E', "setrlimit FSIZE", errno);
-  if (::setrlimit(RLIMIT_CORE, &core) != 0) ChildFail(sock, 'E', "setrlimit CORE", errno);
-
-  if (::getuid() != p.uid || ::getgid() != p.gid) {
-    if (::setgroups(0, nullptr) != 0) ChildFail(sock, 'E', "setgroups", errno);
-    if (::setresgid(p.gid, p.gid, p.gid) != 0) ChildFail(sock, 'E', "setresgid", errno);
-    if (::setresuid(p.uid, p.uid, p.uid) != 0) ChildFail(sock, 'E', "setresuid", errno);
-  }
-  if (::getuid() == 0 || ::geteuid() == 0) ChildFail(sock, 'E', "refusing to run the program as uid 0", EPERM);
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildFail(sock, 'E', "PR_SET_NO_NEW_PRIVS", errno);
-  // ruleset_fd < 0 only in the accepted weaker mode (no Landlock in the kernel).
-  if (p.ruleset_fd >= 0 && RestrictSelf(p.ruleset_fd) != 0) ChildFail(sock, 'E', "landlock_restrict_self", errno);
-
-  // /proc/self/fd shows only 0-2 after execve (the hand-off socket is close-on-exec).
-  if (CloseRange(3, handoff - 1) != 0 || CloseRange(handoff + 1, ~0U) != 0)
-    ChildFail(sock, 'E', "close_range", errno);
-  if (::fcntl(sock, F_SETFD, FD_CLOEXEC) != 0) ChildFail(sock, 'E', "fcntl hand-off", errno);
-
-  // The watch first: the escape filter refuses any later NEW_LISTENER, ours included.
-  int listener = -1;
-  if (p.watch) {
-    listener = LoadSeccompProgram(p.seccomp->watch, true);
-    if (listener < 0) ChildFail(sock, 'E', "seccomp: load the watch filter (user notification)", errno);
-  }
-  if (p.escape && LoadSeccompProgram(p.seccomp->escape, false) < 0)
-    ChildFail(sock, 'E', "seccomp: load the escape filter", errno);
-  if (!SendFd(sock, listener)) ChildFail(sock, 'E', "hand the listener to init", errno);
-  if (listener >= 0) ::close(listener);
-
   ::execve(p.path.c_str(), argv, envp);
   ChildFail(sock, 'X', "execve", errno);
 }
@@ -200,6 +189,28 @@ Result<Spawned> Spawn(const SpawnParams& p) {
     return Error{std::string("confine the program: ") + m.what + ": " + std::strerror(m.err), m.err};
   }
   return Error{"confine the program: the child ended before handing over the seccomp listener"};
+}
+
+Result<Spawned> SpawnZygote(const SpawnParams& p) {
+  std::vector<char*> argv, envp;
+  for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return Error::FromErrno("socketpair");
+  UniqueFd control(sp[0]), child_sock(sp[1]);
+  LSB_ASSIGN_OR_RETURN(auto out, Pipe());
+  LSB_ASSIGN_OR_RETURN(auto err, Pipe());
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::FromErrno("fork");
+  if (pid == 0) ZygoteChild(p, argv.data(), envp.data(), child_sock.get(), out.second.get(), err.second.get());
+  Spawned s;
+  s.pid = pid;
+  s.control = std::move(control);
+  s.stdout_r = std::move(out.first);
+  s.stderr_r = std::move(err.first);
+  return s;
 }
 
 }  // namespace lsb::init

@@ -30,6 +30,8 @@ struct SpawnParams {
   // watch (then no listener is handed over), no escape filter.
   bool watch = true;
   bool escape = true;
+  // SpawnZygote only: init's fds the interpreter gets as 3, 4, 5 (BoxSetup.fork_fds).
+  std::vector<int> zygote_fds;
 };
 
 struct Spawned {
@@ -44,6 +46,10 @@ struct Spawned {
 // On an error in the child before execve, the child is reaped and the error (with the child's
 // words and errno) is returned: the run could not be confined, so it does not happen.
 Result<Spawned> Spawn(const SpawnParams& p);
+
+// A fork server's zygote interpreter (BoxSetup.fork "zygote"; spawn.cc says what it keeps and
+// what it does without). The run's control socket reports a failed execve as Spawn's does.
+Result<Spawned> SpawnZygote(const SpawnParams& p);
 
 // After Spawn, once `control` is readable: 0 when execve succeeded (EOF), else execve's errno.
 int ReadExecOutcome(int control_fd);

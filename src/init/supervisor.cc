@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/io.h"
@@ -143,6 +144,29 @@ Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nof
   return p;
 }
 
+Result<Spawned> Supervisor::Start(const SpawnParams& p) {
+  if (setup_.fork == "zygote") {
+    if (zygote_started_) return Error{"a fork server's zygote box runs its interpreter once"};
+    zygote_started_ = true;
+    SpawnParams z = p;
+    z.zygote_fds = setup_.fork_fds;
+    return SpawnZygote(z);
+  }
+  if (!adoptee_) return Spawn(p);
+  Adoptee a = std::move(*adoptee_);
+  adoptee_.reset();
+  std::string why = WhyNotAdoptable(p, a.pid);
+  if (why.empty()) return Adopt(std::move(a), p);
+  Diag("fork server: a new program for this run: " + why);
+  // Not what the waiting copy can become: it exits at the end of its socket; a new one runs.
+  const pid_t pid = a.pid;
+  a.sock.reset();
+  int status;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return Spawn(p);
+}
+
 Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutdown) {
   if (spec.argv.empty()) return Error{"RunSpec.argv is empty"};
   // The host checked every source of this environment; checked again here, where it is used.
@@ -155,7 +179,7 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   rusage before{};
   ::getrusage(RUSAGE_CHILDREN, &before);
   const uint64_t start = MonotonicMs();
-  LSB_ASSIGN_OR_RETURN(Spawned child, Spawn(p));
+  LSB_ASSIGN_OR_RETURN(Spawned child, Start(p));
   RunLoop loop(stream_, sigfd_, spec, std::move(child), WatchConfig{&exec_, setup_.network_enabled, setup_.trace, setup_.egress_proxy},
                p.path, start, before);
   LSB_ASSIGN_OR_RETURN(ExitReport report, loop.Run(shutdown));

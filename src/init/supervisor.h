@@ -5,8 +5,10 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "base/result.h"
+#include "init/adopt.h"
 #include "init/exec_policy.h"
 #include "init/run_loop.h"
 #include "init/seccomp_filter.h"
@@ -35,6 +37,8 @@ class Supervisor {
   }
   // Programs compiled at setup for hand-off fd `nofile` (they must match SetControls and the
   // setup's trace flag): a run with that nofile does not compile them again.
+  // A derived box of the fork server: the waiting program (adopt.h) the first adoptable run becomes.
+  void SetAdoptee(Adoptee a) { adoptee_ = std::move(a); }
   void AddPrograms(uint64_t nofile, std::unique_ptr<SeccompPrograms> programs) {
     if (programs) programs_[nofile] = std::move(programs);
   }
@@ -48,6 +52,8 @@ class Supervisor {
   // The environment (the image's config under the policy's, checked again) and where argv[0] runs from.
   Result<SpawnParams> SpawnParamsFor(const protocol::RunSpec& spec, uint64_t nofile, const SeccompPrograms* programs) const;
   Result<const SeccompPrograms*> ProgramsFor(uint64_t nofile);
+  // The run's program: spawned, adopted (a derived box's waiting copy) or the zygote's interpreter.
+  Result<Spawned> Start(const SpawnParams& p);
 
   Stream& stream_;
   int sigfd_;
@@ -57,6 +63,8 @@ class Supervisor {
   bool watch_ = true;
   bool escape_ = true;
   std::map<uint64_t, std::unique_ptr<SeccompPrograms>> programs_;  // by hand-off fd number
+  std::optional<Adoptee> adoptee_;
+  bool zygote_started_ = false;
 };
 
 }  // namespace lsb::init

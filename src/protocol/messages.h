@@ -102,6 +102,16 @@ struct BoxSetup {
   // by the program (Landlock READ_FILE and READ_DIR beneath each), never writable, and executable
   // only where commands.allow names a file. Paths init's own rules already cover need no entry.
   std::vector<std::string> readable;
+  // The fork server (native backend, docs/architecture.md "Fork server"): "" for a box of its own;
+  // "zygote" for the box whose one program is the policy's warm interpreter, run as uid 0 of the
+  // box without the program's confinement (its /proc has no masks, so the boxes it makes can mount
+  // their own); "derived" for a box that interpreter made (init was executed by a fork of it, with
+  // the next fork waiting on fd 3 to be confined and run the program): the root is the zygote's,
+  // init mounts a fresh /proc, tmpfs and job dir over it.
+  std::string fork;
+  // "zygote" only: the descriptors init keeps for the interpreter (the daemon's socket,
+  // liblsb-fork.so, init's binary), at their numbers; the interpreter gets them as 3, 4 and 5.
+  std::vector<int> fork_fds;
 };
 // The largest number of layers an image root may have: overlayfs itself stacks at most 500 lower
 // layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
@@ -111,7 +121,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs
                                                 job_dir, hostname, network_enabled, allow, deny,
                                                 uid, gid, trace, gvisor_accept_weaker,
                                                 layers, image_env, image_workdir, egress_proxy, egress_ca_pem,
-                                                readable)
+                                                readable, fork, fork_fds)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {

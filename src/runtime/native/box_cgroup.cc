@@ -280,6 +280,17 @@ Result<std::vector<UniqueFd>> BoxCgroups::SelfAttachFiles() const {
   return out;
 }
 
+Result<std::vector<UniqueFd>> BoxCgroups::JoinFiles() const {
+  std::vector<UniqueFd> out;
+  for (const auto& g : groups_) {
+    std::string path = g.dir + (g.version == CgroupVersion::kV1 ? "/tasks" : "/cgroup.procs");
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return Error::FromErrno("open " + path + " (the box joins its cgroup through it)");
+    out.push_back(std::move(fd));
+  }
+  return out;
+}
+
 CgroupStats BoxCgroups::Read() const {
   CgroupStats s;
   if (const Group* g = Find("memory")) {

@@ -81,6 +81,9 @@ class BoxCgroups {
   // an RCU grace period (the largest single cost of a box start); a thread moving itself skips
   // that lock (both measured: BENCHMARKS.md, "Figures behind decisions in the code").
   Result<std::vector<UniqueFd>> SelfAttachFiles() const;
+  // Every group's membership file (v1 tasks, v2 cgroup.procs), opened by us: a fork server's box
+  // (fork_server.h) writes "0" to each, as its process is not ours to move by pid.
+  Result<std::vector<UniqueFd>> JoinFiles() const;
   CgroupStats Read() const;
   // Restarts the memory peak where the kernel allows it (v1 memory.max_usage_in_bytes; v2's
   // memory.peak is only resettable per open file, so it stays the box's peak).

@@ -4,6 +4,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <net/if.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -227,6 +228,12 @@ void ChildProcess::Kill() {
 }
 
 int ChildProcess::Reap() {
+  if (!ours_ && !status_) {
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+    status_ = 0;
+  }
   while (!status_) {
     int st = 0;
     pid_t r = ::waitpid(pid_, &st, __WALL);
@@ -238,6 +245,11 @@ int ChildProcess::Reap() {
 
 std::optional<int> ChildProcess::TryReap() {
   if (status_) return status_;
+  if (!ours_) {
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) status_ = 0;
+    return status_;
+  }
   int st = 0;
   pid_t r = ::waitpid(pid_, &st, WNOHANG | __WALL);
   if (r == pid_) status_ = st;

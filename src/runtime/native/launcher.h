@@ -36,7 +36,9 @@ namespace lsb::native {
 // takes the whole pid namespace down) and reaps it.
 class ChildProcess {
  public:
-  ChildProcess(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
+  // `ours` false: a process another one will reap (a fork server's box, fork_server.h): its end
+  // is waited for through the pidfd, and its status is not known (Reap returns 0).
+  ChildProcess(pid_t pid, UniqueFd pidfd, bool ours = true) : pid_(pid), pidfd_(std::move(pidfd)), ours_(ours) {}
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -56,6 +58,7 @@ class ChildProcess {
  private:
   pid_t pid_;
   UniqueFd pidfd_;
+  bool ours_ = true;
   std::optional<int> status_;
 };
 

@@ -1,8 +1,11 @@
 #include "runtime/native/native_backend.h"
 
+
 #include <linux/capability.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <map>
 #include <optional>
 
 #include "base/capabilities.h"
@@ -18,6 +21,7 @@
 #include "runtime/native/launcher.h"
 #include "runtime/mount_roots.h"
 #include "runtime/native/native_box.h"
+#include "runtime/runner.h"
 #include "egress/box_egress.h"
 #include "egress/egress_proxy.h"
 #include "egress/secrets.h"
@@ -29,6 +33,10 @@ namespace {
 std::string NewBoxId() { return RandomHex("native-", 6); }
 
 bool Privileged() { return ::geteuid() == 0; }
+
+// How many boxes a fork server's zygote may hold at once (its share of the per-user limits is a
+// box's times this, ZygoteUserLimits): beyond every pool and concurrency bound of the daemon.
+constexpr uint32_t kForkServerBoxes = 256;
 
 bool CanLowerOomScore() {
   // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
@@ -275,12 +283,61 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
   };
   LaunchPlan plan = PlanLaunch(policy);
   if (!plan.refused.empty()) return explained(Error{plan.refused});
+  if (opts_.fork_server && setup.fork.empty() && setup.mode == protocol::BoxMode::kBuildRoot && setup.mounts.empty() &&
+      !plan.egress.enabled && plan.new_net) {
+    auto forked = ForkLaunch(policy, plan, setup);
+    if (forked.ok()) return forked;
+    // Not a control that is off: a box of its own has the same confinement, only a slower start.
+    std::fprintf(stderr, "llm-sandbox: fork server: %s; starting the box on its own\n", forked.error().message.c_str());
+  }
   auto box = Launch(plan, setup);
   if (!box.ok()) return explained(box.error());
   return box;
 }
 
-Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup) {
+Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, const LaunchPlan& plan,
+                                                       const protocol::BoxSetup& setup) {
+  std::shared_ptr<ForkServer> server;
+  {
+    std::lock_guard<std::mutex> l(fork_mu_);
+    LSB_ASSIGN_OR_RETURN(std::string shape, BoxShape(policy, setup));
+    auto& slot = fork_servers_[shape];
+    if (slot && !slot->alive()) slot.reset();
+    if (!slot) {
+      LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
+      ExecRequest probe;
+      probe.code = "pass";
+      LSB_ASSIGN_OR_RETURN(protocol::RunSpec run, BuildRunSpec(policy, probe));
+      auto launch = [this, &plan](const protocol::BoxSetup& z, const protocol::RunSpec& zr,
+                                  const std::vector<int>& keep) -> Result<std::unique_ptr<NativeBox>> {
+        ZygoteLaunch how{&zr, keep};
+        LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(plan, z, &how));
+        return std::unique_ptr<NativeBox>(static_cast<NativeBox*>(box.release()));
+      };
+      LSB_ASSIGN_OR_RETURN(std::unique_ptr<ForkServer> started,
+                           ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch));
+      slot = std::move(started);
+    }
+    server = slot;
+  }
+  auto lease = image::ImageLease::Take(setup.layers);
+  if (!lease.ok()) return lease.error();
+  std::string id = NewBoxId();
+  LSB_ASSIGN_OR_RETURN(std::unique_ptr<BoxCgroups> cgroups, BoxCgroups::Create(Layout(), opts_.cgroup_parent, id, plan.limits));
+  LSB_ASSIGN_OR_RETURN(std::vector<UniqueFd> join, cgroups->JoinFiles());
+  protocol::BoxSetup derived = setup;
+  derived.fork = "derived";
+  const std::string first = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(derived).dump());
+  LSB_ASSIGN_OR_RETURN(LaunchedInit launched, server->Fork(first, join, DefaultBoxUserLimits(), opts_.loopback_up));
+  // As for a box of its own: init survives the OOM killer (best effort, see Launch).
+  if (CanLowerOomScore()) (void)WriteFile("/proc/" + std::to_string(launched.process->pid()) + "/oom_score_adj", "-1000");
+  auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(launched), nullptr);
+  box->HoldImage(std::move(lease).value());
+  return std::unique_ptr<Box>(std::move(box));
+}
+
+Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                   const ZygoteLaunch* zygote) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   // Before anything starts: a secret that cannot be filled refuses the box (never a request
   // without the header it expects). The box's CA (with secrets): its certificate goes to init.
@@ -318,6 +375,13 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   if (Privileged()) lo.ns_owner = PickBoxOwner(OwnerBase(opts_), opts_.owner_id_count);
   lo.user_limits = DefaultBoxUserLimits();
   lo.first_frames = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(box_setup).dump());
+  if (zygote) {
+    // The zygote: its interpreter's run goes in at once, and what its boxes make is charged to it.
+    for (int fd : zygote->keep_fds) lo.keep_fds.push_back(fd);
+    lo.user_limits = ZygoteUserLimits(kForkServerBoxes);
+    lo.first_frames += protocol::EncodeFrame(protocol::FrameType::kRun, nlohmann::json(*zygote->run).dump());
+    lo.first_frames += protocol::EncodeFrame(protocol::FrameType::kCode, "");
+  }
   // While init's process makes its namespaces: the box's groups, joined by init's process itself
   // for v1 (launcher.h), by pid for v2.
   std::unique_ptr<BoxCgroups> cgroups;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 #include "runtime/backend.h"
 #include "runtime/image_map_cache.h"
 #include "runtime/native/box_cgroup.h"
+#include "runtime/native/fork_server.h"
 #include "runtime/native/box_root.h"
 #include "runtime/native/box_user_limits.h"
 #include "runtime/native/cgroup_layout.h"
@@ -55,6 +57,12 @@ struct NativeOptions {
   // container.mounts' sources must be under one of these (serve/run --mount-root; mount_roots.h).
   std::vector<std::string> mount_roots;
   BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
+  // Boxes made by a fork server per box shape (fork_server.h): a run of the policy's python
+  // becomes a fork of an interpreter started once, not a new one. $LLM_SANDBOX_NATIVE_FORK_SERVER=on
+  // (backend_select.cc). Boxes it cannot make (network on, container.mounts) start as usual.
+  bool fork_server = false;
+  // The one-shot prelude's source (scheduler/rich_outputs.h), compiled once by each fork server.
+  std::string fork_server_prelude;
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.
@@ -116,7 +124,15 @@ class NativeBackend : public Backend {
   // An error naming each control in `controls` that is not enforced; ok when there is none.
   static Status Refusal(const Policy& policy, const std::vector<ControlSupport>& controls);
   // Start's work: namespaces, cgroups, init; from the plan and the setup only (never the policy).
-  Result<std::unique_ptr<Box>> Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup);
+  // `zygote`: a fork server's zygote box (its program and the fds it keeps).
+  struct ZygoteLaunch {
+    const protocol::RunSpec* run;
+    std::vector<int> keep_fds;
+  };
+  Result<std::unique_ptr<Box>> Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                      const ZygoteLaunch* zygote = nullptr);
+  // A box from the fork server of its shape (started on first use); an error when none can make it.
+  Result<std::unique_ptr<Box>> ForkLaunch(const Policy& policy, const LaunchPlan& plan, const protocol::BoxSetup& setup);
   // container.image per box_root.h; `may_pull` false for Explain (nothing is fetched).
   Result<BoxRoot> ResolveRoot(const Policy& policy, bool may_pull) const;
   // Mounts and our own cgroup do not change under a running process: detect once.
@@ -125,6 +141,8 @@ class NativeBackend : public Backend {
   NativeOptions opts_;
   std::unique_ptr<EnvironmentBuilder> builder_;  // with an image store only
   ImageMapCache images_;  // read for every box (SetupFor) and every Explain
+  std::mutex fork_mu_;
+  std::map<std::string, std::shared_ptr<ForkServer>> fork_servers_;  // by box shape
   mutable std::once_flag layout_once_;
   mutable CgroupLayout layout_;
 };
