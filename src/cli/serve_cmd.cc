@@ -46,6 +46,8 @@ constexpr const char* kServeUsage =
     "                           Docker engine;\n"
     "                           without it, the first box of a policy builds it)\n"
     "  --native-pool N          the same as --pool-size (its older name; the last one given wins)\n"
+    "  --fork-server            native: a python run's box comes from a fork of the policy's interpreter,\n"
+    "                           started once, instead of a new python (docs/architecture.md \"Fork server\")\n"
     "  --session-pool N         warm python session boxes kept per (policy, setup) key, setup already\n"
     "                           run, for creates, forks and resets (default 0 = none; at most 16 per key,\n"
     "                           8 keys; docs/api.md \"Warm session pool\")\n"
@@ -217,6 +219,7 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   const std::string name = o.arg().substr(0, o.arg().find('='));  // before Is() moves to a value
   const std::string& v = o.value();
   if (o.arg() == "--prebuild") return c.prebuild = true, true;
+  if (o.arg() == "--fork-server") return c.fork_server = true, true;
   if (o.Is("--listen")) return ListenOption(v, c);
   if (o.Is("--policies")) return c.policies_dir = v, true;
   if (o.Is("--default-policy")) return c.limits.default_policy = v, true;

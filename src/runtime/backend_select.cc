@@ -14,8 +14,8 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.init_path = opts.init_path;
   const char* lo = std::getenv("LLM_SANDBOX_NATIVE_LOOPBACK");  // docs/security.md: loopback up
   n.loopback_up = lo && std::string(lo) == "up";
-  const char* fs = std::getenv("LLM_SANDBOX_NATIVE_FORK_SERVER");  // docs/architecture.md: fork server
-  n.fork_server = fs && std::string(fs) == "on";
+  n.fork_server = opts.fork_server;
+  n.fork_server_prelude = opts.fork_server_prelude;
   n.image_source = opts.image_source;
   n.image_puller = opts.image_puller;
   n.egress = opts.egress;

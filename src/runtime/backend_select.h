@@ -43,6 +43,10 @@ struct BackendOptions {
   std::vector<std::string> mount_roots;
   // container.build's events (the daemon's image_build events; runtime/build_events.h).
   std::function<void(nlohmann::json)> build_event;
+  // native: boxes from a fork server (runtime/native/fork_server.h), and the one-shot prelude it
+  // compiles once. The daemon's only (serve --fork-server).
+  bool fork_server = false;
+  std::string fork_server_prelude;
 };
 
 // Names accepted by MakeBackend, "auto" first.

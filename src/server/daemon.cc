@@ -21,6 +21,7 @@
 #include "runtime/docker/docker_backend.h"
 #include "runtime/native/native_backend.h"
 #include "scheduler/one_shot_pool.h"
+#include "scheduler/rich_outputs.h"
 #include "scheduler/session_pool.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
@@ -170,6 +171,10 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   BackendOptions bopts;
   bopts.images_file = config.images_file;
   bopts.mount_roots = config.mount_roots;
+  // $LLM_SANDBOX_FORK_SERVER=on: the default of --fork-server (a test suite run both ways).
+  const char* fork_env = std::getenv("LLM_SANDBOX_FORK_SERVER");
+  bopts.fork_server = config.fork_server || (fork_env && std::string(fork_env) == "on");
+  bopts.fork_server_prelude = sched::OneShotPreludeSource();
   bopts.image_source = images.store;
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;

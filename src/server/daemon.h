@@ -30,6 +30,7 @@ struct DaemonConfig {
   std::string policies_dir;        // "" = DefaultPolicyDir()
   std::string images_file;
   std::vector<std::string> mount_roots;  // --mount-root: where container.mounts' sources may be
+  bool fork_server = false;  // --fork-server: native boxes of python runs from a warm interpreter
   // The image store (--store; "" = DefaultStoreDir()) and how pulls into it on first use reach
   // registries (--insecure-registry, --ca-file, --certs-dir, --registry-mirror).
   std::string image_store;

@@ -99,7 +99,7 @@ Result<std::unique_ptr<ForkServer>> ForkServer::Start(const protocol::BoxSetup& 
   s->reader_ = std::thread([p = s.get()] { p->ReadZygote(); });
   char ready = 0;
   if (!Readable(s->ctl_.get(), kReadyTimeoutMs) || ::recv(s->ctl_.get(), &ready, 1, 0) != 1 || ready != 'R')
-    return Error{"the fork server's interpreter did not start: " + s->Words()};
+    return Error{"the fork server's interpreter did not start: " + s->Words() + " " + s->zygote_->Diagnostics()};
   return s;
 }
 
@@ -131,9 +131,7 @@ void ForkServer::ReadZygote() {
 
 std::string ForkServer::Words() const {
   std::lock_guard<std::mutex> l(words_mu_);
-  std::string w = words_;
-  if (zygote_) w += zygote_->Diagnostics();
-  return w.empty() ? "(no output)" : w;
+  return words_.empty() ? "(no output)" : words_;
 }
 
 Result<LaunchedInit> ForkServer::Fork(const std::string& first_frames, const std::vector<UniqueFd>& join,

@@ -63,7 +63,7 @@ class ForkServer {
                             const BoxUserLimits& limits, bool loopback_up);
 
   bool alive() const { return !dead_; }
-  // The zygote's last words (its stderr, its init's errors), for an error message.
+  // The zygote's last words (its output, its init's errors), for an error message.
   std::string Words() const;
 
  private:

@@ -58,8 +58,8 @@ struct NativeOptions {
   std::vector<std::string> mount_roots;
   BuildEventSink build_event;  // the daemon's image_build events (build_events.h)
   // Boxes made by a fork server per box shape (fork_server.h): a run of the policy's python
-  // becomes a fork of an interpreter started once, not a new one. $LLM_SANDBOX_NATIVE_FORK_SERVER=on
-  // (backend_select.cc). Boxes it cannot make (network on, container.mounts) start as usual.
+  // becomes a fork of an interpreter started once, not a new one (serve --fork-server). Boxes it
+  // cannot make (network on, container.mounts) start as usual.
   bool fork_server = false;
   // The one-shot prelude's source (scheduler/rich_outputs.h), compiled once by each fork server.
   std::string fork_server_prelude;

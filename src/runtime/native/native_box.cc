@@ -34,7 +34,6 @@ NativeBox::~NativeBox() {
   proxy_.reset();  // its connections end, its threads are joined
   stream_.reset();  // init sees EOF; it is killed anyway
   if (detached_) return;  // the helper tears down
-  if (std::getenv("LSB_DEBUG_DIAG")) std::fprintf(stderr, "DIAG %s: %s\n", id_.c_str(), Diagnostics().c_str());
   process_->Kill();
   process_->Reap();
   process_.reset();
