@@ -230,6 +230,24 @@ Result<std::vector<sock_filter>> BuildWatch(int handoff_fd, const SeccompOptions
 
 }  // namespace
 
+Result<std::vector<sock_filter>> CompileZygoteFilter() {
+  LSB_ASSIGN_OR_RETURN(Ctx ctx, NewCtx(SCMP_ACT_ALLOW));
+  // What making a box takes: new namespaces (the interpreter's forks) and mounts (init in it).
+  static const char* kNeeded[] = {"unshare", "mount", "umount2", "mount_setattr", "open_tree", "move_mount"};
+  auto needed = [](const char* name) {
+    for (const char* n : kNeeded)
+      if (std::strcmp(n, name) == 0) return true;
+    return false;
+  };
+  for (const char* name : protocol::kRefusedSyscalls) {
+    if (needed(name)) continue;
+    // TRACE for the watched ones: below a box's own watch (USER_NOTIF), so its program's attempt
+    // still reaches init and raises the alert; ENOSYS here, where nothing traces.
+    LSB_TRY(Rule(ctx, protocol::IsWatchedEscapeSyscall(name) ? SCMP_ACT_TRACE(EPERM) : SCMP_ACT_ERRNO(EPERM), name));
+  }
+  return Export(ctx);
+}
+
 Result<SeccompPrograms> CompileSeccompPrograms(int handoff_fd, SeccompOptions opts) {
   SeccompPrograms p;
   LSB_ASSIGN_OR_RETURN(p.escape, BuildEscape(opts.watched));

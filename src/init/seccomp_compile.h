@@ -42,4 +42,9 @@ struct SeccompOptions {
 // libseccomp's programs for `handoff_fd` and `opts` (the build-time generator uses this too).
 Result<SeccompPrograms> CompileSeccompPrograms(int handoff_fd, SeccompOptions opts = {});
 
+// A fork server's zygote (BoxSetup.fork "zygote"; spawn.h SpawnZygote): the escape surface every
+// program is refused, but for what making a box takes (unshare, mount and its family). Inherited
+// by the boxes it makes, under their own filters.
+Result<std::vector<sock_filter>> CompileZygoteFilter();
+
 }  // namespace lsb::init

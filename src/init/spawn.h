@@ -30,8 +30,10 @@ struct SpawnParams {
   // watch (then no listener is handed over), no escape filter.
   bool watch = true;
   bool escape = true;
-  // SpawnZygote only: init's fds the interpreter gets as 3, 4, 5 (BoxSetup.fork_fds).
+  // SpawnZygote only: init's fds the interpreter gets as 3, 4, 5 (BoxSetup.fork_fds), and its
+  // seccomp filter (CompileZygoteFilter).
   std::vector<int> zygote_fds;
+  const std::vector<sock_filter>* zygote_filter = nullptr;
 };
 
 struct Spawned {

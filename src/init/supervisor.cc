@@ -150,6 +150,8 @@ Result<Spawned> Supervisor::Start(const SpawnParams& p) {
     zygote_started_ = true;
     SpawnParams z = p;
     z.zygote_fds = setup_.fork_fds;
+    LSB_ASSIGN_OR_RETURN(zygote_filter_, CompileZygoteFilter());
+    z.zygote_filter = &zygote_filter_;
     return SpawnZygote(z);
   }
   if (!adoptee_) return Spawn(p);

@@ -65,6 +65,7 @@ class Supervisor {
   std::map<uint64_t, std::unique_ptr<SeccompPrograms>> programs_;  // by hand-off fd number
   std::optional<Adoptee> adoptee_;
   bool zygote_started_ = false;
+  std::vector<sock_filter> zygote_filter_;
 };
 
 }  // namespace lsb::init

@@ -77,6 +77,9 @@ class Box {
   // so the caller does not wait for the kernel's teardown. True: this object owns nothing any more
   // (init is gone: the session must not talk to it). False: nothing changed.
   virtual bool DetachTeardown() { return false; }
+  // Whether the box has ended on its own while idle (its init is gone): a warm pool drops it
+  // instead of handing it out. A fork server's boxes end with their zygote.
+  virtual bool Ended() { return false; }
 };
 
 // A warm pool's figures now (GET /readyz, /v1/overview; docs/api.md "Warm pool").
@@ -139,6 +142,9 @@ class Backend {
   // Removes what boxes of a killed process left on the host (native: box cgroups); the daemon calls
   // it once at start. Returns how many were removed. Default: nothing is ever left.
   virtual size_t RemoveLeftovers() { return 0; }
+  // The policies were reloaded (SIGHUP): what the backend keeps warm for them besides the pool
+  // goes (a fork server stays until the last box it made is gone).
+  virtual void PoliciesReloaded() {}
   // Warm boxes the backend keeps itself (Docker: containers started and set up in the engine): their
   // figures. nullopt (default): it keeps none, and the daemon's one-shot pool keeps boxes for it
   // (scheduler/one_shot_pool.h), so exactly one layer pools for each backend.

@@ -73,7 +73,7 @@ Result<OneShotBox> OneShotPool::Acquire(Backend& backend, const Policy& policy) 
         while (!q.empty() && !got) {
           Warm w = std::move(q.front());
           q.pop_front();
-          if (!w.session->usable()) {
+          if (!w.session->usable() || w.session->box().Ended()) {
             broken.push_back(std::move(w.session));  // broke while waiting
           } else if (shape.ok() && w.shape == *shape) {
             got = std::move(w.session);

@@ -416,6 +416,7 @@ void DaemonCore::ReloadPolicies() {
   }
   Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + policies_->dir());
   if (pool_) pool_->Drain();  // warm boxes of the previous policies go; the pool refills
+  backend_->PoliciesReloaded();
   if (session_pool_) session_pool_->Drain();
 }
 

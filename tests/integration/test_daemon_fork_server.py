@@ -14,7 +14,7 @@ import unittest
 
 from daemon_harness import Daemon, request, skip_unless_daemon_suite
 
-# The zygote's source names this; an adopted run's sys.orig_argv is the zygote's command line.
+# The zygote's source names this (its command line, to find it among the daemon's processes).
 ZYGOTE_MARK = "lsb_fork_enter"
 
 PROBE = r"""
@@ -27,14 +27,18 @@ for fd in range(3, 1024):
         open_fds.append(fd)
     except OSError:
         pass
+cmdline = open('/proc/self/cmdline', 'rb').read().split(b'\0')[:-1]
 print(json.dumps({
-    'adopted': %r in ' '.join(sys.orig_argv),
+    # A copy of the zygote has its modules (ctypes among them) before the program imports any.
+    'adopted': '_ctypes' in sys.modules,
+    'cmdline_is_runs': [a.decode() for a in cmdline] == sys.orig_argv and sys.orig_argv[-1] == sys.argv[0],
     'seccomp': st['Seccomp'].strip(), 'nnp': st['NoNewPrivs'].strip(), 'capeff': st['CapEff'].strip(),
     'ids': [os.getuid(), os.geteuid(), os.getgid()], 'fds': open_fds,
     'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),
     'hostname': socket.gethostname(), 'pid': os.getpid(), 'argv': sys.argv, 'name': __name__,
+    'limits': [open('/proc/sys/user/' + n).read().strip() for n in ('max_user_namespaces', 'max_inotify_instances')],
 }))
-""" % ZYGOTE_MARK
+"""
 
 
 class ForkServerTest(unittest.TestCase):
@@ -62,6 +66,7 @@ class ForkServerTest(unittest.TestCase):
     def test_a_run_is_a_fork_confined_as_a_box(self):
         p = self.probe()
         self.assertTrue(p["adopted"], "the run did not come from the fork server")
+        self.assertTrue(p["cmdline_is_runs"], "/proc/self/cmdline or sys.orig_argv is not the run's command")
         self.assertEqual(p["seccomp"], "2")  # filter mode
         self.assertEqual(p["nnp"], "1")
         self.assertEqual(p["capeff"], "0000000000000000")
@@ -70,6 +75,7 @@ class ForkServerTest(unittest.TestCase):
         self.assertEqual(p["pids"], [1, 2], "the program sees processes other than its box's init")
         self.assertEqual(p["pid"], 2)
         self.assertEqual(p["hostname"], "sandbox")
+        self.assertEqual(p["limits"], ["0", "16"], "the box's own per-user limits are not in force")
         self.assertEqual(p["name"], "__main__")
         self.assertTrue(p["argv"][0].endswith("main.py"), p["argv"])
 
@@ -94,6 +100,7 @@ class ForkServerTest(unittest.TestCase):
                           "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                           "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n"  # CLONE_NEWUSER
                           "print('setns', libc.setns(0, 0), ctypes.get_errno())\n"
+                          "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\n"  # PTRACE_ATTACH init
                           "try:\n    open('/proc/1/environ').read()\nexcept OSError as e:\n    print('init', e.errno)\n")
         out = r["stdout"].split("\n")
         self.assertIn("exec 13", out)
@@ -104,6 +111,8 @@ class ForkServerTest(unittest.TestCase):
         rules = {a["rule"] for a in r["alerts"]}
         self.assertIn("denied_exec", rules)
         self.assertIn("network_attempt", rules)
+        self.assertIn("ptrace -1 1", out)
+        self.assertIn("escape_syscall", rules, "the zygote's filter hid an escape attempt from the box's watch")
         exec_alert = next(a for a in r["alerts"] if a["rule"] == "denied_exec")
         self.assertIn("/bin/sh", exec_alert["message"], "init could not read the program's memory")
 
@@ -170,7 +179,7 @@ print(found)
             self.assertEqual(r["stdout"], "0\n", r)
 
     def test_timeouts_kills_and_oom_then_the_next_run(self):
-        r = self.run_code("while True: pass", timeout_ms=500)
+        r = self.run_code("while True: pass", timeout=1)
         self.assertEqual(r["status"], "timeout", r)
         r = self.run_code("import os, signal\nos.kill(-1, signal.SIGKILL)\nimport time; time.sleep(1)")
         self.assertNotEqual(r["status"], "ok")  # it killed its own box, nothing else
@@ -200,11 +209,22 @@ print(found)
         self.assertEqual(errors, [])
         self.assertEqual(results, [True] * 32)
 
+    def test_the_zygote_runs_under_its_own_filter(self):
+        self.run_code("pass")
+        zygotes = [pid for pid in self.d.descendants() if ZYGOTE_MARK in _cmdline(pid)]
+        self.assertTrue(zygotes, "no zygote among the daemon's processes")
+        for pid in zygotes:
+            with open(f"/proc/{pid}/status") as f:
+                status = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            self.assertEqual(status["Seccomp"].strip(), "2", "the zygote runs without a seccomp filter")
+
     def test_z_a_killed_zygote_is_started_again(self):
         zygotes = [pid for pid in self.d.descendants() if ZYGOTE_MARK in _cmdline(pid)]
         self.assertTrue(zygotes, "no zygote among the daemon's processes")
         for pid in zygotes:
             os.kill(pid, signal.SIGKILL)
+        # Its boxes end with it (a run in one of them then would fail); the pool drops them.
+        time.sleep(1)
         deadline = time.time() + 30
         adopted = False
         while time.time() < deadline and not adopted:

@@ -5,13 +5,14 @@
 // and static memory: no libstdc++, so it loads into any glibc python of the image.
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
+#include <linux/prctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -20,25 +21,11 @@
 #include <cerrno>
 
 #include "base/fd_passing.h"
+#include "base/loopback_up.h"
 #include "init/adopt_wire.h"
 #include "init/confine.h"
 
 namespace {
-
-// Brings lo up in the new network namespace (as the launcher does when asked).
-bool LoopbackUp() {
-  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return false;
-  struct ifreq req {};
-  memcpy(req.ifr_name, "lo", 3);
-  bool ok = ::ioctl(s, SIOCGIFFLAGS, &req) == 0;
-  if (ok) {
-    req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP);
-    ok = ::ioctl(s, SIOCSIFFLAGS, &req) == 0;
-  }
-  ::close(s);
-  return ok;
-}
 
 // "sysctl <path> <value>" and "rlimit <resource> <value>" lines (box_user_limits.h), written by
 // the daemon: the box's own share of the per-user limits, set where it is uid 0.
@@ -97,7 +84,7 @@ __attribute__((visibility("default"))) int lsb_fork_enter(const int* join_fds, i
     return -kIds;
   if (::unshare(CLONE_NEWCGROUP) != 0) return -kCgroupNs;
   if (!ApplyLimits(limits)) return -kLimits;
-  if (loopback_up && !LoopbackUp()) return -kLoopback;
+  if (loopback_up && !lsb::BringLoopbackUp()) return -kLoopback;
   return 0;
 }
 
@@ -133,6 +120,51 @@ __attribute__((visibility("default"))) int lsb_become_init(int stream, int diag,
   char* envp[] = {env0, env1, nullptr};
   ::syscall(SYS_execveat, fds[3], "", argv, envp, AT_EMPTY_PATH);
   return -1;
+}
+
+// In the program, before it is confined: its /proc/self/cmdline becomes `block` (the run's argv,
+// NUL-separated), copied to memory of its own, as a process that executed it would show
+// (PR_SET_MM_MAP, the checkpoint/restore call, which needs no capability when /proc/self/exe stays).
+// Returns 0, or -1 with errno.
+__attribute__((visibility("default"))) int lsb_set_cmdline(const char* block, unsigned long len) {
+  if (len == 0) return -1;
+  void* mem = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return -1;
+  memcpy(mem, block, len);
+  static char stat[4096];
+  int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = ::read(fd, stat, sizeof stat - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  stat[n] = '\0';
+  // Fields after the command's closing parenthesis, from field 3 (state) on.
+  char* p = strrchr(stat, ')');
+  if (!p) return -1;
+  unsigned long long f[64] = {};
+  int i = 3;
+  for (char* save = nullptr, *w = strtok_r(p + 2, " ", &save); w && i < 64; w = strtok_r(nullptr, " ", &save), ++i)
+    f[i] = strtoull(w, nullptr, 10);
+  if (i <= 51) {
+    errno = EPROTO;
+    return -1;
+  }
+  struct prctl_mm_map m {};
+  m.start_code = f[26];
+  m.end_code = f[27];
+  m.start_stack = f[28];
+  m.start_data = f[45];
+  m.end_data = f[46];
+  m.start_brk = f[47];
+  m.brk = static_cast<__u64>(::syscall(SYS_brk, 0));
+  m.arg_start = reinterpret_cast<__u64>(mem);
+  m.arg_end = m.arg_start + len;
+  m.env_start = f[50];
+  m.env_end = f[51];
+  m.auxv = nullptr;
+  m.auxv_size = 0;
+  m.exe_fd = static_cast<__u32>(-1);
+  return ::prctl(PR_SET_MM, PR_SET_MM_MAP, &m, sizeof m, 0) == 0 ? 0 : -1;
 }
 
 // In the program (pid 2, init's child): receives its confinement from init on `sock`

@@ -16,6 +16,7 @@ os.close(LIB)
 lib.lsb_fork_enter.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
 lib.lsb_become_init.argtypes = [ctypes.c_int] * 5
 lib.lsb_adopt.argtypes = [ctypes.c_int]
+lib.lsb_set_cmdline.argtypes = [ctypes.c_char_p, ctypes.c_ulong]
 # The one-shot prelude, compiled once here instead of in every run (the run's argv names it again,
 # and a run whose source differs compiles its own).
 PRELUDE_SOURCE = sys.argv[1] if len(sys.argv) > 1 else None
@@ -53,13 +54,17 @@ def run_program(sock):
     if not data:
         os._exit(0)  # init spawns this run itself
     run = json.loads(data)
+    argv = run['argv']  # python [options] -c SOURCE args... (init checked the options are ours)
+    # What a process that executed this argv shows: /proc/self/cmdline and sys.orig_argv.
+    block = b''.join(a.encode(errors='surrogateescape') + b'\0' for a in argv)
+    lib.lsb_set_cmdline(block, len(block))  # without it only ps shows the zygote's command
+    sys.orig_argv = list(argv)
     if lib.lsb_adopt(sock) != 0:
         os._exit(127)
     # What python sets up at its start and ConfineSelf put back to the default.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    argv = run['argv']  # python [options] -c SOURCE args... (init checked the options are ours)
     at = argv.index('-c')
     source = argv[at + 1]
     sys.argv = ['-c'] + argv[at + 2:]

@@ -3,12 +3,10 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
-#include <net/if.h>
 #include <poll.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -21,6 +19,7 @@
 
 #include "base/enum_words.h"
 #include "base/fd_passing.h"
+#include "base/loopback_up.h"
 #include "protocol/messages.h"
 
 namespace lsb::native {
@@ -108,22 +107,6 @@ bool SendEgressListener(int sync) {
   return ok;
 }
 
-// Brings the new network namespace's loopback device up (SIOCSIFFLAGS): the box's own 127.0.0.1
-// and ::1, nobody else's. Raw calls only (child context).
-bool LoopbackUp() {
-  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return false;
-  struct ifreq req {};
-  std::memcpy(req.ifr_name, "lo", 3);
-  bool ok = ::ioctl(s, SIOCGIFFLAGS, &req) == 0;
-  if (ok) {
-    req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP);
-    ok = ::ioctl(s, SIOCSIFFLAGS, &req) == 0;
-  }
-  ::close(s);
-  return ok;
-}
-
 // The box's own share of the per-user kernel limits (box_user_limits.h): written in its user
 // namespace, where this child is uid 0 with CAP_SYS_RESOURCE; the program will have neither.
 bool ApplyUserLimits(const BoxUserLimits& l) {
@@ -153,7 +136,7 @@ bool ApplyUserLimits(const BoxUserLimits& l) {
   };
   // Our new user namespace's full capabilities cover these; the parent works meanwhile.
   if (::unshare(p.unshare_flags) != 0) fail(LaunchStage::kNamespaces);
-  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !LoopbackUp()) fail(LaunchStage::kLoopback);
+  if (p.loopback_up && (p.unshare_flags & CLONE_NEWNET) && !BringLoopbackUp()) fail(LaunchStage::kLoopback);
   if (p.egress_listener && !SendEgressListener(sync)) fail(LaunchStage::kEgressListener);
   char go = 0;
   int attach[kMaxPassedFds];

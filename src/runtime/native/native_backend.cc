@@ -37,6 +37,8 @@ bool Privileged() { return ::geteuid() == 0; }
 // How many boxes a fork server's zygote may hold at once (its share of the per-user limits is a
 // box's times this, ZygoteUserLimits): beyond every pool and concurrency bound of the daemon.
 constexpr uint32_t kForkServerBoxes = 256;
+// Fork servers at once (one per init setup: policy, image, tmpfs...), each an interpreter and a box.
+constexpr size_t kMaxForkServers = 8;
 
 bool CanLowerOomScore() {
   // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
@@ -283,12 +285,14 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
   };
   LaunchPlan plan = PlanLaunch(policy);
   if (!plan.refused.empty()) return explained(Error{plan.refused});
+  // Trace mode records the program's own execve, which an adopted copy never makes.
   if (opts_.fork_server && setup.fork.empty() && setup.mode == protocol::BoxMode::kBuildRoot && setup.mounts.empty() &&
-      !plan.egress.enabled && plan.new_net) {
+      !setup.trace && !plan.egress.enabled && plan.new_net) {
     auto forked = ForkLaunch(policy, plan, setup);
-    if (forked.ok()) return forked;
+    if (forked.ok() && *forked) return forked;
     // Not a control that is off: a box of its own has the same confinement, only a slower start.
-    std::fprintf(stderr, "llm-sandbox: fork server: %s; starting the box on its own\n", forked.error().message.c_str());
+    if (!forked.ok())
+      std::fprintf(stderr, "llm-sandbox: fork server: %s; starting the box on its own\n", forked.error().message.c_str());
   }
   auto box = Launch(plan, setup);
   if (!box.ok()) return explained(box.error());
@@ -298,16 +302,27 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
 Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, const LaunchPlan& plan,
                                                        const protocol::BoxSetup& setup) {
   std::shared_ptr<ForkServer> server;
+  ExecRequest probe;  // a run in the policy's default language, as a one-shot request makes it
+  probe.code = "pass";
+  LSB_ASSIGN_OR_RETURN(protocol::RunSpec run, BuildRunSpec(policy, probe));
+  const std::string& interpreter = run.argv.front();
+  if (interpreter.substr(interpreter.rfind('/') + 1).rfind("python", 0) != 0) return std::unique_ptr<Box>();
   {
     std::lock_guard<std::mutex> l(fork_mu_);
-    LSB_ASSIGN_OR_RETURN(std::string shape, BoxShape(policy, setup));
+    // By init's setup only: a box's cgroup limits are its own groups', whatever the zygote's are,
+    // so requests that lower them share the server.
+    const std::string shape = nlohmann::json(setup).dump();
+    auto failed = fork_failed_.find(shape);
+    if (failed != fork_failed_.end() && std::chrono::steady_clock::now() - failed->second < std::chrono::minutes(1))
+      return std::unique_ptr<Box>();
+    auto found = fork_servers_.find(shape);
+    if (found != fork_servers_.end() && !found->second->alive()) fork_servers_.erase(found);
+    // Each server keeps an interpreter and a box: a bounded number of setups get one.
+    if (!fork_servers_.count(shape) && fork_servers_.size() >= kMaxForkServers) return std::unique_ptr<Box>();
     auto& slot = fork_servers_[shape];
-    if (slot && !slot->alive()) slot.reset();
     if (!slot) {
+      fork_failed_[shape] = std::chrono::steady_clock::now();  // until it started
       LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
-      ExecRequest probe;
-      probe.code = "pass";
-      LSB_ASSIGN_OR_RETURN(protocol::RunSpec run, BuildRunSpec(policy, probe));
       auto launch = [this, &plan](const protocol::BoxSetup& z, const protocol::RunSpec& zr,
                                   const std::vector<int>& keep) -> Result<std::unique_ptr<NativeBox>> {
         ZygoteLaunch how{&zr, keep};
@@ -317,6 +332,7 @@ Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, con
       LSB_ASSIGN_OR_RETURN(std::unique_ptr<ForkServer> started,
                            ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch));
       slot = std::move(started);
+      fork_failed_.erase(shape);
     }
     server = slot;
   }
@@ -333,7 +349,14 @@ Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, con
   if (CanLowerOomScore()) (void)WriteFile("/proc/" + std::to_string(launched.process->pid()) + "/oom_score_adj", "-1000");
   auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(launched), nullptr);
   box->HoldImage(std::move(lease).value());
+  box->KeepAlive(server);  // the zygote's death would end the box
   return std::unique_ptr<Box>(std::move(box));
+}
+
+void NativeBackend::PoliciesReloaded() {
+  std::lock_guard<std::mutex> l(fork_mu_);
+  fork_servers_.clear();  // each goes once the boxes it made are gone
+  fork_failed_.clear();
 }
 
 Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup,

@@ -4,6 +4,7 @@
 // mode "build_root".
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -111,6 +112,7 @@ class NativeBackend : public Backend {
   // calls it at start, a CLI's teardown helper after its own box. Returns how many were removed.
   size_t RemoveStaleGroups() const;
   size_t RemoveLeftovers() override { return RemoveStaleGroups(); }
+  void PoliciesReloaded() override;
   // container.build (env_builder.h): the policy's environment, built now unless stored already.
   // An error when the policy has no build or its image is not from the image store.
   Result<BuiltEnvironment> BuildEnvironment(const Policy& policy, const EnvironmentBuilder::Progress& progress);
@@ -131,7 +133,8 @@ class NativeBackend : public Backend {
   };
   Result<std::unique_ptr<Box>> Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup,
                                       const ZygoteLaunch* zygote = nullptr);
-  // A box from the fork server of its shape (started on first use); an error when none can make it.
+  // A box from the fork server of its shape (started on first use); an error when none can make it,
+  // nullptr when the fork server is not for this policy (its language is not python).
   Result<std::unique_ptr<Box>> ForkLaunch(const Policy& policy, const LaunchPlan& plan, const protocol::BoxSetup& setup);
   // container.image per box_root.h; `may_pull` false for Explain (nothing is fetched).
   Result<BoxRoot> ResolveRoot(const Policy& policy, bool may_pull) const;
@@ -142,7 +145,10 @@ class NativeBackend : public Backend {
   std::unique_ptr<EnvironmentBuilder> builder_;  // with an image store only
   ImageMapCache images_;  // read for every box (SetupFor) and every Explain
   std::mutex fork_mu_;
-  std::map<std::string, std::shared_ptr<ForkServer>> fork_servers_;  // by box shape
+  std::map<std::string, std::shared_ptr<ForkServer>> fork_servers_;  // by init's setup
+  // Shapes whose server could not start, and when: not tried again for a minute (each try costs
+  // an interpreter's start), and said once.
+  std::map<std::string, std::chrono::steady_clock::time_point> fork_failed_;
   mutable std::once_flag layout_once_;
   mutable CgroupLayout layout_;
 };

@@ -56,6 +56,9 @@ class NativeBox : public Box {
   void set_after_teardown(std::function<void()> fn) { after_teardown_ = std::move(fn); }
 
   pid_t init_pid() const { return process_->pid(); }
+  bool Ended() override { return !detached_ && process_ && process_->TryReap().has_value(); }
+  // What must outlive this box (a fork server's boxes keep their server), released last.
+  void KeepAlive(std::shared_ptr<void> what) { keep_alive_ = std::move(what); }
 
   // The stored image's in-use mark, held until the box is gone (the store will not remove it).
   void HoldImage(image::ImageLease lease) { image_lease_ = std::move(lease); }
@@ -63,6 +66,7 @@ class NativeBox : public Box {
  private:
   void DrainDiagnostics();
 
+  std::shared_ptr<void> keep_alive_;  // released last of all
   image::ImageLease image_lease_;  // released last, once init and its namespace are gone
   std::string id_;
   std::unique_ptr<BoxCgroups> cgroups_;  // destroyed after the process (declared first)
