@@ -13,6 +13,7 @@
 #include <cerrno>
 
 #include "base/fd_passing.h"
+#include "base/reset_signals.h"
 
 namespace lsb::init {
 namespace {
@@ -36,10 +37,7 @@ int LoadFilter(const sock_filter* prog, unsigned short len, bool new_listener) {
 
 const char* ConfineSelf(const ConfineParams& p) {
   const int handoff = static_cast<int>(p.nofile);
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);  // ignored dispositions survive execve
+  ResetSignals();  // ignored dispositions survive execve
 
   if (::setsid() < 0) return "setsid";
   int in = p.stdin_fd >= 0 ? p.stdin_fd : ::open("/dev/null", O_RDONLY);

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "base/fd_passing.h"
+#include "base/reset_signals.h"
 #include "init/adopt_wire.h"
 #include "init/confine.h"
 
@@ -77,10 +78,7 @@ using ChildMsg = ChildReport;
 // and init's own binary). Runs only the daemon's interpreter source, never a request's code.
 [[noreturn]] void ZygoteChild(const SpawnParams& p, char* const argv[], char* const envp[], int sock,
                               int stdout_w, int stderr_w) {
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  ResetSignals();
   if (::setsid() < 0) ChildFail(sock, 'E', "setsid", errno);
   int in = ::open("/dev/null", O_RDONLY);
   if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(stdout_w, 1) < 0 || ::dup2(stderr_w, 2) < 0)
@@ -114,6 +112,47 @@ Result<std::pair<UniqueFd, UniqueFd>> Pipe() {
   return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
 }
 
+// What a child is forked with: argv and envp as execve takes them (pointing into `p`), the
+// control socket pair and the output pipes (stdin's too when the run has one).
+struct ChildIo {
+  std::vector<char*> argv, envp;
+  UniqueFd control, child_sock;
+  std::pair<UniqueFd, UniqueFd> out, err, in;
+};
+
+Result<ChildIo> PrepareChild(const SpawnParams& p) {
+  ChildIo io;
+  for (const auto& a : p.argv) io.argv.push_back(const_cast<char*>(a.c_str()));
+  io.argv.push_back(nullptr);
+  for (const auto& e : p.env) io.envp.push_back(const_cast<char*>(e.c_str()));
+  io.envp.push_back(nullptr);
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return Error::FromErrno("socketpair");
+  io.control = UniqueFd(sp[0]);
+  io.child_sock = UniqueFd(sp[1]);
+  LSB_ASSIGN_OR_RETURN(io.out, Pipe());
+  LSB_ASSIGN_OR_RETURN(io.err, Pipe());
+  if (p.stdin_pipe) {
+    LSB_ASSIGN_OR_RETURN(io.in, Pipe());
+  }
+  return io;
+}
+
+// The parent's side once the child is forked: its ends closed, the host's ends kept.
+Spawned Forked(pid_t pid, ChildIo& io) {
+  io.child_sock.reset();
+  io.out.second.reset();
+  io.err.second.reset();
+  io.in.first.reset();
+  Spawned s;
+  s.pid = pid;
+  s.control = std::move(io.control);
+  s.stdout_r = std::move(io.out.first);
+  s.stderr_r = std::move(io.err.first);
+  s.stdin_w = std::move(io.in.second);
+  return s;
+}
+
 }  // namespace
 
 int ReadExecOutcome(int control_fd) {
@@ -141,38 +180,13 @@ Result<uint64_t> CheckNofile(uint64_t nofile) {
 }
 
 Result<Spawned> Spawn(const SpawnParams& p) {
-  std::vector<char*> argv, envp;
-  for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return Error::FromErrno("socketpair");
-  UniqueFd control(sp[0]), child_sock(sp[1]);
-  LSB_ASSIGN_OR_RETURN(auto out, Pipe());
-  LSB_ASSIGN_OR_RETURN(auto err, Pipe());
-  std::pair<UniqueFd, UniqueFd> in;
-  if (p.stdin_pipe) {
-    LSB_ASSIGN_OR_RETURN(in, Pipe());
-  }
-
+  LSB_ASSIGN_OR_RETURN(ChildIo io, PrepareChild(p));
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno("fork");
   if (pid == 0)
-    Child(p, argv.data(), envp.data(), child_sock.get(), p.stdin_pipe ? in.first.get() : -1,
-          out.second.get(), err.second.get());
-
-  child_sock.reset();
-  out.second.reset();
-  err.second.reset();
-  in.first.reset();
-  Spawned s;
-  s.pid = pid;
-  s.control = std::move(control);
-  s.stdout_r = std::move(out.first);
-  s.stderr_r = std::move(err.first);
-  s.stdin_w = std::move(in.second);
+    Child(p, io.argv.data(), io.envp.data(), io.child_sock.get(), p.stdin_pipe ? io.in.first.get() : -1,
+          io.out.second.get(), io.err.second.get());
+  Spawned s = Forked(pid, io);
 
   // The child answers with the listener or with why it could not confine itself.
   ChildMsg m{};
@@ -197,25 +211,11 @@ Result<Spawned> Spawn(const SpawnParams& p) {
 }
 
 Result<Spawned> SpawnZygote(const SpawnParams& p) {
-  std::vector<char*> argv, envp;
-  for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return Error::FromErrno("socketpair");
-  UniqueFd control(sp[0]), child_sock(sp[1]);
-  LSB_ASSIGN_OR_RETURN(auto out, Pipe());
-  LSB_ASSIGN_OR_RETURN(auto err, Pipe());
+  LSB_ASSIGN_OR_RETURN(ChildIo io, PrepareChild(p));  // its stdin is /dev/null whatever the run says
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno("fork");
-  if (pid == 0) ZygoteChild(p, argv.data(), envp.data(), child_sock.get(), out.second.get(), err.second.get());
-  Spawned s;
-  s.pid = pid;
-  s.control = std::move(control);
-  s.stdout_r = std::move(out.first);
-  s.stderr_r = std::move(err.first);
-  return s;
+  if (pid == 0) ZygoteChild(p, io.argv.data(), io.envp.data(), io.child_sock.get(), io.out.second.get(), io.err.second.get());
+  return Forked(pid, io);
 }
 
 }  // namespace lsb::init

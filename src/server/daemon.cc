@@ -415,8 +415,8 @@ void DaemonCore::ReloadPolicies() {
     return;
   }
   Log("SIGHUP: reloaded " + std::to_string(*n) + " policies from " + policies_->dir());
+  backend_->PoliciesReloaded();  // first: the boxes the pool refills with are the new policies'
   if (pool_) pool_->Drain();  // warm boxes of the previous policies go; the pool refills
-  backend_->PoliciesReloaded();
   if (session_pool_) session_pool_->Drain();
 }
 

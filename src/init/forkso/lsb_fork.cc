@@ -21,6 +21,7 @@
 #include <cerrno>
 
 #include "base/fd_passing.h"
+#include "base/reset_signals.h"
 #include "base/loopback_up.h"
 #include "init/adopt_wire.h"
 #include "init/confine.h"
@@ -99,12 +100,7 @@ __attribute__((visibility("default"))) int lsb_become_init(int stream, int diag,
   if (lsb::SendWithFds(report, &tag, 1, &self, 1) != 1) return -1;
   ::close(self);
   if (::setsid() < 0) return -1;
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);
+  lsb::ResetSignals();
   // Out of the way of 0..3 first, so no dup2 below clobbers a source.
   int fds[5] = {stream, diag, adopt, init_fd, -1};
   for (int i = 0; i < 4; ++i) {

@@ -19,6 +19,7 @@
 
 #include "base/enum_words.h"
 #include "base/fd_passing.h"
+#include "base/reset_signals.h"
 #include "base/loopback_up.h"
 #include "protocol/messages.h"
 
@@ -158,12 +159,7 @@ bool ApplyUserLimits(const BoxUserLimits& l) {
   // Last of the namespaces this box makes: from here on it has max_*_namespaces 0.
   if (p.limits && !ApplyUserLimits(*p.limits)) fail(LaunchStage::kUserLimits);
   if (::setsid() < 0) fail(LaunchStage::kSetsid);  // no controlling terminal of the host's session
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);
+  ResetSignals();
   if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(diag_w, 2) < 0) fail(LaunchStage::kStdio);
   // Everything else (the host's fds included) is gone at exec; status_w and init_fd stay usable
   // until then.

@@ -1,5 +1,7 @@
 // The escape program's argument guards, loaded for real in a child: personality only takes the
 // harmless execution domains, unshare only the flags that make no namespace, modify_ldt is gone.
+// And a fork server's zygote filter: what making a box takes runs, the rest of the escape surface
+// does not.
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -24,17 +26,14 @@ struct Call {
   int want;  // 0 = succeeds, else the errno
 };
 
-// Runs `calls` in a child under the escape program (without the watch: a refused unshare is then
-// a plain EPERM); returns one line per call that did not give what it should.
-std::string RunUnderEscapeFilter(const std::vector<Call>& calls) {
-  auto progs = BuildSeccompPrograms(256, SeccompOptions{false, /*watched=*/false});
-  if (!progs.ok()) return progs.error().message;
+// Runs `calls` in a child under `prog`; returns one line per call that did not give what it should.
+std::string RunUnder(const std::vector<sock_filter>& prog, const std::vector<Call>& calls) {
   int p[2];
   if (::pipe(p) != 0) return "pipe";
   pid_t pid = ::fork();
   if (pid == 0) {
     ::close(p[0]);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || LoadSeccompProgram(progs->escape, false) < 0) ::_exit(2);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || LoadSeccompProgram(prog, false) < 0) ::_exit(2);
     std::string bad;
     for (const auto& c : calls) {
       long rc = ::syscall(c.nr, c.arg0, 0, 0);
@@ -56,6 +55,13 @@ std::string RunUnderEscapeFilter(const std::vector<Call>& calls) {
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out += "child failed: status " + std::to_string(status);
   return out;
+}
+
+// Under the escape program without the watch (a refused unshare is then a plain EPERM).
+std::string RunUnderEscapeFilter(const std::vector<Call>& calls) {
+  auto progs = BuildSeccompPrograms(256, SeccompOptions{false, /*watched=*/false});
+  if (!progs.ok()) return progs.error().message;
+  return RunUnder(progs->escape, calls);
 }
 
 TEST(SeccompGuards, PersonalityTakesOnlyTheHarmlessDomains) {
@@ -94,6 +100,30 @@ TEST(SeccompGuards, UnshareRunsOnlyWhenItMakesNoNamespace) {
 TEST(SeccompGuards, ModifyLdtIsRefused) {
   EXPECT_EQ(RunUnderEscapeFilter({{"modify_ldt read", SYS_modify_ldt, 0, EPERM},
                                   {"modify_ldt write", SYS_modify_ldt, 1, EPERM}}),
+            "");
+}
+
+TEST(ZygoteFilter, MakesBoxesAndRefusesTheRestOfTheEscapeSurface) {
+  auto prog = CompileZygoteFilter();
+  ASSERT_TRUE(prog.ok()) << prog.error().message;
+  if (::geteuid() != 0) GTEST_SKIP() << "new namespaces need root here";
+  EXPECT_EQ(RunUnder(*prog, {
+                // What making a box takes: its namespaces (user first: then the rest are its).
+                {"unshare user+mount+net+pid", SYS_unshare,
+                 CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS, 0},
+                // The watched escapes: TRACE, so ENOSYS with no tracer (a box's watch answers first).
+                {"bpf", SYS_bpf, 0, ENOSYS},
+                {"keyctl", SYS_keyctl, 0, ENOSYS},
+                {"ptrace", SYS_ptrace, 0, ENOSYS},
+                {"setns", SYS_setns, 0, ENOSYS},
+                {"init_module", SYS_init_module, 0, ENOSYS},
+                // The rest: EPERM.
+                {"perf_event_open", SYS_perf_event_open, 0, EPERM},
+                {"userfaultfd", SYS_userfaultfd, 0, EPERM},
+                {"io_uring_setup", SYS_io_uring_setup, 0, EPERM},
+                {"memfd_create", SYS_memfd_create, 0, EPERM},
+                {"syslog", SYS_syslog, 0, EPERM},
+            }),
             "");
 }
 
