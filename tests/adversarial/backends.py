@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 # The build's and the repo's paths: one definition for every suite (tests/integration/harness.py,
 # whose import also gives every daemon these suites start a temporary state directory).
@@ -24,6 +25,8 @@ GVISOR = "gvisor"            # a user-space kernel (gVisor's Sentry) between pro
 
 
 class Backend:
+    cli = True  # runs through `llm-sandbox run` (a lane of a daemon says False)
+
     def __init__(self, name, backend_arg, controls, policy_lines=()):
         self.name = name
         self.backend_arg = backend_arg
@@ -148,6 +151,94 @@ class NativeImage(Native):
         image_fixture.cleanup()
 
 
+class NativeForkServer(Native):
+    """The native backend behind `serve --fork-server` (docs/architecture.md "Fork server"): each
+    case's program is POSTed to a daemon whose boxes are made by forks of the policy's interpreter,
+    and the case's box is such a fork, confined in place. The cases that drive `llm-sandbox run`
+    itself (its process, its environment) are not for this lane (`cli` False)."""
+
+    cli = False
+
+    def __init__(self):
+        super().__init__()
+        self.name = "native/fork-server"
+        self._daemon = None
+        self._lock = threading.Lock()
+        self._dir = None
+
+    def _base(self):
+        with self._lock:
+            if self._daemon is None:
+                import shutil
+                sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "integration"))
+                from daemon_harness import Daemon
+                self._dir = tempfile.mkdtemp(prefix="lsb-adv-fork-")
+                shutil.copy(self.policy(), os.path.join(self._dir, "code-sandbox.yaml"))
+                self._daemon = Daemon("--backend", "native", "--fork-server", "--pool-size", "2",
+                                      "--default-policy", "code-sandbox", policies=self._dir)
+            return self._daemon.base
+
+    def run(self, code, timeout_s=None, timeout=180, env=None):
+        import urllib.request
+        body = {"code": code}
+        if timeout_s is not None:
+            body["timeout"] = timeout_s
+        req = urllib.request.Request(self._base() + "/v1/execute", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                text = r.read().decode()
+            return json.loads(text), subprocess.CompletedProcess(["POST /v1/execute"], 0, text, "")
+        except Exception as e:  # noqa: BLE001 (the case reports what came back)
+            detail = getattr(e, "read", lambda: b"")().decode(errors="replace") if hasattr(e, "read") else ""
+            if self._daemon and self._daemon.proc.poll() is not None:
+                detail = f"the daemon exited {self._daemon.proc.returncode} ({self._daemon.log()[-300:]}) {detail}"
+            return None, subprocess.CompletedProcess(["POST /v1/execute"], 1, "", f"{e} {detail}")
+
+    def popen(self, code, env=None):
+        return _Pending(lambda: self.run(code)[1])
+
+    def shared_counts(self):
+        """The known gap when the daemon could not lift its rlimits (no CAP_SYS_RESOURCE)."""
+        if self._daemon and "no CAP_SYS_RESOURCE to lift" in self._daemon.log():
+            return ("fork server without CAP_SYS_RESOURCE: the rlimit-backed counts (queued signals, message "
+                    "queue bytes, locked memory) of one server's boxes share the daemon's hard limits")
+        return None
+
+    def cleanup(self):
+        super().cleanup()
+        if self._daemon:
+            said = [line for line in self._daemon.log().splitlines() if "fork server" in line]
+            if said:  # a box the server could not make started on its own: what it said, once each
+                print(f"backend {self.name}: the daemon said:\n  " + "\n  ".join(dict.fromkeys(said)), flush=True)
+            self._daemon.close()
+            self._daemon = None
+        if self._dir:
+            import shutil
+            shutil.rmtree(self._dir, True)
+
+
+class _Pending:
+    """A run in a thread, as much of subprocess.Popen as the two-box cases use."""
+
+    def __init__(self, fn):
+        import io
+        self._done = None
+        self.stdout = io.StringIO()
+        self._thread = threading.Thread(target=self._go, args=(fn,))
+        self._thread.start()
+
+    def _go(self, fn):
+        proc = fn()
+        self.stdout.write(proc.stdout)
+        self.stdout.seek(0)
+        self._done = proc.returncode
+
+    def wait(self, timeout=None):
+        self._thread.join(timeout)
+        return self._done
+
+
 def _engine_answers():
     try:
         return subprocess.run(["docker", "version"], capture_output=True, timeout=30).returncode == 0
@@ -206,4 +297,4 @@ class DockerRunsc(Backend):
 
 
 def all_backends():
-    return [Native(), NativeImage(), DockerRunc(), DockerRunsc()]
+    return [Native(), NativeImage(), NativeForkServer(), DockerRunc(), DockerRunsc()]

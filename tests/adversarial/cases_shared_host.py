@@ -24,6 +24,8 @@ RUNC_SHARED_UID = ("runc: no user namespace, so the box's uid (the policy's 1000
 
 
 def _runc_shares_uid(b):
+    if hasattr(b, "shared_counts"):
+        return b.shared_counts()  # the fork server without CAP_SYS_RESOURCE (docs/security.md)
     return RUNC_SHARED_UID if not b.has(USERNS) else None
 
 
@@ -234,6 +236,8 @@ LO_NA = "Docker's NetworkMode none already has lo up: the net.* cases run there 
 
 
 def _native_only(b):
+    if not b.cli:
+        return "drives `llm-sandbox run` itself (its environment, its process tree)"
     return None if b.has(USERNS) else LO_NA
 
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -61,7 +62,31 @@ BoxUserLimits ZygoteUserLimits(uint32_t boxes) {
     uint64_t v = std::stoull(w.value);
     w.value = std::to_string(time_ns ? 0 : ns ? boxes : v * boxes);
   }
+  // The rlimit-backed counts are charged up the chain of user namespaces, each level checked
+  // against the limit its namespace was made with. A box's namespace is made by the zygote's
+  // fork, so with the zygote's limits every box would share one box's share at the zygote's
+  // level (measured: queued signals used up in one box left none to another). As high as the
+  // daemon may go there (LiftHostRlimits): each box stops at its own (lsb_fork_enter applies
+  // them), the zygote is trusted code.
+  for (auto& r : l.rlimits) {
+    struct rlimit cur {};
+    r.value = ::getrlimit(r.resource, &cur) == 0 ? cur.rlim_max : r.value;
+  }
   return l;
+}
+
+bool LiftHostRlimits() {
+  bool lifted = true;
+  for (BoxRlimit r : kBoxRlimits) {
+    struct rlimit v {RLIM_INFINITY, RLIM_INFINITY};
+    if (::setrlimit(r.resource, &v) == 0) continue;
+    lifted = false;  // no CAP_SYS_RESOURCE: as far as the hard limit goes
+    if (::getrlimit(r.resource, &v) == 0) {
+      v.rlim_cur = v.rlim_max;
+      (void)::setrlimit(r.resource, &v);
+    }
+  }
+  return lifted;
 }
 
 std::string UserLimitsText(const BoxUserLimits& l) {

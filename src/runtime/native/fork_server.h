@@ -37,6 +37,13 @@ Result<UniqueFd> OpenForkLibrary(const std::string& init_path);
 // may hold at once (what it makes is charged to it as well), and room for their namespaces.
 BoxUserLimits ZygoteUserLimits(uint32_t boxes);
 
+// The host-level check of those counts is against the limits of the daemon that made the
+// zygote's namespace: none either, which needs CAP_SYS_RESOURCE; without it, as high as the
+// daemon's hard limits (false): then a box's kill()-queued signals (which pass any limit) or its
+// share of message queue bytes and locked memory count against what the others of the same
+// server may still use (docs/security.md). A box made by the launcher keeps its own share.
+bool LiftHostRlimits();
+
 // A box's limits as the lines lsb_fork_enter applies.
 std::string UserLimitsText(const BoxUserLimits& l);
 

@@ -317,24 +317,36 @@ Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, con
       return std::unique_ptr<Box>();
     auto found = fork_servers_.find(shape);
     if (found != fork_servers_.end() && !found->second->alive()) fork_servers_.erase(found);
-    // Each server keeps an interpreter and a box: a bounded number of setups get one.
-    if (!fork_servers_.count(shape) && fork_servers_.size() >= kMaxForkServers) return std::unique_ptr<Box>();
-    auto& slot = fork_servers_[shape];
-    if (!slot) {
+    found = fork_servers_.find(shape);
+    if (found != fork_servers_.end()) {
+      server = found->second;
+    } else {
+      // Each server keeps an interpreter and a box: a bounded number of setups get one.
+      if (fork_servers_.size() >= kMaxForkServers) return std::unique_ptr<Box>();
       fork_failed_[shape] = std::chrono::steady_clock::now();  // until it started
+      if (!LiftHostRlimits() && !fork_rlimits_said_) {
+        fork_rlimits_said_ = true;
+        std::fprintf(stderr, "llm-sandbox: fork server: no CAP_SYS_RESOURCE to lift the daemon's rlimits: queued "
+                             "signals, message queue bytes and locked memory are shared among the boxes of one fork "
+                             "server up to the daemon's hard limits (docs/security.md)\n");
+      }
       LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
-      auto launch = [this, &plan](const protocol::BoxSetup& z, const protocol::RunSpec& zr,
-                                  const std::vector<int>& keep) -> Result<std::unique_ptr<NativeBox>> {
+      // The zygote forks every box of the setup: its CPU is the daemon's work, not a run's, so
+      // it is not held to a run's CPU quota (its memory and pids limits stay the policy's).
+      LaunchPlan zygote_plan = plan;
+      zygote_plan.limits.cpu = 0;
+      auto launch = [this, &zygote_plan](const protocol::BoxSetup& z, const protocol::RunSpec& zr,
+                                         const std::vector<int>& keep) -> Result<std::unique_ptr<NativeBox>> {
         ZygoteLaunch how{&zr, keep};
-        LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(plan, z, &how));
+        LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(zygote_plan, z, &how));
         return std::unique_ptr<NativeBox>(static_cast<NativeBox*>(box.release()));
       };
       LSB_ASSIGN_OR_RETURN(std::unique_ptr<ForkServer> started,
                            ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch));
-      slot = std::move(started);
+      server = std::move(started);
+      fork_servers_.emplace(shape, server);  // only once it runs: never an empty entry
       fork_failed_.erase(shape);
     }
-    server = slot;
   }
   auto lease = image::ImageLease::Take(setup.layers);
   if (!lease.ok()) return lease.error();

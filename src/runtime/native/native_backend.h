@@ -149,6 +149,7 @@ class NativeBackend : public Backend {
   // Shapes whose server could not start, and when: not tried again for a minute (each try costs
   // an interpreter's start), and said once.
   std::map<std::string, std::chrono::steady_clock::time_point> fork_failed_;
+  bool fork_rlimits_said_ = false;  // the daemon could not lift its rlimits: said once
   mutable std::once_flag layout_once_;
   mutable CgroupLayout layout_;
 };
