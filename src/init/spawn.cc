@@ -113,11 +113,11 @@ Result<std::pair<UniqueFd, UniqueFd>> Pipe() {
 }
 
 // What a child is forked with: argv and envp as execve takes them (pointing into `p`), the
-// control socket pair and the output pipes (stdin's too when the run has one).
+// control socket pair and the stdio pipes.
 struct ChildIo {
   std::vector<char*> argv, envp;
   UniqueFd control, child_sock;
-  std::pair<UniqueFd, UniqueFd> out, err, in;
+  StdioPipes pipes;
 };
 
 Result<ChildIo> PrepareChild(const SpawnParams& p) {
@@ -130,30 +130,64 @@ Result<ChildIo> PrepareChild(const SpawnParams& p) {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return Error::FromErrno("socketpair");
   io.control = UniqueFd(sp[0]);
   io.child_sock = UniqueFd(sp[1]);
-  LSB_ASSIGN_OR_RETURN(io.out, Pipe());
-  LSB_ASSIGN_OR_RETURN(io.err, Pipe());
-  if (p.stdin_pipe) {
-    LSB_ASSIGN_OR_RETURN(io.in, Pipe());
-  }
+  LSB_ASSIGN_OR_RETURN(io.pipes, MakeStdioPipes(p.stdin_pipe));
   return io;
 }
 
 // The parent's side once the child is forked: its ends closed, the host's ends kept.
 Spawned Forked(pid_t pid, ChildIo& io) {
   io.child_sock.reset();
-  io.out.second.reset();
-  io.err.second.reset();
-  io.in.first.reset();
-  Spawned s;
-  s.pid = pid;
+  Spawned s = io.pipes.HostSide(pid);
   s.control = std::move(io.control);
-  s.stdout_r = std::move(io.out.first);
-  s.stderr_r = std::move(io.err.first);
-  s.stdin_w = std::move(io.in.second);
   return s;
 }
 
 }  // namespace
+
+Result<StdioPipes> MakeStdioPipes(bool stdin_pipe) {
+  StdioPipes p;
+  LSB_ASSIGN_OR_RETURN(p.out, Pipe());
+  LSB_ASSIGN_OR_RETURN(p.err, Pipe());
+  if (stdin_pipe) {
+    LSB_ASSIGN_OR_RETURN(p.in, Pipe());
+  }
+  return p;
+}
+
+Spawned StdioPipes::HostSide(pid_t pid) {
+  out.second.reset();
+  err.second.reset();
+  in.first.reset();
+  Spawned s;
+  s.pid = pid;
+  s.stdout_r = std::move(out.first);
+  s.stderr_r = std::move(err.first);
+  s.stdin_w = std::move(in.second);
+  return s;
+}
+
+Status TakeListener(Spawned& s, bool watch, const std::string& who) {
+  ChildMsg m{};
+  int fds[kMaxPassedFds];
+  size_t nfds = 0;
+  ssize_t n = RecvWithFds(s.control.get(), &m, sizeof m, fds, &nfds);
+  std::vector<UniqueFd> got;  // owned at once; only the first (the listener) is kept
+  for (size_t i = 0; i < nfds; ++i) got.emplace_back(fds[i]);
+  if (n > 0 && m.tag == 'L' && !got.empty()) {
+    s.listener = std::move(got[0]);
+    return OkStatus();
+  }
+  if (n > 0 && m.tag == 'L' && !watch) return OkStatus();  // weaker mode: no listener expected
+  ::kill(s.pid, SIGKILL);  // a child that failed is on its way out already
+  int status;
+  while (::waitpid(s.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (n > 0 && m.tag == 'E') {
+    m.what[sizeof m.what - 1] = '\0';
+    return Error{"confine " + who + ": " + m.what + ": " + std::strerror(m.err), m.err};
+  }
+  return Error{"confine " + who + ": it ended before handing over the seccomp listener"};
+}
 
 int ReadExecOutcome(int control_fd) {
   ChildMsg m{};
@@ -184,37 +218,21 @@ Result<Spawned> Spawn(const SpawnParams& p) {
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno("fork");
   if (pid == 0)
-    Child(p, io.argv.data(), io.envp.data(), io.child_sock.get(), p.stdin_pipe ? io.in.first.get() : -1,
-          io.out.second.get(), io.err.second.get());
+    Child(p, io.argv.data(), io.envp.data(), io.child_sock.get(), p.stdin_pipe ? io.pipes.in.first.get() : -1,
+          io.pipes.out.second.get(), io.pipes.err.second.get());
   Spawned s = Forked(pid, io);
-
   // The child answers with the listener or with why it could not confine itself.
-  ChildMsg m{};
-  int fds[kMaxPassedFds];
-  size_t nfds = 0;
-  ssize_t n = RecvWithFds(s.control.get(), &m, sizeof m, fds, &nfds);
-  std::vector<UniqueFd> got;  // owned at once; only the first (the listener) is kept
-  for (size_t i = 0; i < nfds; ++i) got.emplace_back(fds[i]);
-  if (n > 0 && m.tag == 'L' && !got.empty()) {
-    s.listener = std::move(got[0]);
-    return s;
-  }
-  if (n > 0 && m.tag == 'L' && !p.watch) return s;  // weaker mode: no listener expected
-  int status;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (n > 0 && m.tag == 'E') {
-    m.what[sizeof m.what - 1] = '\0';
-    return Error{std::string("confine the program: ") + m.what + ": " + std::strerror(m.err), m.err};
-  }
-  return Error{"confine the program: the child ended before handing over the seccomp listener"};
+  LSB_TRY(TakeListener(s, p.watch, "the program"));
+  return s;
 }
 
 Result<Spawned> SpawnZygote(const SpawnParams& p) {
   LSB_ASSIGN_OR_RETURN(ChildIo io, PrepareChild(p));  // its stdin is /dev/null whatever the run says
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno("fork");
-  if (pid == 0) ZygoteChild(p, io.argv.data(), io.envp.data(), io.child_sock.get(), io.out.second.get(), io.err.second.get());
+  if (pid == 0)
+    ZygoteChild(p, io.argv.data(), io.envp.data(), io.child_sock.get(), io.pipes.out.second.get(),
+                io.pipes.err.second.get());
   return Forked(pid, io);
 }
 

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -44,6 +45,19 @@ struct Spawned {
   UniqueFd stdout_r;
   UniqueFd stderr_r;
 };
+
+// A program's stdio pipes (stdin's only when the run has one). The program gets out.second,
+// err.second and in.first; HostSide closes those here and keeps the other ends in a Spawned.
+struct StdioPipes {
+  std::pair<UniqueFd, UniqueFd> out, err, in;
+  Spawned HostSide(pid_t pid);
+};
+Result<StdioPipes> MakeStdioPipes(bool stdin_pipe);
+
+// Once a child (`s.pid`, answering on `s.control`) was given its confinement: the seccomp listener
+// it hands back, or (none expected without `watch`) nothing; else why `who` could not confine
+// itself, with the child killed and reaped.
+Status TakeListener(Spawned& s, bool watch, const std::string& who);
 
 // On an error in the child before execve, the child is reaped and the error (with the child's
 // words and errno) is returned: the run could not be confined, so it does not happen.
