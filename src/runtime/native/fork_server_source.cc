@@ -115,8 +115,7 @@ def make_box(req, stream, diag, report, join, sync):
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if os.fork() == 0:  # pid 1 of the box
         if os.fork() == 0:  # pid 2: the program
-            for fd in (stream, diag, report, a.fileno()):
-                os.close(fd)
+            a.detach()  # closed with every other fd of the zygote's by run_program
             run_program(b.detach())
         b.close()
         lib.lsb_become_init(stream, diag, a.fileno(), report, INIT)

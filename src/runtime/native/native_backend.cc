@@ -46,6 +46,16 @@ bool CanLowerOomScore() {
   return can;
 }
 
+// init must survive the OOM killer so it can report; the program raises its own score. Best
+// effort by design (see Explain: init.oom_protection): without CAP_SYS_RESOURCE the program's
+// own +1000 is what steers the OOM killer away from init.
+Status ProtectInitFromOom(pid_t init) {
+  if (!CanLowerOomScore()) return OkStatus();
+  auto st = WriteFile("/proc/" + std::to_string(init) + "/oom_score_adj", "-1000");
+  if (!st.ok()) return st.error().Wrap("protect init from the OOM killer");
+  return OkStatus();
+}
+
 uint32_t OwnerBase(const NativeOptions& o) {
   return o.owner_id_base ? o.owner_id_base : o.id_base + kDefaultIdCount;
 }
@@ -316,11 +326,10 @@ Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, con
     if (failed != fork_failed_.end() && std::chrono::steady_clock::now() - failed->second < std::chrono::minutes(1))
       return std::unique_ptr<Box>();
     auto found = fork_servers_.find(shape);
-    if (found != fork_servers_.end() && !found->second->alive()) fork_servers_.erase(found);
-    found = fork_servers_.find(shape);
-    if (found != fork_servers_.end()) {
+    if (found != fork_servers_.end() && found->second->alive()) {
       server = found->second;
     } else {
+      if (found != fork_servers_.end()) fork_servers_.erase(found);  // its zygote ended
       // Each server keeps an interpreter and a box: a bounded number of setups get one.
       if (fork_servers_.size() >= kMaxForkServers) return std::unique_ptr<Box>();
       fork_failed_[shape] = std::chrono::steady_clock::now();  // until it started
@@ -357,8 +366,7 @@ Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, con
   derived.fork = "derived";
   const std::string first = protocol::EncodeFrame(protocol::FrameType::kSetup, nlohmann::json(derived).dump());
   LSB_ASSIGN_OR_RETURN(LaunchedInit launched, server->Fork(first, join, DefaultBoxUserLimits(), opts_.loopback_up));
-  // As for a box of its own: init survives the OOM killer (best effort, see Launch).
-  if (CanLowerOomScore()) (void)WriteFile("/proc/" + std::to_string(launched.process->pid()) + "/oom_score_adj", "-1000");
+  LSB_TRY(ProtectInitFromOom(launched.process->pid()));
   auto box = std::make_unique<NativeBox>(id, std::move(cgroups), std::move(launched), nullptr);
   box->HoldImage(std::move(lease).value());
   box->KeepAlive(server);  // the zygote's death would end the box
@@ -425,13 +433,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
     if (!cg.ok()) return cg.error();
     cgroups = std::move(*cg);
     LSB_TRY(cgroups->AddProcess(pid, /*skip_v1=*/true));
-    // init must survive the OOM killer so it can report; the program raises its own score.
-    // Best effort by design (see Explain: init.oom_protection): without CAP_SYS_RESOURCE the
-    // program's own +1000 is what steers the OOM killer away from init.
-    if (CanLowerOomScore()) {
-      auto st = WriteFile("/proc/" + std::to_string(pid) + "/oom_score_adj", "-1000");
-      if (!st.ok()) return st.error().Wrap("protect init from the OOM killer");
-    }
+    LSB_TRY(ProtectInitFromOom(pid));
     return cgroups->SelfAttachFiles();
   };
   auto launched = LaunchInit(lo);
