@@ -22,7 +22,9 @@
 
 namespace lsb::build {
 
-// What dpkg, apt and pip need of root, measured by the build suite's apt and pip builds:
+// What dpkg, apt and pip do as root with real packages (the build suite's own apt package and
+// wheel build with none of them: measured, docs/security.md), the same six the Docker builder
+// keeps (docker_builder.cc):
 //   CAP_CHOWN        dpkg gives unpacked files their owners (root:root, and groups such as
 //                    shadow, mail, utmp);
 //   CAP_DAC_OVERRIDE writing into directories and files of modes that exclude root's own bits
