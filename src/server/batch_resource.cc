@@ -35,10 +35,10 @@ struct BatchPlan {
 };
 
 // What one running task may hold in the daemon before its result is cut to its share: its output
-// as captured and as JSON (a NUL byte costs six), its collected files and rich outputs as read and
-// as JSON.
+// as captured and as JSON (a NUL byte costs six when dumped; invalid UTF-8 is U+FFFD text plus
+// base64), its collected files and rich outputs as read and as JSON.
 uint64_t TaskWorstBytes(const ServerContext& ctx, const ExecutionPlan& p) {
-  uint64_t bytes = 7 * p.policy.output_bytes;
+  uint64_t bytes = 10 * p.policy.output_bytes;  // raw, text (U+FFFD: 3x), base64, and each dumped
   if (!p.request.collect.empty()) bytes += 2 * ctx.limits.collect.max_bytes;
   const std::string& lang = p.request.language.empty() ? p.policy.default_language : p.request.language;
   if (lang == "python") bytes += 2 * ctx.limits.outputs.max_bytes;

@@ -44,7 +44,12 @@ Result<Reservation> ByteBudget::Reserve(uint64_t bytes, const std::string& what)
   if (total_ == 0) return Reservation();
   bytes = Clamp(bytes);
   std::unique_lock<std::mutex> lock(mu_);
-  if (!freed_.wait_for(lock, max_wait_, [&] { return total_ - used_ >= bytes; }))
+  const uint64_t ticket = next_ticket_++;
+  waiting_.push_back(ticket);
+  const bool got = freed_.wait_for(lock, max_wait_, [&] { return waiting_.front() == ticket && total_ - used_ >= bytes; });
+  waiting_.remove(ticket);
+  freed_.notify_all();  // the next in line may fit now
+  if (!got)
     return Error{ErrorCode::kResourceExhausted,
                  what + " needs up to " + ByteText(bytes) + " of the daemon's fan-out memory budget (" +
                      ByteText(total_) + ", " + ByteText(total_ - used_) + " free after waiting " +
@@ -59,7 +64,7 @@ std::optional<Reservation> ByteBudget::TryReserve(uint64_t bytes) {
   if (total_ == 0) return Reservation();
   bytes = Clamp(bytes);
   std::lock_guard<std::mutex> lock(mu_);
-  if (total_ - used_ < bytes) return std::nullopt;
+  if (!waiting_.empty() || total_ - used_ < bytes) return std::nullopt;
   used_ += bytes;
   return Reservation(this, bytes);
 }

@@ -7,11 +7,14 @@
 //
 // A Reservation is RAII: its bytes return to the budget when it is destroyed (or shrunk). A
 // request larger than the whole budget is clamped to it: it runs alone, never forever refused.
+// Waiters are served in arrival order (a large fork is not starved by a stream of small batches),
+// and TryReserve never passes one that waits.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,8 +55,8 @@ class ByteBudget {
   uint64_t total() const { return total_; }
   uint64_t used() const;
   std::chrono::milliseconds max_wait() const { return max_wait_; }
-  // Waits up to max_wait for `bytes` (clamped to total) to be free. kResourceExhausted when the
-  // wait ends, its message naming `what`, the budget and the flag that sets it.
+  // Waits up to max_wait for `bytes` (clamped to total) to be free and every earlier waiter served.
+  // kResourceExhausted when the wait ends, its message naming `what`, the budget and the flag.
   Result<Reservation> Reserve(uint64_t bytes, const std::string& what);
   // At once or not at all (extra parallelism a request may take when the budget has room).
   std::optional<Reservation> TryReserve(uint64_t bytes);
@@ -68,6 +71,8 @@ class ByteBudget {
   mutable std::mutex mu_;
   std::condition_variable freed_;
   uint64_t used_ = 0;
+  std::list<uint64_t> waiting_;  // tickets of the waiters, oldest first
+  uint64_t next_ticket_ = 0;
 };
 
 // "256 MiB"-style text for messages.
