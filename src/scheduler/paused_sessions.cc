@@ -53,11 +53,9 @@ json ReadMeta(const fs::path& d) {
 int64_t PausedAt(const fs::path& d, const json& m) {
   if (m.is_object() && m.contains("paused_at_unix") && m["paused_at_unix"].is_number_integer())
     return m["paused_at_unix"].get<int64_t>();
-  std::error_code ec;
-  auto t = fs::last_write_time(d, ec);
-  if (ec) return NowUnix();
-  auto sys = std::chrono::clock_cast<std::chrono::system_clock>(t);
-  return std::chrono::duration_cast<std::chrono::seconds>(sys.time_since_epoch()).count();
+  struct stat st {};
+  if (::stat(d.c_str(), &st) != 0) return NowUnix();
+  return st.st_mtime;
 }
 
 uint64_t DirBytes(const fs::path& d) {

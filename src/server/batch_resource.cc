@@ -54,7 +54,7 @@ uint64_t AnswerWorstBytes(const ServerContext& ctx, uint64_t tasks_worst) {
 // Reserves the answer and one slot of the largest task before anything runs.
 std::optional<ApiError> ReserveBatch(ServerContext& ctx, BatchPlan& b) {
   uint64_t all = 0;
-  for (const auto& p : b.plans)
+  for (auto& p : b.plans)
     if (p->ok()) {
       const uint64_t t = TaskWorstBytes(ctx, **p);
       b.slot = std::max(b.slot, t);
