@@ -45,6 +45,9 @@ Status FrameChannel::WriteSome() {
     out_pos_ += static_cast<size_t>(w);
   }
   if (out_pos_ == out_.size()) {
+    // A large message (a fork's or resume's files, an upload) must not keep its buffer for the
+    // session's life: 8 forked children each kept ~64-128 MiB here (issue 32, class 8).
+    if (out_.capacity() > (1u << 20)) std::string().swap(out_);
     out_.clear();
     out_pos_ = 0;
   } else if (out_pos_ > (1 << 20)) {

@@ -154,6 +154,7 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
       r = ApiError{};  // the task's raw result goes before its slot does
       extra.reset();
       if (own.owns_lock()) own.unlock();
+      ReturnFreedMemory();
       slots.release();
     });
   }

@@ -1,5 +1,7 @@
 #include "server/byte_budget.h"
 
+#include <malloc.h>
+
 #include <cstdio>
 
 namespace lsb::server {
@@ -38,6 +40,13 @@ void ByteBudget::Give(uint64_t bytes) {
     used_ -= bytes;
   }
   freed_.notify_all();
+  if (bytes >= kTrimAtBytes) ReturnFreedMemory();
+}
+
+void ReturnFreedMemory() {
+  // glibc keeps what a thread freed in that thread's arena; a budget only bounds the host's memory
+  // if what a request released is given back, not parked in the arena of whichever worker ran it.
+  ::malloc_trim(0);
 }
 
 Result<Reservation> ByteBudget::Reserve(uint64_t bytes, const std::string& what) {

@@ -75,6 +75,11 @@ class ByteBudget {
   uint64_t next_ticket_ = 0;
 };
 
+// Gives the allocator's free pages back to the system (malloc_trim): after a reservation of at
+// least kTrimAtBytes ends, and after each copy-in step a request ran in its own slot.
+inline constexpr uint64_t kTrimAtBytes = 1u << 20;
+void ReturnFreedMemory();
+
 // "256 MiB"-style text for messages.
 std::string ByteText(uint64_t bytes);
 

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <variant>
 
 #include "server/fanout_reserve.h"
 
@@ -18,11 +17,27 @@ class ImportGate {
  public:
   ImportGate(ServerContext& ctx, uint64_t slot) : ctx_(ctx), slot_(slot) {}
 
-  // Held while one step copies in: an extra reservation or the request's own slot.
-  using Pass = std::variant<Reservation, std::unique_lock<std::mutex>>;
+  // Held while one step copies in: an extra reservation or the request's own slot; what the step
+  // freed goes back to the system when it ends.
+  class Pass {
+   public:
+    explicit Pass(Reservation r) : extra_(std::move(r)) {}
+    explicit Pass(std::mutex& own) : own_(own) {}
+    Pass(Pass&&) = default;
+    ~Pass() {
+      if (!own_.owns_lock() && extra_.bytes() == 0) return;  // moved from
+      extra_.Release();
+      if (own_.owns_lock()) own_.unlock();
+      ReturnFreedMemory();
+    }
+
+   private:
+    Reservation extra_;
+    std::unique_lock<std::mutex> own_;
+  };
   Pass Enter() {
-    if (auto extra = TryFanout(ctx_, slot_)) return std::move(*extra);
-    return std::unique_lock<std::mutex>(own_);
+    if (auto extra = TryFanout(ctx_, slot_)) return Pass(std::move(*extra));
+    return Pass(own_);
   }
 
   // One step's worst case: the largest message it sends (at least UnpackIntoBox's 4 MiB batch, or
