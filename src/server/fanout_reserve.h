@@ -28,9 +28,9 @@ inline std::optional<Reservation> TryFanout(ServerContext& ctx, uint64_t bytes) 
 
 // What copying a session's writable paths out of its box may buffer at once, before its size is
 // known: per path, the helper's reply, its parsed records and the tar made of them
-// (scheduler/workspace_io.cc TreeFromBox), each up to the tree bound.
+// (scheduler/workspace_io.cc TreeFromBox), each up to the tree bound, the reply twice while it grows.
 inline uint64_t ExportWorstBytes(const ServerContext& ctx, const Policy& policy) {
-  return 3 * ctx.limits.tree.max_bytes * std::max<size_t>(policy.tmpfs.size(), 1);
+  return 4 * ctx.limits.tree.max_bytes * std::max<size_t>(policy.tmpfs.size(), 1);
 }
 
 }  // namespace lsb::server
