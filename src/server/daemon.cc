@@ -1,6 +1,7 @@
 #include "server/daemon.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -485,6 +487,11 @@ int RunDaemon(DaemonConfig config) {
     std::fprintf(stderr, "llm-sandbox serve: %s\n", e.message.c_str());
     return 2;
   };
+  // Two malloc arenas, not one per thread: with glibc's default (8 per core) what a request freed
+  // in one worker's arena was neither reused by the others nor trimmed, and the fan-out budget
+  // (byte_budget.h) bounded live bytes while the RSS grew 2-3x past them (issue 32, class 8).
+  // An operator's MALLOC_ARENA_MAX still wins.
+  if (!std::getenv("MALLOC_ARENA_MAX")) ::mallopt(M_ARENA_MAX, 2);
   if (auto st = CheckExposure(config); !st.ok()) return fail(st.error());
   auto policies = LoadPolicies(config);
   if (!policies.ok()) return fail(policies.error());
