@@ -73,7 +73,7 @@ constexpr const char* kServeUsage =
     "  --fanout-budget BYTES    daemon-wide memory for fork, batch, pause and resume: each reserves its\n"
     "                           worst case before it starts, back when its answer is sent (default\n"
     "                           256M; 0: none). Spent: a request waits up to --fanout-wait, then 429\n"
-    "  --fanout-wait SECS       (default 30)\n"
+    "  --fanout-wait SECS       how long a request waits for the fan-out budget (default 30)\n"
     "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"

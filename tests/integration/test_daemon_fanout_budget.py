@@ -91,5 +91,29 @@ class FanoutBudgetTest(unittest.TestCase):
         self.assertLess(growth, BUDGET + SLACK, f"the daemon's peak grew by {growth // MIB} MiB")
 
 
+class FanoutBudgetSpentTest(unittest.TestCase):
+    def test_a_spent_budget_answers_429_naming_it_after_the_wait(self):
+        skip_unless_daemon_suite()
+        d = Daemon("--fanout-budget", "1M", "--fanout-wait", "1")
+        self.addCleanup(d.close)
+        first = []
+        t = threading.Thread(target=lambda: first.append(request(
+            d.base, "POST", "/v1/batch", {"tasks": [{"code": "import time; time.sleep(4)"}]})))
+        t.start()
+        time.sleep(1.5)  # the first batch holds the whole (clamped) budget while it runs
+        t0 = time.time()
+        r = request(d.base, "POST", "/v1/batch", {"tasks": [{"code": "print(1)"}]})
+        waited = time.time() - t0
+        t.join()
+        self.assertEqual(r.status, 429, r.body[:300])
+        self.assertIn("--fanout-budget", r.json()["error"]["message"])
+        self.assertIn("fan-out memory budget", r.json()["error"]["message"])
+        self.assertGreater(int(r.headers["Retry-After"]), 0)
+        self.assertGreaterEqual(waited, 0.9, "it waited for the budget first")
+        self.assertEqual(first[0].status, 200, first[0].body[:300])
+        again = request(d.base, "POST", "/v1/batch", {"tasks": [{"code": "print(1)"}]})
+        self.assertEqual(again.status, 200, "the budget is whole again once the answer was sent")
+
+
 if __name__ == "__main__":
     unittest.main()
