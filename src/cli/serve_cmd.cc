@@ -65,6 +65,15 @@ constexpr const char* kServeUsage =
     "  --paused-dir DIR|none    where paused sessions are kept (default: <state dir>/paused-sessions;\n"
     "                           none: pause and resume answer 501)\n"
     "  --max-paused N           paused sessions kept at most (default 64)\n"
+    "  --max-paused-per-owner N one token's share of them (default: a quarter of --max-paused, >= 1)\n"
+    "  --paused-ttl SECS        a paused session is removed this long after its pause, records found\n"
+    "                           at start included (default 86400)\n"
+    "  --max-paused-bytes BYTES one paused session's files and state on disk (default 128M; 413)\n"
+    "  --max-paused-total-bytes BYTES  all paused sessions' (default 2G; 429)\n"
+    "  --fanout-budget BYTES    daemon-wide memory for fork, batch, pause and resume: each reserves its\n"
+    "                           worst case before it starts, back when its answer is sent (default\n"
+    "                           256M; 0: none). Spent: a request waits up to --fanout-wait, then 429\n"
+    "  --fanout-wait SECS       how long a request waits for the fan-out budget (default 30)\n"
     "  --shutdown-grace SECS    on SIGTERM, how long running executions may finish (default 10)\n"
     "  --token-file FILE        bearer tokens, one per line (or $LLM_SANDBOX_TOKENS, comma-separated);\n"
     "                           required when listening beyond loopback\n"
@@ -281,6 +290,31 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   return false;
 }
 
+// Paused sessions' bounds and the fan-out budget (docs/api.md "Pause and resume", "Memory budget").
+Took PausedOption(OptionCursor& o, ServeInputs& in) {
+  server::DaemonConfig& c = in.c;
+  const std::string a = o.arg();
+  if (o.Is("--max-paused-per-owner")) {
+    if (!ParseCount(o.value(), &c.max_paused_per_owner)) return Error{"--max-paused-per-owner wants a positive integer"};
+    return true;
+  }
+  if (o.Is("--paused-ttl") || o.Is("--fanout-wait")) {
+    size_t secs = 0;
+    if (!ParseCount(o.value(), &secs)) return Error{a + " wants a positive number of seconds"};
+    if (a.rfind("--paused-ttl", 0) == 0) c.paused_ttl_s = secs;
+    else c.fanout_wait_ms = secs * 1000;
+    return true;
+  }
+  if (!(o.Is("--max-paused-bytes") || o.Is("--max-paused-total-bytes") || o.Is("--fanout-budget"))) return false;
+  auto n = units::ParseBytes(o.value());
+  const bool budget = a.rfind("--fanout-budget", 0) == 0;
+  if (!n.ok() || (*n == 0 && !budget)) return Error{a + ": " + (n.ok() ? "must be positive" : n.error().message)};
+  if (budget) c.fanout_budget = *n;
+  else if (a.rfind("--max-paused-total-bytes", 0) == 0) c.max_paused_total_bytes = *n;
+  else c.max_paused_bytes = *n;
+  return true;
+}
+
 // Sizes in bytes (10M, 64K...).
 Took SizeOption(OptionCursor& o, ServeInputs& in) {
   const std::string a = o.arg();
@@ -403,7 +437,7 @@ std::optional<int> ParseServeArgs(const Args& args, ServeInputs& in) {
     }
     const std::string a = o.arg();
     bool took = false;
-    for (auto group : {ServingOption, SizeOption, AccessOption, ConnectionOption, MonitoringOption, EgressOption}) {
+    for (auto group : {ServingOption, SizeOption, PausedOption, AccessOption, ConnectionOption, MonitoringOption, EgressOption}) {
       Took t = group(o, in);
       if (!t.ok()) return Bad(t.error().message);
       if ((took = *t)) break;

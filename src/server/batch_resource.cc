@@ -3,14 +3,19 @@
 // granted and why when less than asked), answered in request order. A task that is
 // invalid or fails gets {"error": {...}} in its slot; the others still run. With "async": true
 // (or ?async=true, Prefer: respond-async) it is answered 202 with an id at once, and its whole
-// answer is kept like an asynchronous execution's result (execution_store.h).
+// answer is kept like an asynchronous execution's result (execution_store.h). Memory: before it
+// runs, a batch reserves from the daemon's fan-out budget (byte_budget.h) its answer as held and
+// as sent plus one running task's worst case; further tasks run beside it only while the budget
+// has room for each, and the reservation ends once the answer is written.
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <semaphore>
 #include <thread>
 
 #include "server/async_form.h"
 #include "server/execute_plan.h"
+#include "server/fanout_reserve.h"
 #include "server/json_budget.h"
 #include "server/routes.h"
 
@@ -25,7 +30,42 @@ struct BatchPlan {
   size_t concurrency = 1;
   json granted;
   bool async = false;
+  SharedReservation reserved;  // the answer and one task slot (TaskWorstBytes of the largest)
+  uint64_t slot = 0;
 };
+
+// What one running task may hold in the daemon before its result is cut to its share: its output
+// as captured and as JSON (a NUL byte costs six when dumped; invalid UTF-8 is U+FFFD text plus
+// base64), its collected files and rich outputs as read and as JSON.
+uint64_t TaskWorstBytes(const ServerContext& ctx, const ExecutionPlan& p) {
+  uint64_t bytes = 10 * p.policy.output_bytes;  // raw, text (U+FFFD: 3x), base64, and each dumped
+  if (!p.request.collect.empty()) bytes += 2 * ctx.limits.collect.max_bytes;
+  const std::string& lang = p.request.language.empty() ? p.policy.default_language : p.request.language;
+  if (lang == "python") bytes += 2 * ctx.limits.outputs.max_bytes;
+  return bytes;
+}
+
+// The answer's worst case: its results while they are JSON and the text that is sent (written
+// from a copy), each up to the response budget.
+uint64_t AnswerWorstBytes(const ServerContext& ctx, uint64_t tasks_worst) {
+  return 2 * std::min<uint64_t>(ctx.limits.max_batch_response_bytes, tasks_worst + (64u << 10));
+}
+
+// Reserves the answer and one slot of the largest task before anything runs.
+std::optional<ApiError> ReserveBatch(ServerContext& ctx, BatchPlan& b) {
+  uint64_t all = 0;
+  for (auto& p : b.plans)
+    if (p->ok()) {
+      const uint64_t t = TaskWorstBytes(ctx, **p);
+      b.slot = std::max(b.slot, t);
+      all += t;
+    }
+  auto r = ReserveFanout(ctx, AnswerWorstBytes(ctx, all) + b.slot,
+                         "a batch of " + std::to_string(b.plans.size()) + " tasks");
+  if (!r.ok()) return r.error();
+  b.reserved = std::move(*r);
+  return std::nullopt;
+}
 
 ApiOr<BatchPlan> PlanBatch(ServerContext& ctx, HttpRequest& req) {
   auto j = ParseObject(req.body);
@@ -92,6 +132,7 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
   const size_t share = (budget > envelope ? budget - envelope : 0) / std::max<size_t>(n, 1);
   std::vector<json> results(n);
   std::counting_semaphore<1 << 16> slots(static_cast<std::ptrdiff_t>(concurrency));
+  std::mutex own_slot;  // the slot the batch reserved: a task without a further one waits for it
   std::vector<std::thread> waiters;
   for (size_t i = 0; i < n; ++i) {
     if (!plans[i]->ok()) {
@@ -100,6 +141,9 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
     }
     slots.acquire();
     waiters.emplace_back([&, i] {
+      std::optional<Reservation> extra = TryFanout(ctx, b.slot);
+      std::unique_lock<std::mutex> own(own_slot, std::defer_lock);
+      if (!extra) own.lock();
       auto r = RunPlan(ctx, **plans[i], {}, /*wait_for_room=*/true, "batch");
       if (r.ok()) {
         results[i] = ExecResultJson(*r, (*plans[i])->policy.name, ctx.node);
@@ -107,6 +151,10 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
       } else {
         results[i] = ErrorJson(r.error());
       }
+      r = ApiError{};  // the task's raw result goes before its slot does
+      extra.reset();
+      if (own.owns_lock()) own.unlock();
+      ReturnFreedMemory();
       slots.release();
     });
   }
@@ -128,6 +176,7 @@ Reply SubmitBatch(ServerContext& ctx, const std::string& owner, BatchPlan b) {
   ctx.jobs->Spawn([&ctx, &store, id, plan] {
     store.Start(id);
     store.Finish(id, RunBatch(ctx, *plan));
+    plan->reserved.reset();  // the kept answer is bounded by the store's own limits from here
   });
   return AsyncAccepted(id);
 }
@@ -135,8 +184,11 @@ Reply SubmitBatch(ServerContext& ctx, const std::string& owner, BatchPlan b) {
 Reply Batch(ServerContext& ctx, HttpRequest& req) {
   auto b = PlanBatch(ctx, req);
   if (!b.ok()) return ErrorResponse(b.error());
+  if (auto full = ReserveBatch(ctx, *b)) return ErrorResponse(*full);
   if (b->async) return SubmitBatch(ctx, req.owner, std::move(*b));
-  return JsonResponse(200, RunBatch(ctx, *b));
+  HttpResponse res = JsonResponse(200, RunBatch(ctx, *b));
+  res.hold = b->reserved;  // released once the answer is written (http_server.cc)
+  return res;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "server/daemon.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -381,10 +383,19 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
   ctx_->executions = executions_.get();
   ctx_->jobs = jobs_.get();
+  fanout_ = std::make_unique<ByteBudget>(c.fanout_budget, std::chrono::milliseconds(c.fanout_wait_ms));
+  ctx_->fanout = fanout_.get();
   std::string paused_dir = c.paused_dir;
   if (paused_dir.empty() && !DefaultStateDir().empty()) paused_dir = DefaultStateDir() + "/paused-sessions";
   if (!paused_dir.empty() && paused_dir != "none") {
-    paused_ = std::make_unique<sched::PausedSessions>(paused_dir, c.max_paused);
+    sched::PausedLimits pl;
+    pl.max_records = c.max_paused;
+    pl.max_per_owner = c.max_paused_per_owner ? c.max_paused_per_owner : std::max<size_t>(c.max_paused / 4, 1);
+    pl.ttl_s = c.paused_ttl_s;
+    pl.max_record_bytes = c.max_paused_bytes;
+    pl.max_total_bytes = c.max_paused_total_bytes;
+    paused_ = std::make_unique<sched::PausedSessions>(paused_dir, pl);
+    if (size_t gone = paused_->Sweep()) Log(std::to_string(gone) + " expired paused session(s) removed from " + paused_dir);
     ctx_->paused = paused_.get();
   }
   ctx_->node = c.node_name;
@@ -476,6 +487,11 @@ int RunDaemon(DaemonConfig config) {
     std::fprintf(stderr, "llm-sandbox serve: %s\n", e.message.c_str());
     return 2;
   };
+  // Two malloc arenas, not one per thread: with glibc's default (8 per core) what a request freed
+  // in one worker's arena was neither reused by the others nor trimmed, and the fan-out budget
+  // (byte_budget.h) bounded live bytes while the RSS grew 2-3x past them (issue 32, class 8).
+  // An operator's MALLOC_ARENA_MAX still wins.
+  if (!std::getenv("MALLOC_ARENA_MAX")) ::mallopt(M_ARENA_MAX, 2);
   if (auto st = CheckExposure(config); !st.ok()) return fail(st.error());
   auto policies = LoadPolicies(config);
   if (!policies.ok()) return fail(policies.error());

@@ -69,6 +69,14 @@ struct DaemonConfig {
   // Paused sessions (docs/api.md "Pause and resume"): "" = <state dir>/paused-sessions; "none" = off (501).
   std::string paused_dir;
   size_t max_paused = 64;               // --max-paused
+  size_t max_paused_per_owner = 0;      // --max-paused-per-owner; 0 = max_paused / 4, at least 1
+  uint64_t paused_ttl_s = 24 * 3600;    // --paused-ttl
+  uint64_t max_paused_bytes = 128ull << 20;       // --max-paused-bytes (one record)
+  uint64_t max_paused_total_bytes = 2ull << 30;   // --max-paused-total-bytes
+  // --fanout-budget, --fanout-wait: the daemon-wide memory of fork, batch, pause and resume
+  // (server/byte_budget.h); 0 = none.
+  uint64_t fanout_budget = 256ull << 20;
+  int64_t fanout_wait_ms = 30000;
   bool monitoring = true;               // --monitoring off: no metrics, events, audit, webhooks
   lsb::monitor::MonitorOptions monitor;  // audit log, webhooks (docs/monitoring.md)
 };
@@ -124,6 +132,7 @@ class DaemonCore {
   Router router_;
   std::unique_ptr<e2b::FrontDoor> e2b_;
   std::unique_ptr<sched::PausedSessions> paused_;
+  std::unique_ptr<ByteBudget> fanout_;  // outlives every request that holds a reservation
   // Async batches (they use everything above): joined by FinishWork, else first thing destroyed.
   std::unique_ptr<BackgroundJobs> jobs_;
 };

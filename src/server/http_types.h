@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,8 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // Kept until the answer is written, then dropped (a fan-out budget reservation, byte_budget.h).
+  std::shared_ptr<void> hold;
 };
 
 // A response written in pieces (server-sent events): Begin() once, Write() per chunk.

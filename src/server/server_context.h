@@ -20,6 +20,7 @@
 #include "scheduler/policy_store.h"
 #include "scheduler/session_manager.h"
 #include "server/background_jobs.h"
+#include "server/byte_budget.h"
 #include "server/execution_store.h"
 #include "scheduler/rich_outputs.h"
 #include "server/policy_runnable.h"
@@ -60,6 +61,7 @@ struct ServerContext {
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
   sched::PausedSessions* paused = nullptr;     // paused sessions on disk; null: pause/resume answer 501
+  ByteBudget* fanout = nullptr;                // fan-out memory budget (byte_budget.h); null: none
   BackgroundJobs* jobs = nullptr;              // async batches' threads (background_jobs.h); with `executions`
   const image::SharedStore* images = nullptr;  // the image store (GET /v1/images); null: none here
   PolicyRunnability runnability{backend};      // which policies `backend` can run (policy_runnable.h)

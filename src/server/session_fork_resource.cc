@@ -3,12 +3,15 @@
 // how, and what is not carried). The parent is busy (409 for others) while its state is saved;
 // the children open concurrently on the executor. All or nothing: when one child fails, the
 // others are closed and the error is the answer. Owned like every session: the children are the
-// parent's owner's, another token gets 404 for the parent.
+// parent's owner's, another token gets 404 for the parent. Memory: the fork reserves from the
+// daemon's fan-out budget (byte_budget.h) the export's worst case, then only the state it holds
+// and one copy-in slot; children copy in beside each other only while the budget has room.
 #include <chrono>
 #include <set>
 #include <thread>
 
 #include "scheduler/session_fork.h"
+#include "server/import_gate.h"
 #include "server/json_codec.h"
 #include "server/routes.h"
 #include "server/session_ops.h"
@@ -42,7 +45,8 @@ ApiError FromFork(const Error& e) {
 // One child: a session opened like the parent (policy, language, setup, limits, owner), then the
 // state put in. On the executor, like a create.
 ApiOr<std::shared_ptr<sched::Session>> OpenChild(ServerContext& ctx, const sched::Session& parent,
-                                                 const sched::ForkExport& state, std::vector<std::string>* failed) {
+                                                 const sched::ForkExport& state, ImportGate& gate,
+                                                 std::vector<std::string>* failed) {
   sched::Admission admission;
   std::function<ApiOr<std::shared_ptr<sched::Session>>()> open = [&]() -> ApiOr<std::shared_ptr<sched::Session>> {
     auto s = sched::Session::Open(ctx.backend, ctx.boxes, parent.policy(), parent.config(),
@@ -50,6 +54,7 @@ ApiOr<std::shared_ptr<sched::Session>> OpenChild(ServerContext& ctx, const sched
     if (!s.ok()) return SandboxError("fork: opening a child: " + s.error().message);
     std::shared_ptr<sched::Session> child(std::move(*s));
     sched::Session::Use use(*child);
+    auto pass = gate.Enter();
     auto in = sched::ImportFork(*child, state);
     if (!in.ok()) {
       child->Close();
@@ -76,19 +81,24 @@ Reply Fork(ServerContext& ctx, HttpRequest& req) {
                           "fork: " + std::to_string(*count) + " more sessions would pass the daemon's maximum of " +
                               std::to_string(ctx.sessions.max_sessions()) + " (serve --max-sessions); delete some or retry later",
                           5});
+  auto reserved = ReserveFanout(ctx, ExportWorstBytes(ctx, parent.policy()), "fork of " + parent.id());
+  if (!reserved.ok()) return ErrorResponse(reserved.error());
   auto state = OnSession<sched::ForkExport>(ctx, parent, [&]() -> ApiOr<sched::ForkExport> {
     auto x = sched::ExportForFork(parent, ctx.limits.tree, ctx.limits.archive);
     if (!x.ok()) return FromFork(x.error());
     return std::move(*x);
   });
   if (!state.ok()) return ErrorResponse(state.error());
+  std::vector<std::string>().swap(state->tars);  // only pause writes the tars; the trees are copied in
+  ImportGate gate(ctx, ImportGate::SlotFor(state->trees));
+  (*reserved)->ShrinkTo(state->bytes + ImportGate::SlotFor(state->trees));
   auto saved = std::chrono::steady_clock::now();
 
   std::vector<std::optional<ApiOr<std::shared_ptr<sched::Session>>>> children(*count);
   std::vector<std::vector<std::string>> not_loaded(*count);  // per child: carried names it could not load
   std::vector<std::thread> openers;
   for (size_t i = 0; i < *count; ++i)
-    openers.emplace_back([&, i] { children[i].emplace(OpenChild(ctx, parent, *state, &not_loaded[i])); });
+    openers.emplace_back([&, i] { children[i].emplace(OpenChild(ctx, parent, *state, gate, &not_loaded[i])); });
   for (auto& t : openers) t.join();
   std::optional<ApiError> failed;
   for (auto& c : children)

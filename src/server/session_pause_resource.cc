@@ -5,13 +5,16 @@
 // the same id, in a new box, in this daemon or a later one. Processes do not survive: CRIU could
 // checkpoint them, but it needs privileges the daemon does not have inside a user namespace (see
 // docs/architecture.md "Session fork"), so nothing claims they do. Owned: another token's paused
-// session is 404 like a missing one.
+// session is 404 like a missing one. Bounded (paused_sessions.h): a share per token, an expiry,
+// bytes per record and in all; DELETE /v1/sessions/{id} removes its owner's record. Memory: pause
+// and resume reserve from the daemon's fan-out budget (byte_budget.h) what they buffer.
 #include <chrono>
 
 #include "base/time_format.h"
 #include "scheduler/paused_sessions.h"
 #include "scheduler/session_fork.h"
 #include "server/execute_plan.h"
+#include "server/fanout_reserve.h"
 #include "server/json_codec.h"
 #include "server/routes.h"
 #include "server/session_ops.h"
@@ -61,9 +64,22 @@ Reply Pause(ServerContext& ctx, HttpRequest& req) {
   if (!ctx.paused) return ErrorResponse(NoPausedStore());
   sched::Session& session = **s;
   if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
+  auto reserved = ReserveFanout(ctx, ExportWorstBytes(ctx, session.policy()), "pause of " + session.id());
+  if (!reserved.ok()) return ErrorResponse(reserved.error());
+  const sched::PausedLimits& lim = ctx.paused->limits();
   auto saved = OnSession<uint64_t>(ctx, session, [&]() -> ApiOr<uint64_t> {
     auto x = sched::ExportForFork(session, ctx.limits.tree, ctx.limits.archive);
     if (!x.ok()) return FromStateOp(x.error());
+    std::vector<sched::UnpackedArchive>().swap(x->trees);  // pause keeps the tars only
+    uint64_t size = 0;
+    for (const auto& t : x->tars) size += t.size();
+    (*reserved)->ShrinkTo(2 * size);
+    if (size > lim.max_record_bytes)
+      return ApiError{ApiCode::kPayloadTooLarge,
+                      "pause: the session's files and state are " + std::to_string(size) +
+                          " bytes, more than a paused session may keep (serve --max-paused-bytes " +
+                          std::to_string(lim.max_record_bytes) +
+                          "); remove files under its writable paths or large globals, or close it"};
     sched::PausedRecord r;
     const sched::SessionConfig& c = session.config();
     r.id = session.id();
@@ -81,7 +97,11 @@ Reply Pause(ServerContext& ctx, HttpRequest& req) {
     uint64_t bytes = 0;
     for (const auto& t : x->tars) bytes += t.size();
     r.tars = std::move(x->tars);
-    auto st = ctx.paused->Save(r);
+    sched::PausedRefusal refusal;
+    auto st = ctx.paused->Save(r, &refusal);
+    if (!st.ok() && st.error().code == ErrorCode::kResourceExhausted)
+      return ApiError{ApiCode::kTooManyRequests, st.error().message,
+                      static_cast<int>(std::min<uint64_t>(refusal.retry_after_s, 24 * 3600))};
     if (!st.ok()) return FromStateOp(st.error());
     return bytes;
   });
@@ -100,6 +120,9 @@ Reply Resume(ServerContext& ctx, HttpRequest& req) {
   if (!ctx.paused) return ErrorResponse(NoPausedStore());
   if (ctx.sessions.Get(id, req.owner))
     return ErrorResponse({ApiCode::kConflict, "session " + id + " is not paused; it is running"});
+  // The record as read, its trees and one copy-in message: each up to its size on disk.
+  auto reserved = ReserveFanout(ctx, 3 * ctx.paused->RecordBytes(id, req.owner) + (8u << 20), "resume of " + id);
+  if (!reserved.ok()) return ErrorResponse(reserved.error());
   auto rec = ctx.paused->Load(id, req.owner);
   if (!rec.ok()) return ErrorResponse(SandboxError(rec.error().message));
   if (!*rec) return ErrorResponse(NotFound("no paused session " + id));
@@ -159,6 +182,15 @@ Reply Resume(ServerContext& ctx, HttpRequest& req) {
 }
 
 }  // namespace
+
+std::optional<Reply> DeletePaused(ServerContext& ctx, const HttpRequest& req) {
+  if (!ctx.paused || !ctx.paused->Remove(req.params.at("id"), req.owner)) return std::nullopt;
+  if (ctx.monitor)
+    ctx.monitor->SessionEvent("session_closed", {{"session_id", req.params.at("id")}, {"paused", true}}, req.owner);
+  HttpResponse res;
+  res.status = 204;
+  return Reply(std::move(res));
+}
 
 void AddSessionPauseRoutes(Router& router, ServerContext& ctx) {
   router.Add("POST", "/v1/sessions/{id}/pause", [&ctx](HttpRequest& req, ResponseStream&) { return Pause(ctx, req); });

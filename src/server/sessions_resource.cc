@@ -276,8 +276,10 @@ void AddSessionRoutes(Router& router, ServerContext& ctx) {
     return JsonResponse(200, SessionJson((*s)->Info()));
   });
   router.Add("DELETE", "/v1/sessions/{id}", [&ctx](HttpRequest& req, ResponseStream&) -> Reply {
-    if (!ctx.sessions.Remove(req.params.at("id"), req.owner))
+    if (!ctx.sessions.Remove(req.params.at("id"), req.owner)) {
+      if (auto paused = DeletePaused(ctx, req)) return *paused;  // a paused one's record, by its owner
       return ErrorResponse(NotFound(MissingSession(ctx, req.params.at("id"))));
+    }
     if (ctx.monitor) ctx.monitor->SessionEvent("session_closed", {{"session_id", req.params.at("id")}}, req.owner);
     HttpResponse res;
     res.status = 204;

@@ -2,12 +2,15 @@
 paused session's box is gone and its record is on disk (mode 0700); a NEW daemon process with the
 same --paused-dir resumes it with the same id, its variables and files intact and none of its
 processes; another token's resume is 404; hostile ids never become paths; with --paused-dir none
-both routes answer 501 naming why."""
+both routes answer 501 naming why. Bounded (issue 32, class 4): one token's share of the paused
+records leaves room for another's, a record expires (at once, and when a restart finds it), its
+owner deletes it (another token gets 404), and a record past the byte bound is refused."""
 import json
 import os
 import shutil
 import stat
 import tempfile
+import time
 import unittest
 
 from daemon_harness import Daemon, request, skip_unless_daemon_suite
@@ -112,6 +115,78 @@ class PauseResumeTest(unittest.TestCase):
             self.assertEqual(r.json()["error"]["code"], "not_implemented")
             self.assertIn("state directory", r.json()["error"]["message"])
         self.assertEqual(request(d.base, "GET", f"/v1/sessions/{sid}", token=ALICE).status, 200, "still running")
+
+
+class PausedBoundsTest(unittest.TestCase):
+    """Issue 32, class 4: paused records are a per-token share that expires and can be deleted."""
+
+    def setUp(self):
+        skip_unless_daemon_suite()
+        self.dir = tempfile.mkdtemp(prefix="lsb-paused-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def daemon(self, *extra):
+        d = Daemon("--paused-dir", self.dir, *extra, env=TOKENS)
+        self.addCleanup(d.close)
+        return d
+
+    def paused(self, d, token, code="x = 1"):
+        sid = request(d.base, "POST", "/v1/sessions", {"language": "python"}, token=token).json()["session_id"]
+        self.assertEqual(request(d.base, "POST", f"/v1/sessions/{sid}/execute", {"code": code}, token=token).status, 200)
+        return sid, request(d.base, "POST", f"/v1/sessions/{sid}/pause", token=token)
+
+    def test_token_b_can_pause_after_token_a_filled_its_share(self):
+        d = self.daemon("--max-paused", "4", "--max-paused-per-owner", "2")
+        for _ in range(2):
+            _, p = self.paused(d, ALICE)
+            self.assertEqual(p.status, 200, p.body[:300])
+        sid, p = self.paused(d, ALICE)
+        self.assertEqual(p.status, 429, p.body[:300])
+        msg = p.json()["error"]["message"]
+        self.assertIn("--max-paused-per-owner 2", msg)
+        self.assertIn("DELETE", msg, "the error names the fix")
+        self.assertGreater(int(p.headers["Retry-After"]), 0)
+        self.assertEqual(request(d.base, "GET", f"/v1/sessions/{sid}", token=ALICE).status, 200,
+                         "a refused pause leaves the session running")
+        for _ in range(2):
+            _, p = self.paused(d, BOB)
+            self.assertEqual(p.status, 200, ("token B still pauses", p.body[:300]))
+        self.assertEqual(len(os.listdir(self.dir)), 4)
+
+    def test_a_paused_record_expires_also_when_a_restart_finds_it(self):
+        d = self.daemon("--paused-ttl", "2")
+        sid, p = self.paused(d, ALICE)
+        self.assertEqual(p.status, 200, p.body[:300])
+        time.sleep(2.5)
+        r = request(d.base, "POST", f"/v1/sessions/{sid}/resume", token=ALICE)
+        self.assertEqual(r.status, 404, ("expired", r.body[:300]))
+        self.assertEqual(os.listdir(self.dir), [])
+        _, p = self.paused(d, ALICE)
+        self.assertEqual(p.status, 200, p.body[:300])
+        self.assertEqual(d.stop(), 0, d.log())
+        time.sleep(2.5)
+        d2 = self.daemon("--paused-ttl", "2")
+        self.assertEqual(os.listdir(self.dir), [], "a restart removes what expired while it was down")
+        self.assertIn("expired paused session", d2.log())
+
+    def test_its_owner_deletes_a_paused_record_and_another_token_gets_404(self):
+        d = self.daemon()
+        sid, p = self.paused(d, ALICE)
+        self.assertEqual(p.status, 200, p.body[:300])
+        self.assertEqual(request(d.base, "DELETE", f"/v1/sessions/{sid}", token=BOB).status, 404)
+        self.assertEqual(os.listdir(self.dir), [sid], "another token's DELETE leaves it")
+        self.assertEqual(request(d.base, "DELETE", f"/v1/sessions/{sid}", token=ALICE).status, 204)
+        self.assertEqual(os.listdir(self.dir), [])
+        self.assertEqual(request(d.base, "POST", f"/v1/sessions/{sid}/resume", token=ALICE).status, 404)
+        self.assertEqual(request(d.base, "DELETE", f"/v1/sessions/{sid}", token=ALICE).status, 404)
+
+    def test_a_record_past_the_byte_bound_is_refused_naming_it(self):
+        d = self.daemon("--max-paused-bytes", "1M")
+        sid, p = self.paused(d, ALICE, "open('/tmp/big', 'wb').write(b'x' * (2 << 20))")
+        self.assertEqual(p.status, 413, p.body[:300])
+        self.assertIn("--max-paused-bytes", p.json()["error"]["message"])
+        self.assertEqual(request(d.base, "GET", f"/v1/sessions/{sid}", token=ALICE).status, 200)
+        self.assertEqual(os.listdir(self.dir), [])
 
 
 if __name__ == "__main__":
