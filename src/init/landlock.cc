@@ -80,7 +80,6 @@ std::vector<LandlockRule> PlanRules(const protocol::BoxSetup& setup, const ExecP
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
     rules.push_back({dev, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | kAccessTruncate});
   rules.push_back({"/dev/shm", kWriteTree});
-  rules.push_back({"/dev/mqueue", kWriteTree});  // POSIX queues: a session reset removes them
   for (const auto& t : setup.tmpfs) rules.push_back({t.path, kWriteTree});
   // container.mounts: the target only, never its parent (overlay: writable, ro: read).
   for (const auto& m : setup.mounts) rules.push_back({m.target, m.mode == "overlay" ? kWriteTree : kRead});

@@ -279,9 +279,6 @@ Status MountDev(const std::string& root) {
   }
   LSB_TRY(MakeDirs(dev + "/shm"));
   LSB_TRY(Mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777"));
-  // The box's POSIX message queues, listed where a session reset can find and remove them.
-  LSB_TRY(MakeDirs(dev + "/mqueue"));
-  LSB_TRY(Mount("mqueue", dev + "/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, ""));
   // The device binds (and shm, which has them already) nosuid+noexec in one recursive call, not
   // one per node; then /dev itself read-only.
   LSB_TRY(Restrict(dev, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true));
@@ -508,7 +505,7 @@ Status CheckNothingShared(const BoxSetup& setup) {
   auto text = ReadFile("/proc/self/mountinfo");
   if (!text.ok()) return text.error();
   auto mounts = ParseMountinfo(*text);
-  std::vector<std::string> fresh = {"/dev/shm", "/dev/mqueue", setup.job_dir};
+  std::vector<std::string> fresh = {"/dev/shm", setup.job_dir};
   for (const auto& t : setup.tmpfs) fresh.push_back(t.path);
   auto covered = [&](const MountinfoEntry& m) {
     for (const auto& n : mounts)
@@ -563,9 +560,6 @@ Status DeriveRoot(const BoxSetup& setup) {
   LSB_TRY(ValidateMountPath("job_dir", setup.job_dir));
   LSB_TRY(Mount("tmpfs", setup.job_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4m,mode=0755"));
   LSB_TRY(Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777"));
-  // The zygote's queues are its IPC namespace's: this box's own are mounted over them.
-  if (::access("/dev/mqueue", F_OK) == 0)
-    LSB_TRY(Mount("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, ""));
   if (::sethostname(setup.hostname.data(), setup.hostname.size()) != 0)
     return Error::FromErrno("set hostname (is init in its own UTS namespace?)");
   return CheckNothingShared(setup);
