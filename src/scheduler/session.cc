@@ -12,7 +12,8 @@ using WallClock = std::chrono::system_clock;
 
 namespace {
 
-// A plain run a reset ended (its box was killed): status "reset", as an interpreter's episode.
+// An execution a reset ended without the zygote's answer (a plain run's box, or a box the reset
+// killed when the zygote did not answer): status "reset", as a preempted episode's.
 ExecResult PreemptedResult(const std::string& backend, const Result<ExecResult>& ran) {
   ExecResult r = ran.ok() ? *ran : ExecResult{};
   if (!ran.ok()) {
@@ -230,8 +231,9 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
     plain_run_ = true;
     if (!preempt_) r = box_->Run(one, cb);  // else a reset came in between: do not start
     plain_run_ = false;
-    if (preempt_) r = PreemptedResult(backend_.name(), r);
   }
+  // A reset ended it, or the box a reset killed took the run along: say so, not killed or an error.
+  if (preempt_ && (!r.ok() || r->status == ExecStatus::kKilled)) r = PreemptedResult(backend_.name(), r);
   if (r.ok() && !req.collect.empty()) {
     if (!box_->usable()) {
       for (const auto& p : req.collect) r->collected.push_back({p, "", "not collected: the session's box ended with the program"});

@@ -201,6 +201,27 @@ class SessionResetIpcTest(unittest.TestCase):
         self.assertEqual((got["res"]["status"], got["res"]["exit_code"]), ("reset", 137), got["res"])
         self.assertEqual(self.run_in(sid, "echo again")["stdout"], "again\n")
 
+    def test_an_episode_that_stops_its_zygote_cannot_outlive_a_reset(self):
+        # Fail closed: the zygote cannot answer the preempt, so the reset kills the box after its
+        # wait (3 s) and takes a new one; the execution still ends as "reset".
+        sid = self.new_session(setup="BASE = 7")
+        code = "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\nprint('begun', flush=True)\ntime.sleep(60)"
+        got = {}
+        t = threading.Thread(target=lambda: got.update(res=self.run_in(sid, code)))
+        t.start()
+        while self.call("GET", f"/v1/sessions/{sid}").json()["state"] != "busy":
+            time.sleep(0.05)
+        time.sleep(0.5)
+        start = time.monotonic()
+        out = self.reset(sid)
+        took = time.monotonic() - start
+        t.join(15)
+        self.assertFalse(t.is_alive())
+        self.assertLess(took, 15, out)
+        self.assertEqual((out["reset"]["mode"], out["reset"]["preempted"]), ("new_box", True), out)
+        self.assertEqual(got["res"]["status"], "reset", got["res"])
+        self.assertEqual(self.run_in(sid, "print(BASE, 'ep' in globals())")["stdout"], "7 False\n")
+
     def test_preempted_episode_leaves_no_process(self):
         sid = self.new_session()
         code = ("import subprocess, sys, time\n"
