@@ -125,6 +125,7 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
   // After a preempt the op's answer is the successor episode's reset mark, on both streams: what
   // came before it (even a racing normal answer) is the op's output.
   const std::string reset_mark = "\x1e" + marker_ + ":reset\n";
+  const std::string err_prefix = "\x1e" + marker_;
   bool preempted = false;
   Reply rep;
   // This execution's alerts, bounded here (init's bound refills over the interpreter's life).
@@ -163,16 +164,21 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
     if (err_at == std::string::npos) err_at = rep.err.find(err_mark);
     if (live) {
       stream(rep.out, out_at, out_mark, out_sent, live->on_stdout);
-      stream(rep.err, err_at, err_mark, err_sent, live->on_stderr);
+      // Held back at the marker both answers start with (a normal one and the reset mark).
+      stream(rep.err, rep.err.find(err_prefix), err_prefix, err_sent, live->on_stderr);
+    }
+    // The reset mark also ends an op the host did not preempt: the episode's own code signalled
+    // its zygote (a session is one trust domain), and what answers now is a fresh episode.
+    size_t ro = rep.out.find(reset_mark), re = rep.err.find(reset_mark);
+    if (ro != std::string::npos && re != std::string::npos) {
+      rep.reset = true;
+      rep.status = 255;  // not an answer to the op: a file op fails, an execute says "reset"
+      rep.out.resize(std::min(out_at, ro));
+      rep.err.resize(std::min(err_at, re));
+      return with_summaries();
     }
     if (preempted) {
-      size_t ro = rep.out.find(reset_mark), re = rep.err.find(reset_mark);
-      if (ro != std::string::npos && re != std::string::npos) {
-        rep.reset = true;
-        rep.out.resize(std::min(out_at, ro));
-        rep.err.resize(std::min(err_at, re));
-        return with_summaries();
-      }
+      // Only the reset mark answers now (a normal answer racing the preempt is output).
     } else if (out_at != std::string::npos && rep.out.find('\n', out_at) != std::string::npos &&
                err_at != std::string::npos) {
       break;

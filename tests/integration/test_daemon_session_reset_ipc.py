@@ -222,6 +222,15 @@ class SessionResetIpcTest(unittest.TestCase):
         self.assertEqual(got["res"]["status"], "reset", got["res"])
         self.assertEqual(self.run_in(sid, "print(BASE, 'ep' in globals())")["stdout"], "7 False\n")
 
+    def test_an_episode_that_signals_its_zygote_is_reset_not_hung(self):
+        sid = self.new_session(setup="BASE = 7")
+        start = time.monotonic()
+        res = self.run_in(sid, "import os, signal, sys, time\nep = 1\nprint('out')\nprint('err', file=sys.stderr)\n"
+                               "os.kill(os.getppid(), signal.SIGUSR2)\ntime.sleep(60)")
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual((res["status"], res["stdout"], res["stderr"]), ("reset", "out\n", "err\n"), res)
+        self.assertEqual(self.run_in(sid, "print(BASE, 'ep' in globals())")["stdout"], "7 False\n")
+
     def test_preempted_episode_leaves_no_process(self):
         sid = self.new_session()
         code = ("import subprocess, sys, time\n"
