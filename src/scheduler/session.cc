@@ -33,8 +33,9 @@ Session::Use::Use(Session& s, Preempting, bool* preempted) : s_(s), lock_(s.use_
   if (*preempted) {
     s.Preempt();
     if (!lock_.try_lock_for(kPreemptWait)) {
-      // The operation did not end (a zygote that did not answer, a long upload): end the box.
-      if (s.box_) s.box_->box().Kill();
+      // An execute that did not end (a zygote that did not answer): end its box. Another
+      // operation ends within its own time limit.
+      if (s.executing_ && s.box_) s.box_->box().Kill();
       lock_.lock();
     }
   }
@@ -204,6 +205,11 @@ Result<PythonDriver*> Session::Driver() {
 Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect, const OutputsLimits& outputs,
                                     const RunCallbacks& cb) {
   Touch(false);
+  executing_ = true;
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{executing_};
   std::string lang = req.language.empty() ? config_.language : req.language;
   Result<ExecResult> r = Error{""};
   if (preempt_) {

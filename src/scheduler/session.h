@@ -165,6 +165,9 @@ class Session {
   std::timed_mutex use_mu_;  // held for the whole of one operation
   std::atomic<bool> preempt_{false};    // a reset waits: the running execute ends as "reset"
   std::atomic<bool> plain_run_{false};  // a program run by init (not the interpreter) is running
+  // An Execute holds the Use: the one operation a reset may kill the box under (it never replaces
+  // box_, as a reset's new box or Close do).
+  std::atomic<bool> executing_{false};
   std::unique_ptr<BoxSession> box_;
   std::unique_ptr<BoxRegistry::Lease> lease_;
   std::unique_ptr<PythonDriver> driver_;  // language python: the persistent interpreter
