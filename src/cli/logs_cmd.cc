@@ -44,7 +44,7 @@ constexpr const char* kLogsUsage =
     "                     else ${XDG_STATE_HOME:-~/.local/state}/llm-sandbox/audit.jsonl); FILE.1... first\n"
     "  --policy NAME      records of this policy\n"
     "  --status STATUS    executions that ended so (ok, error, timeout, oom, killed, denied,\n"
-    "                     output_limit, sandbox_error)\n"
+    "                     output_limit, reset, sandbox_error)\n"
     "  --rule RULE        alerts of this rule, and executions that raised one (network_attempt,\n"
     "                     denied_exec, escape_syscall, oom_kill, pids_limit, timeout, output_flood, ...)\n"
     "  --type execution|alert\n"

@@ -241,6 +241,10 @@ Status RunLoop::HandleFrames(bool* shutdown) {
         if (!out_.timed_out && !out_.output_limited) out_.killed_by_host = !out_.exited;
         KillAll();
         break;
+      case FrameType::kPreempt:
+        // The program decides what it means (a session's zygote: end the episode as a reset).
+        if (!out_.exited && child_.pid > 0) ::kill(child_.pid, SIGUSR2);
+        break;
       default:
         (void)stream_.SendJson(FrameType::kError,
                                protocol::InitError{protocol::ErrorStage::kProtocol,

@@ -69,6 +69,7 @@ Status Supervisor::Serve() {
       case FrameType::kShutdown:
         return OkStatus();
       case FrameType::kKill:
+      case FrameType::kPreempt:
       case FrameType::kStdin:
       case FrameType::kStdinEof:
         break;  // late frames for a run that already ended

@@ -6,7 +6,7 @@ namespace lsb::protocol {
 namespace {
 
 bool KnownType(uint8_t t) {
-  return (t >= 1 && t <= 7) || (t >= 64 && t <= 69);
+  return (t >= 1 && t <= 8) || (t >= 64 && t <= 69);
 }
 
 uint32_t DecodeLength(const char* p) {
@@ -26,6 +26,7 @@ const char* FrameTypeName(FrameType t) {
     case FrameType::kStdinEof: return "stdin_eof";
     case FrameType::kKill: return "kill";
     case FrameType::kShutdown: return "shutdown";
+    case FrameType::kPreempt: return "preempt";
     case FrameType::kReady: return "ready";
     case FrameType::kStdout: return "stdout";
     case FrameType::kStderr: return "stderr";

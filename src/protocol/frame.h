@@ -24,6 +24,8 @@ enum class FrameType : uint8_t {
   kStdinEof = 5,   // empty: close the program's stdin
   kKill = 6,       // empty: kill the running program (status "killed")
   kShutdown = 7,   // empty: kill everything and exit
+  kPreempt = 8,    // empty: SIGUSR2 to the running program's first process (a session's zygote
+                   // ends its episode as a reset: docs/protocol.md); ignored between runs
   // init -> host
   kReady = 64,     // JSON InitReady: the view is built, waiting for kRun
   kStdout = 65,    // raw chunk of the program's stdout

@@ -19,7 +19,7 @@ constexpr std::array<Word<BoxMode>, 2> kBoxModes{{
     {BoxMode::kInPlace, "in_place"},
 }};
 
-constexpr std::array<Word<ExecStatus>, 7> kExecStatuses{{
+constexpr std::array<Word<ExecStatus>, 8> kExecStatuses{{
     {ExecStatus::kOk, "ok"},
     {ExecStatus::kError, "error"},
     {ExecStatus::kTimeout, "timeout"},
@@ -27,6 +27,7 @@ constexpr std::array<Word<ExecStatus>, 7> kExecStatuses{{
     {ExecStatus::kKilled, "killed"},
     {ExecStatus::kDenied, "denied"},
     {ExecStatus::kOutputLimit, "output_limit"},
+    {ExecStatus::kReset, "reset"},
 }};
 
 constexpr std::array<Word<Severity>, 3> kSeverities{{
@@ -62,9 +63,9 @@ constexpr std::array<AlertRuleInfo, 10> kRules{{
      "than the CONNECT target, a limit (names the host)"},
 }};
 
-constexpr std::array<ExecStatus, 7> kAllExecStatuses{ExecStatus::kOk,     ExecStatus::kError,  ExecStatus::kTimeout,
+constexpr std::array<ExecStatus, 8> kAllExecStatuses{ExecStatus::kOk,     ExecStatus::kError,  ExecStatus::kTimeout,
                                                      ExecStatus::kOom,    ExecStatus::kKilled, ExecStatus::kDenied,
-                                                     ExecStatus::kOutputLimit};
+                                                     ExecStatus::kOutputLimit, ExecStatus::kReset};
 constexpr std::array<Severity, 3> kAllSeverities{Severity::kInfo, Severity::kWarning, Severity::kCritical};
 
 template <typename E, size_t N>

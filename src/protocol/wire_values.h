@@ -25,8 +25,9 @@ namespace lsb::protocol {
 enum class BoxMode { kBuildRoot, kInPlace };
 
 // ExitReport.status and every front end's result status. Init reports all but kOom, which only
-// the outer box knows (the host refines the report with it).
-enum class ExecStatus { kOk, kError, kTimeout, kOom, kKilled, kDenied, kOutputLimit };
+// the outer box knows (the host refines the report with it), and kReset, which only a session's
+// host knows (a reset preempted the execution: docs/api.md "Reset and snapshot").
+enum class ExecStatus { kOk, kError, kTimeout, kOom, kKilled, kDenied, kOutputLimit, kReset };
 
 // Event.severity, in rising order (webhooks compare them: --webhook-min-severity).
 enum class Severity { kInfo, kWarning, kCritical };

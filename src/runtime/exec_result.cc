@@ -61,6 +61,7 @@ int CliExitCode(const ExecResult& r) {
     case ExecStatus::kOom: return 137;
     case ExecStatus::kKilled: return r.signal > 0 ? 128 + r.signal : (r.exit_code > 0 ? r.exit_code : 137);
     case ExecStatus::kDenied: return 126;
+    case ExecStatus::kReset: return 137;  // SIGKILLed from outside, as a cancelled run
     case ExecStatus::kOutputLimit:
       if (r.signal > 0) return 128 + r.signal;
       return r.exit_code > 0 ? r.exit_code : 1;

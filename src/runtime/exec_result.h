@@ -15,7 +15,7 @@ namespace lsb {
 
 // One enum and one table for the host's results and init's ExitReport (protocol/wire_values.h).
 using protocol::ExecStatus;
-// "ok", "error", "timeout", "oom", "killed", "denied", "output_limit"
+// "ok", "error", "timeout", "oom", "killed", "denied", "output_limit", "reset" (a session execution a reset ended)
 inline const char* ExecStatusName(ExecStatus s) { return protocol::Name(s); }
 inline std::optional<ExecStatus> ParseExecStatus(std::string_view name) { return protocol::ParseExecStatus(name); }
 

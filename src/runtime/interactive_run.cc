@@ -45,6 +45,10 @@ void InteractiveRun::Kill() {
   if (!exited_) session_.channel().Queue(FrameType::kKill, "");
 }
 
+void InteractiveRun::Preempt() {
+  if (!exited_) session_.channel().Queue(FrameType::kPreempt, "");
+}
+
 Result<InteractiveRun::Piece> InteractiveRun::Next(Clock::time_point deadline) {
   for (;;) {
     auto f = session_.channel().Next(deadline);

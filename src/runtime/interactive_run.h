@@ -45,6 +45,8 @@ class InteractiveRun {
   Result<Piece> Next(Clock::time_point deadline);
   // Asks init to kill the run's processes; the run then ends with a kExit.
   void Kill();
+  // Asks init to send SIGUSR2 to the run's first process (frame kPreempt); the program decides.
+  void Preempt();
   bool exited() const { return exited_; }
 
  private:

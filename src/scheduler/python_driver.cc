@@ -1,5 +1,6 @@
 #include "scheduler/python_driver.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -113,13 +114,19 @@ void PythonDriver::Stop() {
 
 Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const std::string& a,
                                                const std::string& b, uint64_t timeout_ms,
-                                               uint64_t output_cap, const RunCallbacks* live) {
+                                               uint64_t output_cap, const RunCallbacks* live,
+                                               const std::atomic<bool>* preempt) {
   if (!alive()) return Error{"the session's python driver is not running"};
   run_->SendStdin(header);
   run_->SendStdin(a);
   run_->SendStdin(b);
   const std::string out_mark = "\x1e" + marker_ + ":";
   const std::string err_mark = "\x1e" + marker_ + "\n";
+  // After a preempt the op's answer is the successor episode's reset mark, on both streams: what
+  // came before it (even a racing normal answer) is the op's output.
+  const std::string reset_mark = "\x1e" + marker_ + ":reset\n";
+  const std::string err_prefix = "\x1e" + marker_;
+  bool preempted = false;
   Reply rep;
   // This execution's alerts, bounded here (init's bound refills over the interpreter's life).
   protocol::AlertCoalescer alerts;
@@ -157,11 +164,28 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
     if (err_at == std::string::npos) err_at = rep.err.find(err_mark);
     if (live) {
       stream(rep.out, out_at, out_mark, out_sent, live->on_stdout);
-      stream(rep.err, err_at, err_mark, err_sent, live->on_stderr);
+      // Held back at the marker both answers start with (a normal one and the reset mark).
+      stream(rep.err, rep.err.find(err_prefix), err_prefix, err_sent, live->on_stderr);
     }
-    if (out_at != std::string::npos && rep.out.find('\n', out_at) != std::string::npos &&
-        err_at != std::string::npos)
+    // The reset mark also ends an op the host did not preempt: the episode's own code signalled
+    // its zygote (a session is one trust domain), and what answers now is a fresh episode.
+    size_t ro = rep.out.find(reset_mark), re = rep.err.find(reset_mark);
+    if (ro != std::string::npos && re != std::string::npos) {
+      rep.reset = true;
+      rep.status = 255;  // not an answer to the op: a file op fails, an execute says "reset"
+      rep.out.resize(std::min(out_at, ro));
+      rep.err.resize(std::min(err_at, re));
+      return with_summaries();
+    }
+    if (preempted) {
+      // Only the reset mark answers now (a normal answer racing the preempt is output).
+    } else if (out_at != std::string::npos && rep.out.find('\n', out_at) != std::string::npos &&
+               err_at != std::string::npos) {
       break;
+    } else if (preempt && preempt->load()) {
+      run_->Preempt();
+      preempted = true;
+    }
     uint64_t kept_out = out_at == std::string::npos ? rep.out.size() : out_at;
     uint64_t kept_err = err_at == std::string::npos ? rep.err.size() : err_at;
     if (kept_out + kept_err > output_cap + out_mark.size() + err_mark.size() + 16) {
@@ -170,7 +194,10 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
       WaitExit(std::chrono::milliseconds(5000));
       return with_summaries();
     }
-    LSB_ASSIGN_OR_RETURN(auto piece, run_->Next(deadline));
+    // A preemptible op wakes now and then to see whether a reset asked for it.
+    auto until = preempt && !preempted ? std::min(deadline, Clock::now() + std::chrono::milliseconds(50)) : deadline;
+    LSB_ASSIGN_OR_RETURN(auto piece, run_->Next(until));
+    if (piece.kind == Kind::kDeadline && until < deadline) continue;
     switch (piece.kind) {
       case Kind::kStdout: rep.out += piece.data; break;
       case Kind::kStderr: rep.err += piece.data; break;
@@ -201,9 +228,10 @@ Result<PythonDriver::Reply> PythonDriver::Send(const std::string& header, const 
 }
 
 Result<ExecResult> PythonDriver::Execute(const std::string& code, const std::string& stdin_data,
-                                         uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live) {
+                                         uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live,
+                                         const std::atomic<bool>* preempt) {
   std::string header = "X " + std::to_string(code.size()) + " " + std::to_string(stdin_data.size()) + "\n";
-  return RunCode(header, code, stdin_data, timeout_ms, output_cap, live);
+  return RunCode(header, code, stdin_data, timeout_ms, output_cap, live, zygote_ ? preempt : nullptr);
 }
 
 Result<FileOpResult> PythonDriver::Namespace(const std::string& name, NamespaceOp op) {
@@ -219,20 +247,25 @@ Result<FileOpResult> PythonDriver::Namespace(const std::string& name, NamespaceO
 
 Result<ExecResult> PythonDriver::RunCode(const std::string& header, const std::string& code,
                                          const std::string& stdin_data, uint64_t timeout_ms,
-                                         uint64_t output_cap, const RunCallbacks* live) {
+                                         uint64_t output_cap, const RunCallbacks* live,
+                                         const std::atomic<bool>* preempt) {
   ExecResult r;
   r.execution_id = NewExecutionId();
   r.backend = session_.backend().name();
   BoxVerdict before = session_.box().Verdict();
   auto start = Clock::now();
-  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, code, stdin_data, timeout_ms, output_cap, live));
+  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, code, stdin_data, timeout_ms, output_cap, live, preempt));
   r.duration_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
   OutputBudget budget(output_cap);
   budget.Append(r.stdout_data, rep.out, &r.truncated);
   budget.Append(r.stderr_data, rep.err, &r.truncated);
   r.alerts = std::move(rep.events);
-  if (rep.deadline) {
+  if (rep.reset) {
+    r.status = ExecStatus::kReset;
+    r.exit_code = 137;
+    r.signal = 9;
+  } else if (rep.deadline) {
     r.status = ExecStatus::kTimeout;
     r.exit_code = protocol::kTimeoutExitCode;
     r.signal = 9;

@@ -30,6 +30,7 @@
 // found, 3 too large, 4 other error (message on stderr).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -86,8 +87,11 @@ class PythonDriver {
   // false and the owner starts a new driver for the next call.
   // `live` gets the code's stdout/stderr as the driver writes them (the driver's stdout is
   // line-buffered), within the cap; the result still carries all of it.
+  // `preempt` (a reset from another thread) turning true ends the code's episode: the zygote kills
+  // it and puts the state back, and the result has status "reset" (a zygote only).
   Result<ExecResult> Execute(const std::string& code, const std::string& stdin_data, uint64_t timeout_ms,
-                             uint64_t output_cap, const RunCallbacks* live = nullptr);
+                             uint64_t output_cap, const RunCallbacks* live = nullptr,
+                             const std::atomic<bool>* preempt = nullptr);
   // Op N (above): kOk, or kTooLarge past kMaxNamespaces.
   Result<FileOpResult> Namespace(const std::string& name, NamespaceOp op);
   Result<FileOpResult> WriteFile(const std::string& path, const std::string& data);
@@ -116,16 +120,19 @@ class PythonDriver {
     bool deadline = false;     // the op's time ran out: the run was killed
     bool over_cap = false;     // output past the cap: the run was killed
     bool run_ended = false;    // the driver exited before replying
+    bool reset = false;        // a preempt ended the op's episode (the zygote's "reset" reply)
     protocol::ExitReport exit;  // when run_ended
     std::vector<protocol::Event> events;
   };
   explicit PythonDriver(BoxSession& s) : session_(s) {}
   Result<Reply> Send(const std::string& header, const std::string& a, const std::string& b,
-                     uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr);
+                     uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr,
+                     const std::atomic<bool>* preempt = nullptr);
   void WaitExit(std::chrono::milliseconds within);
   // X and S: run code in the interpreter and report it as an execution.
   Result<ExecResult> RunCode(const std::string& header, const std::string& code, const std::string& b,
-                             uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr);
+                             uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr,
+                             const std::atomic<bool>* preempt = nullptr);
   Result<FileOpResult> StateOp(const char* op, uint64_t timeout_ms);
 
   BoxSession& session_;

@@ -194,6 +194,11 @@ def _lsb_main():
         return status
 
     def reply(status):
+        if status == 5:  # a preempted episode's successor answers the execution the reset ended
+            mark = ('\x1e%s:reset\n' % marker).encode()
+            write_all(1, mark)
+            write_all(2, mark)
+            return
         write_all(1, ('\x1e%s:%d\n' % (marker, status)).encode())
         write_all(2, ('\x1e%s\n' % marker).encode())
 
@@ -405,6 +410,33 @@ def _lsb_main():
                     errors.append('%s%s: %s' % (root, r, e.strerror))
         return errors
 
+    # The box's own IPC namespace outlives an episode: its SysV objects are listed (/proc/sysvipc
+    # lists every object of the namespace, whatever its mode) and those made since are removed.
+    def ipc_ids():
+        out = set()
+        for kind in ('shm', 'sem', 'msg'):
+            with open('/proc/sysvipc/' + kind) as f:
+                for ln in f.read().splitlines()[1:]:
+                    parts = ln.split()
+                    if len(parts) > 1:
+                        out.add((kind, int(parts[1])))
+        return out
+
+    def ipc_clear(keep, errors):
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        rm = {'shm': lambda i: libc.shmctl(i, 0, None), 'sem': lambda i: libc.semctl(i, 0, 0),
+              'msg': lambda i: libc.msgctl(i, 0, None)}  # IPC_RMID
+        try:
+            for kind, i in ipc_ids() - keep:
+                if rm[kind](i) != 0 and ctypes.get_errno() not in (22, 43):  # EINVAL, EIDRM: gone
+                    errors.append('SysV %s %d: %s' % (kind, i, os.strerror(ctypes.get_errno())))
+            left = ipc_ids() - keep
+        except OSError as e:
+            left = [str(e)]
+        if left:
+            errors.append('SysV IPC objects of the episode remain: %s' % sorted(left)[:5])
+
     def children():
         kids = []
         try:
@@ -470,6 +502,7 @@ def _lsb_main():
             os.close(ctl_w)
             os.close(go_r)
             return pid, go_w, ctl_r
+        signal.signal(signal.SIGUSR2, signal.SIG_DFL)  # only a zygote answers a preempt
         for fd in held + [ctl_r, go_w]:
             os.close(fd)
         got = os.read(go_r, 1)
@@ -488,19 +521,46 @@ def _lsb_main():
         if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
             raise OSError(ctypes.get_errno(), 'prctl(PR_SET_CHILD_SUBREAPER) failed')
         if ctl[0] >= 0:  # a snapshot: this episode is a zygote now, no longer its zygote's episode
+            try:  # its zygote forwards a preempt here from now on, rather than killing it
+                os.write(ctl[0], b'P')
+            except OSError:
+                pass
             os.close(ctl[0])
             ctl[0] = -1
+        # The writable IPC places of the box are put back with the policy's paths.
+        roots = list(roots) + [d for d in ('/dev/shm', '/dev/mqueue') if d not in roots and os.path.isdir(d)]
+        ep = {'pid': None, 'ctl': -1, 'said': b''}  # the running episode, what it wrote on ctl
+        hit = [False]  # a preempt ended the episode
+
+        def on_preempt(sig, frame):
+            # SIGUSR2 from init (frame kPreempt): end the episode as a reset. An episode that became
+            # a zygote itself (P) resets to its own snapshot: the signal goes on to it.
+            if ep['pid'] is None:
+                return
+            try:
+                ep['said'] += os.read(ep['ctl'], 4096)
+            except OSError:
+                pass
+            if b'P' in ep['said']:
+                os.kill(ep['pid'], signal.SIGUSR2)
+            else:
+                hit[0] = True
+                os.kill(ep['pid'], signal.SIGKILL)
+        signal.signal(signal.SIGUSR2, on_preempt)
         # The spare is forked while an episode runs: a warning about forking a threaded process
         # (numpy's BLAS threads, Python >= 3.12) would land in that episode's output.
         import select, warnings
         warnings.filterwarnings('ignore', message='This process .* is multi-threaded')
         snap = take(roots)
+        ipc = ipc_ids()  # raises when it cannot be read: no reset then, a new box instead
         owed = 0
         nxt = spare([])
         if nxt is None:
             return turn[0]
         while True:
             pid, go_w, ctl_r = nxt
+            os.set_blocking(ctl_r, False)
+            ep.update(pid=pid, ctl=ctl_r, said=b'')
             write_all(go_w, bytes([owed]))
             os.close(go_w)
             # The next episode is forked once this one answered (it writes R; at most 50 ms):
@@ -518,19 +578,24 @@ def _lsb_main():
                     os.close(nxt[1])
                     os.close(nxt[2])
                     nxt = None
-            os.set_blocking(ctl_r, False)
+            said = ep['said']
             try:
-                asked = b'Z' in os.read(ctl_r, 64)
+                said += os.read(ctl_r, 4096)
             except OSError:
-                asked = False
+                pass
+            preempted = hit[0]
+            ep.update(pid=None, ctl=-1, said=b'')
+            hit[0] = False
+            asked = b'Z' in said or preempted
             os.close(ctl_r)
             kill_tree(nxt[0] if nxt else None)
             if not asked:
                 kill_tree(None)
                 mirror(status)
             errors = restore(snap)
-            owed = 0
-            if errors:
+            ipc_clear(ipc, errors)
+            owed = 5 if preempted else 0
+            if errors and not preempted:
                 owed = 4
                 write_all(2, ('could not restore: ' + '; '.join(errors[:20])).encode())
             if nxt is None:

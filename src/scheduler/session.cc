@@ -10,6 +10,44 @@ namespace lsb::sched {
 using SteadyClock = std::chrono::steady_clock;
 using WallClock = std::chrono::system_clock;
 
+namespace {
+
+// An execution a reset ended without the zygote's answer (a plain run's box, or a box the reset
+// killed when the zygote did not answer): status "reset", as a preempted episode's.
+ExecResult PreemptedResult(const std::string& backend, const Result<ExecResult>& ran) {
+  ExecResult r = ran.ok() ? *ran : ExecResult{};
+  if (!ran.ok()) {
+    r.execution_id = NewExecutionId();
+    r.backend = backend;
+  }
+  r.status = ExecStatus::kReset;
+  r.exit_code = 137;
+  r.signal = 9;
+  return r;
+}
+
+}  // namespace
+
+Session::Use::Use(Session& s, Preempting, bool* preempted) : s_(s), lock_(s.use_mu_, std::defer_lock) {
+  *preempted = !lock_.try_lock();
+  if (*preempted) {
+    s.Preempt();
+    if (!lock_.try_lock_for(kPreemptWait)) {
+      // An execute that did not end (a zygote that did not answer): end its box. Another
+      // operation ends within its own time limit.
+      if (s.executing_ && s.box_) s.box_->box().Kill();
+      lock_.lock();
+    }
+  }
+  s_.preempt_ = false;
+  s_.SetBusy(true);
+}
+
+void Session::Preempt() {
+  preempt_ = true;
+  if (plain_run_ && box_) box_->box().Kill();  // init's program is not the zygote: end the box
+}
+
 Session::Session(Backend& backend, BoxRegistry& registry, const Policy& policy, SessionConfig config,
                  std::string id)
     : backend_(backend),
@@ -167,16 +205,23 @@ Result<PythonDriver*> Session::Driver() {
 Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect, const OutputsLimits& outputs,
                                     const RunCallbacks& cb) {
   Touch(false);
+  executing_ = true;
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{executing_};
   std::string lang = req.language.empty() ? config_.language : req.language;
   Result<ExecResult> r = Error{""};
-  if (RunsInInterpreter(req)) {
+  if (preempt_) {
+    r = PreemptedResult(backend_.name(), Error{"a reset was waiting"});  // never started
+  } else if (RunsInInterpreter(req)) {
     LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
     uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
     if (!req.context.empty()) {
       LSB_ASSIGN_OR_RETURN(FileOpResult sel, d->Namespace(req.context, NamespaceOp::kSelect));
       if (sel.status != FileOpStatus::kOk) return Error{"context '" + req.context + "': " + sel.message};
     }
-    r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes, &cb);
+    r = d->Execute(req.code, req.stdin_data.value_or(""), timeout, policy_.output_bytes, &cb, &preempt_);
     if (!req.context.empty() && d->alive()) (void)d->Namespace("", NamespaceOp::kSelect);  // back to the session's own
     if (r.ok() && d->alive()) {  // the entries are taken even when not wanted: none linger
       ExecResult got;
@@ -189,8 +234,12 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
     if (driver_ && driver_->alive()) driver_->Stop();  // init runs one program at a time
     ExecRequest one = req;
     one.language = lang;
-    r = box_->Run(one, cb);
+    plain_run_ = true;
+    if (!preempt_) r = box_->Run(one, cb);  // else a reset came in between: do not start
+    plain_run_ = false;
   }
+  // A reset ended it, or the box a reset killed took the run along: say so, not killed or an error.
+  if (preempt_ && (!r.ok() || r->status == ExecStatus::kKilled)) r = PreemptedResult(backend_.name(), r);
   if (r.ok() && !req.collect.empty()) {
     if (!box_->usable()) {
       for (const auto& p : req.collect) r->collected.push_back({p, "", "not collected: the session's box ended with the program"});
@@ -371,7 +420,7 @@ void Session::Close() {
     if (closed_) return;
     closed_ = true;
   }
-  std::unique_lock<std::mutex> use(use_mu_, std::try_to_lock);
+  std::unique_lock<std::timed_mutex> use(use_mu_, std::try_to_lock);
   if (!use.owns_lock()) {
     // An operation runs: kill the box so it ends now rather than at its timeout.
     if (box_) box_->box().Kill();

@@ -8,6 +8,7 @@
 // by listings while an operation runs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -42,12 +43,15 @@ struct SessionConfig {
 
 // The most snapshots one session takes (each keeps one more zygote process in its box).
 inline constexpr uint64_t kMaxSessionSnapshots = 16;
+// How long a reset waits for a running operation it preempted to end before it kills the box.
+inline constexpr std::chrono::milliseconds kPreemptWait{3000};
 
 // What a reset did (docs/api.md "Reset and snapshot").
 struct ResetReport {
   std::string mode;        // "interpreter": the zygote forked a fresh episode; "new_box": a new box
   std::string why;         // for new_box: why the fast path could not be taken
   bool snapshot_lost = false;  // new_box after a snapshot: back to the creation state instead
+  bool preempted = false;      // an operation was running: it was ended first (an execute: "reset")
   uint64_t duration_ms = 0;
   double duration_us = 0;
 };
@@ -75,12 +79,16 @@ class Session {
   class Use {
    public:
     explicit Use(Session& s) : s_(s), lock_(s.use_mu_, std::try_to_lock) { if (owned()) s_.SetBusy(true); }
+    // A reset's: always owned. A running operation is preempted (an execute ends as "reset"), and
+    // the box is killed when it has not ended within kPreemptWait; `*preempted` says whether one ran.
+    struct Preempting {};
+    Use(Session& s, Preempting, bool* preempted);
     ~Use() { if (owned()) s_.SetBusy(false); }
     bool owned() const { return lock_.owns_lock(); }
 
    private:
     Session& s_;
-    std::unique_lock<std::mutex> lock_;
+    std::unique_lock<std::timed_mutex> lock_;
   };
 
   // Whether an execution in `language` ("" = the session's) runs in the persistent interpreter,
@@ -109,6 +117,7 @@ class Session {
   // Back to the state after creation (or the last Snapshot): a fresh interpreter forked from the
   // zygote with the files put back and every process of the episode gone; a new box when that
   // cannot be done (a plain-run session, an interpreter that died since, a failed restore).
+  // A running execute is ended first by Use(Preempting) (docs/api.md "Reset and snapshot").
   Result<ResetReport> Reset();
   // The interpreter's state and the writable paths' files now become what Reset returns to. An
   // error with code kInvalidArgument when the session cannot take one (not python, at the limit).
@@ -149,7 +158,16 @@ class Session {
   const std::chrono::system_clock::time_point created_wall_;
   const std::chrono::steady_clock::time_point created_;
 
-  std::mutex use_mu_;  // held for the whole of one operation
+  // Asks the running operation to end (Use(Preempting)): an interpreter execute's episode is
+  // ended by its zygote, a plain run's box is killed. Called without the Use.
+  void Preempt();
+
+  std::timed_mutex use_mu_;  // held for the whole of one operation
+  std::atomic<bool> preempt_{false};    // a reset waits: the running execute ends as "reset"
+  std::atomic<bool> plain_run_{false};  // a program run by init (not the interpreter) is running
+  // An Execute holds the Use: the one operation a reset may kill the box under (it never replaces
+  // box_, as a reset's new box or Close do).
+  std::atomic<bool> executing_{false};
   std::unique_ptr<BoxSession> box_;
   std::unique_ptr<BoxRegistry::Lease> lease_;
   std::unique_ptr<PythonDriver> driver_;  // language python: the persistent interpreter

@@ -30,16 +30,24 @@ Reply Reset(ServerContext& ctx, HttpRequest& req) {
   if (!s.ok()) return ErrorResponse(s.error());
   if (auto bad = CheckEmptyBody(req)) return ErrorResponse(*bad);
   sched::Session& session = **s;
-  if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
-  auto r = OnSession<sched::ResetReport>(ctx, session, [&]() -> ApiOr<sched::ResetReport> {
+  // A running operation is preempted, not waited for (an execute ends with status "reset").
+  std::function<ApiOr<sched::ResetReport>()> task = [&]() -> ApiOr<sched::ResetReport> {
+    bool preempted = false;
+    sched::Session::Use use(session, sched::Session::Use::Preempting{}, &preempted);
     auto x = session.Reset();
     if (!x.ok()) return SandboxError("reset: " + x.error().message);
+    x->preempted = preempted;
     return std::move(*x);
-  });
+  };
+  sched::Admission admission;
+  auto ran = sched::RunOn<ApiOr<sched::ResetReport>>(ctx.executor, task, &admission);
+  if (!ran) return ErrorResponse(FromAdmission(admission));
+  auto& r = *ran;
   if (!r.ok()) return ErrorResponse(r.error());
   json reset = {{"mode", r->mode}, {"duration_ms", r->duration_ms}, {"duration_us", r->duration_us}};
   if (!r->why.empty()) reset["why"] = r->why;
   if (r->snapshot_lost) reset["snapshot_lost"] = true;
+  if (r->preempted) reset["preempted"] = true;
   json body = SessionJson(session.Info());
   body["reset"] = reset;
   if (ctx.monitor)

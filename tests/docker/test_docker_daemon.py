@@ -111,6 +111,28 @@ LOOK = (
     " 'procs': procs}))")
 
 
+IPC_EPISODE = (
+    "import ctypes, os, subprocess, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "open('/dev/shm/episode-hint', 'w').write('42')\n"
+    "assert libc.shmget(0, 4096, 0o1600) >= 0 and libc.semget(0x4c5302, 1, 0o1600) >= 0\n"
+    "assert libc.msgget(0x4c5303, 0o1600) >= 0\n"
+    "libc.mq_open(b'/lsb-episode-q', os.O_CREAT | os.O_RDWR, 0o600, None)  # refused by Landlock, or removed\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)  # lsbdockermarker'],"
+    " start_new_session=True)\n")
+IPC_LOOK = (
+    "import ctypes, json, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "ids = lambda k: [l.split()[1] for l in open('/proc/sysvipc/' + k).read().splitlines()[1:] if l.strip()]\n"
+    "procs = 0\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit():\n"
+    "        try:\n"
+    "            procs += b'lsbdockermarker' in open('/proc/%s/cmdline' % p, 'rb').read()\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "print(json.dumps({'shm_files': sorted(os.listdir('/dev/shm')), 'shm': ids('shm'), 'sem': ids('sem'),"
+    " 'msg': ids('msg'), 'mq_open': libc.mq_open(b'/lsb-episode-q', os.O_RDONLY, 0, None) >= 0, 'procs': procs}))")
+
+
 class DockerSessionOps(unittest.TestCase):
     def setUp(self):
         self.paused = tempfile.mkdtemp(prefix="lsb-docker-paused-")
@@ -129,6 +151,35 @@ class DockerSessionOps(unittest.TestCase):
     def look(self, d, sid):
         r = self.call(d, "POST", f"/v1/sessions/{sid}/execute", {"code": LOOK})
         return json.loads(r["stdout"].strip().splitlines()[-1])
+
+    def test_reset_clears_ipc_and_preempts_on_docker(self):
+        # Issue 32 class 3 (docs/security.md "Reset leaves state behind"), as on native
+        # (tests/integration/test_daemon_session_reset_ipc.py).
+        d = self.daemon()
+        sid = self.call(d, "POST", "/v1/sessions", {"policy": "code-sandbox"}, want=201)["session_id"]
+        made = self.call(d, "POST", f"/v1/sessions/{sid}/execute", {"code": IPC_EPISODE})
+        self.assertEqual(made["status"], "ok", made)
+        self.assertEqual(self.call(d, "POST", f"/v1/sessions/{sid}/reset")["reset"]["mode"], "interpreter")
+        look = json.loads(self.call(d, "POST", f"/v1/sessions/{sid}/execute", {"code": IPC_LOOK})["stdout"])
+        self.assertEqual(look, {"shm_files": [], "shm": [], "sem": [], "msg": [], "mq_open": False, "procs": 0},
+                         "after reset no IPC object or process of the episode remains")
+        got = {}
+
+        def run():
+            got["res"] = self.call(d, "POST", f"/v1/sessions/{sid}/execute",
+                                   {"code": "import time\nprint('begun', flush=True)\ntime.sleep(60)"})
+        t = threading.Thread(target=run)
+        t.start()
+        while self.call(d, "GET", f"/v1/sessions/{sid}")["state"] != "busy":
+            time.sleep(0.05)
+        time.sleep(0.5)
+        start = time.monotonic()
+        out = self.call(d, "POST", f"/v1/sessions/{sid}/reset")
+        took = time.monotonic() - start
+        t.join(10)
+        self.assertLess(took, 1.0, out)
+        self.assertTrue(out["reset"].get("preempted"), out)
+        self.assertEqual((got["res"]["status"], got["res"]["exit_code"]), ("reset", 137), got["res"])
 
     def test_reset_fork_and_pause_resume_work_on_docker(self):
         d = self.daemon()

@@ -23,6 +23,15 @@ TEST(FrameDecoder, RoundTripsBinaryPayloadsFedByteByByte) {
   EXPECT_EQ(frames[1].payload, "{}");
 }
 
+TEST(FrameDecoder, KnowsThePreemptFrame) {
+  FrameDecoder dec;
+  dec.Feed(EncodeFrame(FrameType::kPreempt, ""));
+  auto next = dec.Next();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((*next)->type, FrameType::kPreempt);
+  EXPECT_STREQ(FrameTypeName(FrameType::kPreempt), "preempt");
+}
+
 TEST(FrameDecoder, RejectsUnknownTypeAndOversizedLength) {
   FrameDecoder unknown;
   unknown.Feed(std::string("\x00\x00\x00\x00\x09", 5));

@@ -14,7 +14,7 @@ export interface SandboxEvent {
   time_ms?: number;
 }
 
-export type ExecStatus = "ok" | "error" | "timeout" | "oom" | "killed" | "denied" | "output_limit";
+export type ExecStatus = "ok" | "error" | "timeout" | "oom" | "killed" | "denied" | "output_limit" | "reset";
 
 /** The result of one execution. A failed, timed-out or denied program is still a result. */
 export interface ExecResult {

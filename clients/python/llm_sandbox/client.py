@@ -144,7 +144,7 @@ class SandboxClient(ClientBase):
                 collect: Optional[Sequence[str]] = None, changes: Union[bool, str, None] = None,
                 outputs: Optional[bool] = None) -> Dict[str, Any]:
         """Runs code in a fresh sandbox and returns the ExecResult dict: "stdout", "stderr",
-        "exit_code", "status" (ok|error|timeout|oom|killed|denied|output_limit), "duration_ms",
+        "exit_code", "status" (ok|error|timeout|oom|killed|denied|output_limit|reset), "duration_ms",
         "cpu_ms", "memory_peak_bytes", "alerts", "truncated", "execution_id", "backend", "policy".
 
         A program that fails, times out or is denied is still a result (look at "status");
