@@ -355,7 +355,7 @@ Result<std::shared_ptr<ForkServer>> NativeBackend::ServerFor(const LaunchPlan& p
     fork_rlimits_said_ = true;
     std::fprintf(stderr, "llm-sandbox: fork server: no CAP_SYS_RESOURCE to lift the daemon's rlimits: queued "
                          "signals, message queue bytes and locked memory are shared among the boxes of one fork "
-                         "server up to the daemon's hard limits (docs/security.md)\n");
+                         "server, one token's, up to the daemon's hard limits (docs/security.md)\n");
   }
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   // The zygote forks every box of the setup: its CPU is the daemon's work, not a run's, so
