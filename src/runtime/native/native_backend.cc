@@ -316,12 +316,12 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
 bool NativeBackend::MakeRoomLocked(std::shared_ptr<ForkServer>& evicted) {
   // Dead servers go first (their boxes ended with them), then the idle one used least recently.
   for (auto it = fork_servers_.begin(); it != fork_servers_.end();)
-    it = it->second.server->alive() ? std::next(it) : fork_servers_.erase(it);
+    it = !it->second.server || it->second.server->alive() ? std::next(it) : fork_servers_.erase(it);
   if (fork_servers_.size() < kMaxForkServers) return true;
   auto lru = fork_servers_.end();
   for (auto it = fork_servers_.begin(); it != fork_servers_.end(); ++it) {
     // Only the map holds it: no box (each holds its server), and none can take it but under fork_mu_.
-    if (it->second.server.use_count() != 1) continue;
+    if (!it->second.server || it->second.server.use_count() != 1) continue;
     // A server used lately stays: owners taking turns would otherwise start a zygote per request.
     if (std::chrono::steady_clock::now() - it->second.used < kForkServerIdleEviction) continue;
     if (lru == fork_servers_.end() || it->second.used < lru->second.used) lru = it;
@@ -332,31 +332,8 @@ bool NativeBackend::MakeRoomLocked(std::shared_ptr<ForkServer>& evicted) {
   return true;
 }
 
-Result<std::shared_ptr<ForkServer>> NativeBackend::ServerFor(const LaunchPlan& plan, const protocol::BoxSetup& setup,
-                                                             const protocol::RunSpec& run, const std::string& owner,
-                                                             std::shared_ptr<ForkServer>& evicted) {
-  std::lock_guard<std::mutex> l(fork_mu_);
-  // By init's setup (a box's cgroup limits are its own groups', whatever the zygote's are, so
-  // requests that lower them share the server) and by owner: a zygote is never another owner's.
-  const std::string shape = nlohmann::json(setup).dump();
-  const std::string key = shape + "\n" + owner;
-  auto failed = fork_failed_.find(shape);
-  if (failed != fork_failed_.end() && std::chrono::steady_clock::now() - failed->second < std::chrono::minutes(1))
-    return std::shared_ptr<ForkServer>();
-  auto found = fork_servers_.find(key);
-  if (found != fork_servers_.end() && found->second.server->alive()) {
-    found->second.used = std::chrono::steady_clock::now();
-    return found->second.server;
-  }
-  if (found != fork_servers_.end()) fork_servers_.erase(found);  // its zygote ended
-  if (!MakeRoomLocked(evicted)) return std::shared_ptr<ForkServer>();
-  fork_failed_[shape] = std::chrono::steady_clock::now();  // until it started
-  if (!LiftHostRlimits() && !fork_rlimits_said_) {
-    fork_rlimits_said_ = true;
-    std::fprintf(stderr, "llm-sandbox: fork server: no CAP_SYS_RESOURCE to lift the daemon's rlimits: queued "
-                         "signals, message queue bytes and locked memory are shared among the boxes of one fork "
-                         "server, one token's, up to the daemon's hard limits (docs/security.md)\n");
-  }
+Result<std::unique_ptr<ForkServer>> NativeBackend::StartServer(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                               const protocol::RunSpec& run) {
   LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
   // The zygote forks every box of the setup: its CPU is the daemon's work, not a run's, so
   // it is not held to a run's CPU quota (its memory and pids limits stay the policy's).
@@ -368,12 +345,51 @@ Result<std::shared_ptr<ForkServer>> NativeBackend::ServerFor(const LaunchPlan& p
     LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(zygote_plan, z, &how));
     return std::unique_ptr<NativeBox>(static_cast<NativeBox*>(box.release()));
   };
-  LSB_ASSIGN_OR_RETURN(std::unique_ptr<ForkServer> started,
-                       ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch));
-  std::shared_ptr<ForkServer> server = std::move(started);
-  fork_servers_.emplace(key, ForkServerEntry{server, std::chrono::steady_clock::now()});  // never an empty entry
-  fork_failed_.erase(shape);
-  return server;
+  return ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch);
+}
+
+Result<std::shared_ptr<ForkServer>> NativeBackend::ServerFor(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                             const protocol::RunSpec& run, const std::string& owner,
+                                                             std::shared_ptr<ForkServer>& evicted) {
+  // By init's setup (a box's cgroup limits are its own groups', whatever the zygote's are, so
+  // requests that lower them share the server) and by owner: a zygote is never another owner's.
+  const std::string shape = nlohmann::json(setup).dump();
+  const std::string key = shape + "\n" + owner;
+  uint64_t gen = 0;
+  {
+    std::lock_guard<std::mutex> l(fork_mu_);
+    auto failed = fork_failed_.find(shape);
+    if (failed != fork_failed_.end() && std::chrono::steady_clock::now() - failed->second < std::chrono::minutes(1))
+      return std::shared_ptr<ForkServer>();
+    auto found = fork_servers_.find(key);
+    if (found != fork_servers_.end() && !found->second.server) return std::shared_ptr<ForkServer>();  // starting
+    if (found != fork_servers_.end() && found->second.server->alive()) {
+      found->second.used = std::chrono::steady_clock::now();
+      return found->second.server;
+    }
+    if (found != fork_servers_.end()) fork_servers_.erase(found);  // its zygote ended
+    if (!MakeRoomLocked(evicted)) return std::shared_ptr<ForkServer>();
+    fork_servers_[key] = ForkServerEntry{nullptr, std::chrono::steady_clock::now()};  // starting: counts
+    gen = fork_gen_;
+    if (!LiftHostRlimits() && !fork_rlimits_said_) {
+      fork_rlimits_said_ = true;
+      std::fprintf(stderr, "llm-sandbox: fork server: no CAP_SYS_RESOURCE to lift the daemon's rlimits: queued "
+                           "signals, message queue bytes and locked memory are shared among the boxes of one fork "
+                           "server, one token's, up to the daemon's hard limits (docs/security.md)\n");
+    }
+  }
+  auto started = StartServer(plan, setup, run);
+  std::lock_guard<std::mutex> l(fork_mu_);
+  auto entry = fork_servers_.find(key);
+  const bool ours = gen == fork_gen_ && entry != fork_servers_.end() && !entry->second.server;
+  if (!started.ok()) {
+    if (ours) fork_servers_.erase(entry);  // never an empty entry after a failed start
+    fork_failed_[shape] = std::chrono::steady_clock::now();
+    return started.error();
+  }
+  std::shared_ptr<ForkServer> server = std::move(*started);
+  if (ours) entry->second = ForkServerEntry{server, std::chrono::steady_clock::now()};
+  return server;  // not kept when the policies were reloaded meanwhile: it goes with its boxes
 }
 
 Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, const LaunchPlan& plan,
@@ -408,6 +424,7 @@ void NativeBackend::PoliciesReloaded() {
   std::map<std::string, ForkServerEntry> old;  // each goes once the boxes it made are gone
   {
     std::lock_guard<std::mutex> l(fork_mu_);
+    ++fork_gen_;
     old.swap(fork_servers_);
     fork_failed_.clear();
   }
