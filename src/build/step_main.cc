@@ -3,7 +3,9 @@
 // namespace, it reads one line of JSON from fd 0 (the host's request), then
 //   1. mounts the image's layers (read-only lowers) under the step's writable upper directory
 //      (overlayfs, userxattr), a fresh /proc, a minimal /dev and a /tmp tmpfs, and pivots into it;
-//   2. runs the step's argv with stdin /dev/null and stdout/stderr on fd 1 (the host reads them);
+//   2. runs the step's argv with stdin /dev/null and stdout/stderr on fd 1 (the host reads them),
+//      confined first (step_confine.h: capabilities cut to what dpkg/apt/pip need, no_new_privs,
+//      init's escape seccomp filter; a step that cannot be confined does not run);
 //   3. when it ends, kills whatever it left running (SIGKILL to every process of this pid namespace,
 //      of which this is PID 1) and exits with its status (128+signal when killed).
 // Diagnostics of its own go to fd 2. The host bounds time and output and turns the upper
@@ -25,10 +27,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "build/step_confine.h"
+
 namespace {
 
 [[noreturn]] void Die(const std::string& what) {
-  std::string line = "llm-sandbox-build-step: " + what + ": " + std::strerror(errno) + "\n";
+  std::string line = "llm-sandbox-build-step: " + what + (errno ? std::string(": ") + std::strerror(errno) : "") + "\n";
   (void)!::write(2, line.data(), line.size());
   ::_exit(125);
 }
@@ -98,6 +102,11 @@ int Run(const nlohmann::json& req) {
 
   std::vector<std::string> argv = req.at("argv"), env = req.at("env");
   const std::string workdir = req.value("workdir", "/");
+  std::vector<sock_filter> filter;
+  if (std::string why = lsb::build::CompileStepFilter(&filter); !why.empty()) {
+    errno = 0;
+    Die("compile the step's seccomp filter (" + why + ")");
+  }
   pid_t child = ::fork();
   if (child < 0) Die("fork");
   if (child == 0) {
@@ -105,6 +114,10 @@ int Run(const nlohmann::json& req) {
     int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(1, 2) < 0) Die("set up the step's stdio");
     if (::chdir(workdir.c_str()) != 0) Die("chdir to " + workdir);
+    if (std::string why = lsb::build::ConfineStep(filter); !why.empty()) {
+      errno = 0;
+      Die("confine the step (" + why + ")");
+    }
     std::vector<char*> a, e;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);

@@ -66,6 +66,9 @@ Result<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
 
 Status Store::Init() {
   auto wrap = [this](const Error& e) { return e.Wrap("image store " + opts_.root); };
+  // Native boxes open layers under their own unprivileged uids: every directory down to them must
+  // be searchable by others, the state directory above the default store too (state_dir.h).
+  if (!DefaultStateDir().empty() && opts_.root == DefaultStateDir() + "/images") LSB_TRY(KeepStateDirSearchable());
   for (const char* d : {"", "/blobs/sha256", "/layers/sha256", "/meta/layers", "/meta/blobs", "/meta/used", "/meta/inuse", "/tmp"}) {
     Status st = MakeDirs(opts_.root + d);
     if (!st.ok()) return wrap(st.error());

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,6 +139,9 @@ Result<int> CleanStaleTemp(const std::string& tmp_root, bool keep_resumable) {
       if (!lock) continue;  // a live job
     }
     // Nobody holds it (or it never had a lock: made by a job killed before it could be used).
+    // A killed build leaves its step's filesystem mounted there (build.disk,
+    // runtime/native/build_disk.h): detached first, or the tree cannot be removed.
+    if (n.rfind("build", 0) == 0) (void)::umount2((tmp_root + "/" + n + "/disk").c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
     LSB_TRY(RemoveTree(dir.get(), n));
     ::unlink(lock_path.c_str());
     ++removed;

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include "protocol/messages.h"
 
@@ -11,6 +14,22 @@ namespace {
 
 // mount(2) copies at most one page of options (copy_mount_options), NUL included.
 constexpr size_t kMountOptionsMax = 4095;
+
+// Why a layer could not be opened: EACCES is nearly always a directory above it that the box's
+// unprivileged uid may not search (a store under a 0750 or 0700 directory); name the first one.
+Error LayerOpenError(const std::string& layer) {
+  Error e = Error::FromErrno("open image layer " + layer);
+  if (e.sys_errno != EACCES) return e;
+  for (size_t slash = layer.find('/', 1); slash != std::string::npos; slash = layer.find('/', slash + 1)) {
+    std::string dir = layer.substr(0, slash);
+    if (::access(dir.c_str(), X_OK) != 0)
+      return Error{e.code, e.message + ": the box's uid may not search " + dir +
+                               " (give other users search permission: chmod o+x " + dir +
+                               "; the image store's directories must be searchable by every user)",
+                   e.field, e.sys_errno};
+  }
+  return e;
+}
 
 }  // namespace
 
@@ -24,7 +43,7 @@ Result<std::vector<UniqueFd>> OpenLayers(const std::vector<std::string>& layers)
   for (const auto& layer : layers) {
     if (layer.empty() || layer[0] != '/') return Error{"image layer: not an absolute path: \"" + layer + "\""};
     UniqueFd fd(::open(layer.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!fd) return Error::FromErrno("open image layer " + layer);
+    if (!fd) return LayerOpenError(layer);
     fds.push_back(std::move(fd));
   }
   return fds;

@@ -49,7 +49,8 @@ bool IsAuditLogOff(const std::string& value) { return value == "none" || value =
 Status MakeParentDirs(const std::string& path) {
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
     std::string dir = path.substr(0, slash);
-    if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) return Error::FromErrno("audit log: mkdir " + dir);
+    // Searchable, not listable: the state directory also holds the image store boxes read from.
+    if (::mkdir(dir.c_str(), kStateDirMode) != 0 && errno != EEXIST) return Error::FromErrno("audit log: mkdir " + dir);
   }
   return OkStatus();
 }

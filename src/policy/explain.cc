@@ -95,13 +95,19 @@ class Explainer {
             "image's layers under a writable upper layer, root of its own user namespace, egress only through "
             "the proxy to build.network.allow (" + (b.network_allow.empty() ? std::string("nothing") : JoinList(b.network_allow)) +
             "), at most " + units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) +
-            " per step; the program then runs on it under this policy's confinement"),
+            " per step, each step's writes on a filesystem of build.disk " + units::FormatBytes(b.disk_bytes) +
+            " (a loop-mounted ext4 image: past it writes fail), its process with no_new_privs, init's escape seccomp "
+            "filter and only CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETUID, CAP_SETGID; the "
+            "program then runs on it under this policy's confinement"),
         Yes("built once before the first box into images of the engine tagged " +
                   std::string("build.llm-sandbox.local/env:<key>") +
                   " (one per step, create + commit, cached by the same chained keys), each step in a container "
                   "with network mode none whose only way out is the build's egress proxy (" +
                   (b.network_allow.empty() ? std::string("nothing") : JoinList(b.network_allow)) + "), at most " +
-                  units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) + " per step (under runc, whatever container.runtime the boxes use)"));
+                  units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) +
+                  " per step (under runc, whatever container.runtime the boxes use), with the engine's default seccomp "
+                  "profile and capabilities; build.disk " + units::FormatBytes(b.disk_bytes) +
+                  " is not enforced there (the engine's writable layer is on its own storage)"));
   }
 
   // Under gVisor a control that needs Landlock or seccomp user notification is not enforced; the

@@ -87,6 +87,8 @@ struct BuildSpec {
   uint64_t timeout_ms = 20 * 60 * 1000;     // build.timeout, per step
   uint64_t memory_bytes = 2ull << 30;       // build.memory, the build box's cgroup
   uint64_t output_bytes = 4ull << 20;       // build.output: a step's log kept (the tail beyond)
+  // build.disk: what a step may write into the image (its upper layer), bounded while it writes.
+  uint64_t disk_bytes = 2ull << 30;
   std::string policy_dir;                   // where files' sources are (the policy file's dir)
   bool empty() const { return pip.empty() && apt.empty() && files.empty() && run.empty(); }
 };

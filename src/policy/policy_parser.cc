@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <cctype>
+#include <cstdint>
 #include <set>
 #include <tuple>
 
@@ -40,7 +41,7 @@ const std::vector<std::string> kSessionKeys = {"setup"};
 constexpr size_t kMaxSessionSetupBytes = 64 << 10;
 const std::vector<std::string> kContainerKeys = {"image",   "runtime", "gvisor_accept_weaker", "read_only", "tmpfs", "mounts",
                                                  "user_namespace", "seccomp", "user", "workdir", "env", "pull", "build"};
-const std::vector<std::string> kBuildKeys = {"pip", "pip_index_url", "apt", "apt_sources", "files", "run", "network", "timeout", "memory", "output"};
+const std::vector<std::string> kBuildKeys = {"pip", "pip_index_url", "apt", "apt_sources", "files", "run", "network", "timeout", "memory", "output", "disk"};
 const std::vector<std::string> kBuildNetworkKeys = {"allow", "deny"};
 const std::vector<std::string> kNetworkKeys = {"enabled", "allow", "deny", "secrets"};
 const std::vector<std::string> kSecretKeys = {"host", "header", "value"};
@@ -337,16 +338,20 @@ class Parser {
         return;
       }
       Set(f, b.timeout_ms, *ms);
-    } else if (key == "memory" || key == "output") {
+    } else if (key == "memory" || key == "output" || key == "disk") {
       auto s = r_.String(f);
       if (!s) return;
       auto bytes = units::ParseBytes(*s);
-      uint64_t min = key == "memory" ? (64ull << 20) : 4096;
-      if (!bytes.ok() || *bytes < min) {
-        r_.Report(f.mark(), f.path + ": '" + *s + "' is not a size of at least " + units::FormatBytes(min), "write e.g. 2G or 4M");
+      // build.disk: at least what an image's directories take when a step starts (they are made
+      // in its upper layer), at most 1 TiB (a sparse file of that size on the store's filesystem).
+      uint64_t min = key == "output" ? 4096 : (64ull << 20);
+      uint64_t max = key == "disk" ? (1ull << 40) : UINT64_MAX;
+      if (!bytes.ok() || *bytes < min || *bytes > max) {
+        r_.Report(f.mark(), f.path + ": '" + *s + "' is not a size of at least " + units::FormatBytes(min) +
+                  (key == "disk" ? " and at most 1T" : ""), "write e.g. 2G or 512M");
         return;
       }
-      Set(f, key == "memory" ? b.memory_bytes : b.output_bytes, *bytes);
+      Set(f, key == "memory" ? b.memory_bytes : key == "output" ? b.output_bytes : b.disk_bytes, *bytes);
     }
   }
 

@@ -3,12 +3,27 @@
 #include <cstdlib>
 
 #include "runtime/docker/docker_backend.h"
+#include "runtime/native/fork_server.h"
+#include "runtime/native/init_binary.h"
 #include "runtime/native/native_backend.h"
 
 namespace lsb {
 namespace {
 
-std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
+// An explicit --fork-server that cannot be honoured is an error at start, never a daemon that
+// quietly starts every box on its own: its library must be beside the init binary it runs.
+Status CheckForkServerParts(const BackendOptions& opts) {
+  if (!opts.fork_server) return OkStatus();
+  auto init = native::OpenInitBinary(opts.init_path);
+  if (!init.ok()) return init.error().Wrap("--fork-server");
+  if (auto lib = native::OpenForkLibrary(init->path); !lib.ok())
+    return Error{"--fork-server: " + lib.error().message +
+                 "; build it (cmake --build build --target lsb-fork) or start without --fork-server"};
+  return OkStatus();
+}
+
+Result<std::unique_ptr<Backend>> MakeNative(const BackendOptions& opts) {
+  LSB_TRY(CheckForkServerParts(opts));
   native::NativeOptions n;
   n.images_file = opts.images_file;
   n.init_path = opts.init_path;
@@ -22,7 +37,7 @@ std::unique_ptr<Backend> MakeNative(const BackendOptions& opts) {
   n.build_progress = opts.build_progress;
   n.mount_roots = opts.mount_roots;
   n.build_event = opts.build_event;
-  return std::unique_ptr<Backend>(new native::NativeBackend(n));
+  return std::unique_ptr<Backend>(std::make_unique<native::NativeBackend>(n));
 }
 
 Result<std::unique_ptr<docker::DockerBackend>> MakeDocker(const BackendOptions& opts, bool probing) {
@@ -64,6 +79,10 @@ Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const Back
   };
   if (name == "native" || ((name == "auto" || name.empty()) && !opts.auto_docker)) return MakeNative(opts);
   if (name == "auto" || name.empty()) {
+    if (opts.fork_server) {  // the fork server is the native backend's: asking for it is choosing it
+      say("auto: native (the fork server is the native backend's)");
+      return MakeNative(opts);
+    }
     auto b = MakeDocker(opts, /*probing=*/true);
     if (!b.ok()) {
       say("auto: native (no usable Docker engine: " + b.error().message + ")");
@@ -80,6 +99,9 @@ Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const Back
     return std::unique_ptr<Backend>(std::move(*b));
   }
   if (name == "docker") {
+    if (opts.fork_server)
+      return Error{"--fork-server is the native backend's (a python box forked from a warm interpreter); the Docker "
+                   "backend pools containers instead: drop --fork-server or choose --backend native"};
     auto b = MakeDocker(opts, /*probing=*/false);
     if (!b.ok()) return b.error();
     std::string problems = DockerCannotServe(**b, opts.policies);

@@ -206,7 +206,7 @@ class NativeForkServer(Native):
 
     def shared_counts(self):
         """Box A and box B are two tokens' here, from two zygotes: nothing is shared (within one token
-        the counts are, docs/security.md "Fork server: per-user counts")."""
+        the counts are, docs/security.md issue 32's "Class 1")."""
         return None
 
     def cleanup(self):

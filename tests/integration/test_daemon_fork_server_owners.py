@@ -4,8 +4,7 @@ boxes use up the kernel's per-user counts and hold them, token B's run must stil
 and B's run must not carry A's secret randomness (AT_RANDOM: glibc's stack canary and pointer
 guard) or A's address-space layout. Every box a zygote makes has its user namespace nested in the
 zygote's, so all of them are charged to the zygote's host uid and all inherit its memory: no
-zygote may serve two tokens (docs/security.md, "Fork server: per-user counts" and "Fork server:
-randomness"). What stays shared within one token is measured and printed (WITHIN-TOKEN lines)."""
+zygote may serve two tokens (docs/security.md, issue 32's "Class 1" and "Class 2"). What stays shared within one token is measured and printed (WITHIN-TOKEN lines)."""
 import json
 import os
 import shutil

@@ -30,6 +30,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 import zipfile
 
@@ -391,6 +393,116 @@ class BuiltEnvironment(unittest.TestCase):
                                 'network:\n  allow: ["example.org"]')
         c = lsb("policy", "check", unlisted)
         self.assertIn("does not reach build.pip_index_url's host 'pypi.test'", c.stdout + c.stderr)
+
+
+PROBE = b"""import ctypes, os, socket
+for line in open('/proc/self/status'):
+    if line.split(':')[0] in ('Uid', 'NoNewPrivs', 'Seccomp', 'CapEff', 'CapBnd', 'CapPrm', 'CapAmb'):
+        print('STATUS', ' '.join(line.split()))
+def attempt(name, make):
+    try:
+        make()
+        print(name, 'OPENED')
+    except OSError as e:
+        print(name, 'REFUSED', e.errno)
+attempt('NETLINK_NETFILTER', lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12))
+attempt('NETLINK_ROUTE', lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+attempt('AF_PACKET', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
+libc = ctypes.CDLL(None, use_errno=True)
+print('UNSHARE_USER', 'REFUSED' if libc.unshare(0x10000000) != 0 else 'MADE', ctypes.get_errno())
+os.makedirs('/mnt/probe', exist_ok=True)
+print('MOUNT', 'REFUSED' if libc.mount(b'none', b'/mnt/probe', b'tmpfs', 0, None) != 0 else 'MADE', ctypes.get_errno())
+"""
+# CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETGID, CAP_SETUID (bits 0 1 3 4 6 7).
+STEP_CAPS = "00000000000000db"
+
+
+class StepConfinement(unittest.TestCase):
+    """Issue 32 class 5 and 6: a build step runs with the box's confinement minus what a package
+    manager needs, and writes at most build.disk into the store's filesystem."""
+
+    def test_a_step_has_no_new_privs_a_seccomp_filter_and_cannot_open_netfilter(self):
+        # The step prints what it has and fails, so that its output is in the build's error.
+        policy = write_policy("probe", 'files: {"/opt/probe.py": "probe.py"}\nrun: ["python3 /opt/probe.py; exit 7"]',
+                              files={"probe.py": PROBE})
+        b = build(policy)
+        self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
+        out = b.stderr
+        self.assertIn("failed with exit code 7", out)
+        self.assertIn("STATUS Uid: 0 0 0 0", out)  # root of its own user namespace, as before
+        self.assertIn("STATUS NoNewPrivs: 1", out)
+        self.assertIn("STATUS Seccomp: 2", out)
+        for s in ("CapEff", "CapPrm", "CapBnd"):
+            self.assertIn(f"STATUS {s}: {STEP_CAPS}", out)
+        self.assertIn("STATUS CapAmb: 0000000000000000", out)
+        self.assertIn("NETLINK_NETFILTER REFUSED", out)
+        self.assertNotIn("NETLINK_NETFILTER OPENED", out)
+        self.assertIn("NETLINK_ROUTE REFUSED", out)
+        self.assertIn("AF_PACKET REFUSED", out)
+        self.assertIn("UNSHARE_USER REFUSED 1", out)  # EPERM
+        self.assertIn("MOUNT REFUSED 1", out)
+
+    def test_a_step_writing_past_build_disk_fails_naming_it_and_the_host_disk_grows_by_at_most_the_bound(self):
+        bound = 64 << 20
+        step = ("python3 -c \\\"f = open('/big', 'wb'); [f.write(b'x' * (1 << 20)) or f.flush() for _ in range(512)]\\\"")
+        policy = write_policy("disk-hog", f'run: ["{step}"]\ndisk: 64M')
+        st = os.statvfs(STORE)
+        used = lambda s: (s.f_blocks - s.f_bfree) * s.f_frsize  # noqa: E731
+        before = used(st)
+        peak = [before]
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                peak[0] = max(peak[0], used(os.statvfs(STORE)))
+                time.sleep(0.01)
+
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            b = build(policy)
+        finally:
+            done.set()
+            t.join()
+        grew = peak[0] - before
+        print(f"build.disk 64M: the store's filesystem grew by at most {grew / 2**20:.1f} MiB while the step wrote",
+              file=sys.stderr)
+        self.assertEqual(b.returncode, 1, b.stdout + b.stderr)
+        self.assertIn("after it filled build.disk (64Mi", b.stderr)
+        self.assertIn("raise container.build.disk", b.stderr)
+        self.assertIn("No space left on device", b.stderr)
+        # The bound, plus what other processes of this machine wrote meanwhile (a shared disk).
+        self.assertLess(grew, bound + (48 << 20), f"grew {grew} bytes")
+        # Within the bound the same step builds.
+        ok = write_policy("disk-ok", 'run: ["python3 -c \\"open(\'/mid\', \'wb\').write(b\'y\' * (16 << 20))\\""]\ndisk: 64M')
+        b = build(ok)
+        self.assertEqual(b.returncode, 0, b.stderr)
+
+    def test_explain_names_build_disk_with_its_default(self):
+        policy = write_policy("disk-default", 'run: ["true"]')
+        e = lsb("policy", "explain", policy)
+        self.assertEqual(e.returncode, 0, e.stdout + e.stderr)
+        self.assertIn("build.disk 2Gi", e.stdout)
+        self.assertIn("no_new_privs", e.stdout)
+
+    def test_a_missing_build_step_binary_is_named_with_where_it_was_looked_for(self):
+        d = tempfile.mkdtemp(prefix="lonely-", dir=WORK)
+        shutil.copy2(BINARY, os.path.join(d, "llm-sandbox"))
+        policy = write_policy("no-runner", 'run: ["echo no-runner-' + os.urandom(4).hex() + '"]')
+        env = dict(os.environ, **NO_ENGINE)
+        env.pop("LLM_SANDBOX_BUILD_STEP", None)
+        p = subprocess.run([os.path.join(d, "llm-sandbox"), "image", "build", "--store", STORE, policy],
+                           capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("cannot find llm-sandbox-build-step", p.stderr)
+        self.assertIn(os.path.join(d, "llm-sandbox-build-step") + ": No such file or directory", p.stderr)
+        self.assertNotIn("llm-sandbox-init", p.stderr)
+        env["LLM_SANDBOX_BUILD_STEP"] = "/nonexistent/llm-sandbox-build-step"
+        p = subprocess.run([BINARY, "image", "build", "--store", STORE, policy],
+                           capture_output=True, text=True, timeout=300, env=env)
+        self.assertIn("cannot find llm-sandbox-build-step", p.stderr)
+        self.assertIn("/nonexistent/llm-sandbox-build-step: No such file or directory", p.stderr)
+        self.assertIn("LLM_SANDBOX_BUILD_STEP=", p.stderr)
 
 
 class AptBuild(unittest.TestCase):

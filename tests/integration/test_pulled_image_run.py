@@ -374,3 +374,63 @@ class DaemonPullsOnFirstUse(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DefaultPathsInTheOrderANewUserTakesThem(unittest.TestCase):
+    """serve, then `image pull`, then a native run, on the default paths from an empty state
+    directory (issue 32, class 7): serve's audit log used to create the state directory 0750,
+    so the boxes' unprivileged uids could not reach the store's layers below it."""
+
+    def setUp(self):
+        base = tempfile.mkdtemp(prefix="default-paths-", dir=WORK)
+        os.chmod(base, 0o755)  # stands for /var/lib: searchable by everyone
+        self.state = os.path.join(base, "llm-sandbox")  # not created yet: serve makes it
+        self.env = env(LLM_SANDBOX_STATE_DIR=self.state)
+        self.env.pop("LLM_SANDBOX_AUDIT_LOG", None)
+        self.ref = f"{REG.host}/python:3.12-slim"
+        self.policy = os.path.join(base, "seed-pulled.yaml")
+        with open(self.policy, "w") as f:
+            f.write(policy_text("code-sandbox", self.ref, "never"))
+        self.prog = os.path.join(base, "os_release.py")
+        with open(self.prog, "w") as f:
+            f.write(PROGRAM)
+
+    def pull_and_run(self):
+        p = subprocess.run([BINARY, "image", "pull", self.ref, "--quiet"], capture_output=True, text=True,
+                           timeout=300, env=self.env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.isdir(os.path.join(self.state, "images")), "the pull used the default store")
+        return subprocess.run([BINARY, "run", "--backend", "native", "--policy", self.policy, "--images", EMPTY_MAP,
+                               self.prog], capture_output=True, text=True, timeout=120, env=self.env)
+
+    def test_serve_then_pull_then_run_on_the_default_paths(self):
+        d = dh.Daemon("--backend", "native", "--images", EMPTY_MAP, "--pool-size", "0", env=self.env)
+        try:
+            self.assertTrue(os.path.exists(os.path.join(self.state, "audit.jsonl")), "serve wrote its audit log there")
+        finally:
+            d.close()
+        mode = os.stat(self.state).st_mode & 0o777
+        self.assertEqual(mode & 0o001, 0o001, f"the state directory is {oct(mode)}: others cannot search it")
+        self.assertEqual(mode & 0o004, 0, f"the state directory is {oct(mode)}: others can list it")
+        r = self.pull_and_run()
+        self.assertEqual(r.returncode, 0, f"stdout={r.stdout!r}\nstderr={r.stderr!r}")
+        self.assertIn("marker: the pulled image", r.stdout)
+
+    def test_a_state_directory_an_older_version_made_0750_is_made_searchable(self):
+        os.mkdir(self.state, 0o750)
+        os.chmod(self.state, 0o750)
+        r = self.pull_and_run()
+        self.assertEqual(r.returncode, 0, f"stdout={r.stdout!r}\nstderr={r.stderr!r}")
+        self.assertEqual(os.stat(self.state).st_mode & 0o777, 0o751)
+
+    def test_a_store_below_a_directory_boxes_cannot_search_names_it_and_the_fix(self):
+        store = os.path.join(self.state, "private", "images")
+        os.makedirs(store)
+        os.chmod(os.path.join(self.state, "private"), 0o700)
+        p = subprocess.run([BINARY, "image", "pull", self.ref, "--quiet", "--store", store], capture_output=True,
+                           text=True, timeout=300, env=self.env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = subprocess.run([BINARY, "run", "--backend", "native", "--policy", self.policy, "--images", EMPTY_MAP,
+                            "--store", store, self.prog], capture_output=True, text=True, timeout=120, env=self.env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("chmod o+x " + os.path.join(self.state, "private"), r.stderr)

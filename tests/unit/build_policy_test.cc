@@ -40,6 +40,17 @@ TEST(BuildPolicy, ParsesStepsAndDefaultsTheNetworkToTheIndex) {
   EXPECT_EQ(local.build.network_allow, std::vector<std::string>{"127.0.0.1:8080"});
 }
 
+// build.disk: 2 GiB unless written; sizes in the policy's units, at least 64 MiB, at most 1 TiB.
+TEST(BuildPolicy, DiskBoundHasADefaultAndTakesUnits) {
+  EXPECT_EQ(MustParse(WithBuild("    run: [\"true\"]\n")).build.disk_bytes, 2ull << 30);
+  EXPECT_EQ(MustParse(WithBuild("    run: [\"true\"]\n    disk: 512M\n")).build.disk_bytes, 512ull << 20);
+  EXPECT_EQ(MustParse(WithBuild("    run: [\"true\"]\n    disk: 8G\n")).build.disk_bytes, 8ull << 30);
+  EXPECT_NE(ParseError(WithBuild("    run: [\"true\"]\n    disk: 1M\n")).find("container.build.disk: '1M' is not a size of at least 64Mi"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    run: [\"true\"]\n    disk: 2T\n")).find("at most 1T"), std::string::npos);
+  EXPECT_NE(ParseError(WithBuild("    run: [\"true\"]\n    disk: lots\n")).find("container.build.disk"), std::string::npos);
+}
+
 // What build.files put into the image is readable to the program (init's Landlock rules), once per
 // target, without the trailing '/'; other steps add nothing.
 TEST(BuildPolicy, FilesTargetsBecomeReadablePathsOfTheBox) {

@@ -3,15 +3,19 @@
 // llm-sandbox-build-step (src/build/step_main.cc) as PID 1 of fresh user, pid, mount, net, ipc and
 // uts namespaces, as uid 0 of its user namespace (the host's mapped root: never the host's root).
 // Its network is the egress proxy only, with the build's own allow/deny lists; a cgroup bounds
-// its memory and pids, a deadline its time, and its output is bounded (more fails the step).
+// its memory and pids, a deadline its time, a filesystem of build.disk bytes what it writes
+// (build_disk.h), and its output is bounded (more fails the step). The step's process itself runs
+// with a few capabilities, no_new_privs and a seccomp filter (src/build/step_confine.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "egress/egress_options.h"
+#include "runtime/native/build_disk.h"
 #include "runtime/native/cgroup_layout.h"
 
 namespace lsb::native {
@@ -28,6 +32,7 @@ struct BuildStepRequest {
   uint64_t timeout_ms = 0;
   uint64_t memory_bytes = 0;
   uint64_t output_bytes = 4u << 20;
+  uint64_t disk_bytes = 2ull << 30;  // build.disk: the upper layer's filesystem
   std::vector<std::string> allow, deny;  // the build's egress
   egress::EgressOptions egress;
   std::string cgroup_parent = "llm-sandbox";
@@ -38,14 +43,16 @@ struct BuildStepOutcome {
   int exit_code = 0;        // 128+signal when killed
   bool timed_out = false;
   bool output_exceeded = false;
+  bool disk_full = false;   // the step failed with its upper layer's filesystem (build.disk) full
   std::string output;       // all of it (at most output_bytes)
   std::string diagnostics;  // the step runner's own messages
   std::string upper;        // the upper directory, the step's changes
+  std::unique_ptr<BuildDisk> disk;  // holds `upper`: mounted until the outcome is gone
 };
 
-// "" when found: $LLM_SANDBOX_BUILD_STEP, else llm-sandbox-build-step beside /proc/self/exe,
-// else /usr/local/libexec/llm-sandbox/llm-sandbox-build-step.
-std::string BuildStepBinary();
+// Where llm-sandbox-build-step is looked for: $LLM_SANDBOX_BUILD_STEP alone when set, else
+// beside /proc/self/exe, then /usr/local/libexec/llm-sandbox/llm-sandbox-build-step.
+std::vector<std::string> BuildStepCandidates();
 
 // Runs the step; an error only when the box could not be made. A step that fails is an outcome
 // with its exit code and output.

@@ -22,6 +22,7 @@
 #include "image/store.h"
 #include "image/store_lock.h"
 #include "policy/build_rules.h"
+#include "policy/units.h"
 #include "protocol/messages.h"
 #include "runtime/build_plan.h"
 #include "runtime/native/build_box.h"
@@ -254,6 +255,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       req.timeout_ms = b.timeout_ms;
       req.memory_bytes = b.memory_bytes;
       req.output_bytes = b.output_bytes;
+      req.disk_bytes = b.disk_bytes;
       req.allow = b.network_allow;
       req.deny = b.network_deny;
       req.egress = settings_.egress;
@@ -272,6 +274,10 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
       };
       if (outcome.timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
       if (outcome.output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
+      if (outcome.disk_full)
+        return fail("failed with exit code " + std::to_string(outcome.exit_code) + " after it filled build.disk (" +
+                    units::FormatBytes(b.disk_bytes) + ", the room a step has to write into the image); raise "
+                    "container.build.disk (e.g. disk: 8G) if the step needs more");
       if (outcome.exit_code != 0)
         return fail("failed with exit code " + std::to_string(outcome.exit_code) +
                     StepFailureHint(s, outcome.exit_code, outcome.output, policy.image));
@@ -310,6 +316,7 @@ Result<BuiltEnvironment> EnvironmentBuilder::Build(const Policy& policy, const i
     req.timeout_ms = 60000;
     req.memory_bytes = b.memory_bytes;
     req.output_bytes = 1 << 20;
+    req.disk_bytes = b.disk_bytes;
     req.cgroup_parent = settings_.cgroup_parent;
     req.id_base = settings_.id_base;
     if (auto o = RunBuildStep(req, layout_()); o.ok() && o->exit_code == 0) {
