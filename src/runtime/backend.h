@@ -111,6 +111,11 @@ struct EnvironmentContents {
   std::vector<std::pair<std::string, std::string>> apt;       // build.apt's Debian packages: name, version
 };
 
+// Who a box is for: the owner id of the request that asks for it (server/owner.h: "tok-...", or ""
+// for the daemon's one user and the CLI). nullopt: no one in particular (a pool filling ahead for
+// any request): such a box shares nothing a fast path could share (DESIGN §12) with any other.
+using BoxOwner = std::optional<std::string>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -125,7 +130,14 @@ class Backend {
   // lack a control. `setup` (SetupFor(policy)) is the stream's first frame (kSetup), delivered by
   // the backend as early as it can: the native backend writes it before init's process is
   // released, so init never waits for the host. A pool's box was set up ahead (ReadyAhead).
-  virtual Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) = 0;
+  // `owner`: what the backend may share among boxes to start them faster (the native fork server's
+  // zygote) it shares only among boxes of one owner; a backend that shares nothing ignores it.
+  virtual Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup,
+                                             const BoxOwner& owner) = 0;
+  // Whether a box Start made for one owner must never be handed to another (the native fork
+  // server's boxes: each owner's come from a zygote of its own). A warm pool then keeps each
+  // owner's boxes apart. Default: no, boxes share nothing by owner.
+  virtual bool BoxesBelongToOwner() const { return false; }
   // The BoxSetup to send for `policy` on this backend (mode, rootfs...).
   virtual Result<protocol::BoxSetup> SetupFor(const Policy& policy) const = 0;
   // The box shape: what a box for `policy` is built with (`setup` is the SetupFor(policy) its init

@@ -233,7 +233,7 @@ Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Pol
 Result<std::unique_ptr<BoxSession>> BoxSession::Open(Backend& backend, const Policy& policy,
                                                      protocol::BoxSetup setup, SessionOptions opts) {
   std::unique_ptr<BoxSession> s(new BoxSession(backend, policy, opts));
-  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy, setup));  // Start checks the policy first
+  LSB_ASSIGN_OR_RETURN(s->box_, backend.Start(policy, setup, opts.owner));  // Start checks the policy first
   s->channel_ = std::make_unique<FrameChannel>(s->box_->stream_fd());
   s->channel_->set_cancel_fd(opts.cancel_fd);
   if (auto ready = s->box_->ReadyAhead()) {  // a warm pool's box: init was set up ahead

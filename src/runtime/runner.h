@@ -78,6 +78,8 @@ struct SessionOptions {
   // Optional: when this fd becomes readable (a signal handler's pipe, a closed client), the
   // current step stops, the box is killed and the call returns Error::Cancelled() (IsCancelled()).
   int cancel_fd = -1;
+  // Who the box is for (Backend::Start): a fast path shares nothing of it with another owner's boxes.
+  BoxOwner owner;
 };
 
 // The bounds of a request's `command` (docs/api.md): arguments, and their bytes with a NUL each.

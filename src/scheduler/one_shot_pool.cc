@@ -40,7 +40,39 @@ void OneShotBox::Release() {
 }
 
 OneShotPool::OneShotPool(Backend& backend, const PolicyStore& store, size_t per_policy)
-    : backend_(backend), store_(store), per_policy_(per_policy) {}
+    : backend_(backend), store_(store), per_policy_(per_policy), per_owner_(backend.BoxesBelongToOwner()) {}
+
+std::string OneShotPool::KeyOf(const std::string& policy, const BoxOwner& owner) const {
+  // An owner id never holds a newline (server/owner.h): the key is unambiguous.
+  return per_owner_ ? policy + "\n" + owner.value_or("") : policy;
+}
+
+OneShotPool::Pool& OneShotPool::AddPoolLocked(const std::string& key, const std::string& policy,
+                                               const BoxOwner& owner, std::vector<std::unique_ptr<BoxSession>>& gone) {
+  Pool& p = pools_[key];
+  p.policy = policy;
+  p.owner = per_owner_ ? BoxOwner(owner.value_or("")) : std::nullopt;
+  p.last_acquired = std::chrono::steady_clock::now();
+  if (!per_owner_) return p;
+  std::map<std::string, std::chrono::steady_clock::time_point> owners;  // owner -> served last
+  for (const auto& [k, q] : pools_) {
+    auto& t = owners[*q.owner];
+    t = std::max(t, q.last_acquired);
+  }
+  if (owners.size() <= kMaxPoolOwners) return p;
+  auto oldest = owners.end();
+  for (auto o = owners.begin(); o != owners.end(); ++o)
+    if (o->first != *p.owner && (oldest == owners.end() || o->second < oldest->second)) oldest = o;
+  for (auto q = pools_.begin(); q != pools_.end();) {
+    if (*q->second.owner != oldest->first) {
+      ++q;
+      continue;
+    }
+    for (auto& w : q->second.ready) gone.push_back(std::move(w.session));
+    q = pools_.erase(q);
+  }
+  return p;
+}
 
 OneShotPool::~OneShotPool() { Shutdown(); }
 
@@ -48,12 +80,13 @@ void OneShotPool::Start(const std::vector<std::string>& policies) {
   std::lock_guard<std::mutex> l(mu_);
   if (started_ || stop_) return;
   started_ = true;
-  for (const auto& n : policies) pools_[n];
+  std::vector<std::unique_ptr<BoxSession>> none;  // no pool has boxes yet
+  for (const auto& n : policies) AddPoolLocked(KeyOf(n, std::string()), n, std::string(), none);
   refiller_ = std::thread([this] { RefillLoop(); });
   reaper_ = std::thread([this] { ReapLoop(); });
 }
 
-Result<OneShotBox> OneShotPool::Acquire(Backend& backend, const Policy& policy) {
+Result<OneShotBox> OneShotPool::Acquire(Backend& backend, const Policy& policy, const BoxOwner& owner) {
   bool ours = &backend == &backend_ && per_policy_ > 0;
   // Outside the lock: the request's box shape (a policy the backend cannot describe never fits).
   Result<std::string> shape = ours ? backend.ShapeFor(policy) : Result<std::string>(Error{"not pooled"});
@@ -64,11 +97,13 @@ Result<OneShotBox> OneShotPool::Acquire(Backend& backend, const Policy& policy) 
     std::lock_guard<std::mutex> l(mu_);
     if (started_ && !stop_) {
       counted = true;
-      auto it = pools_.find(policy.name);
+      const std::string key = KeyOf(policy.name, owner);
+      auto it = pools_.find(key);
       if (it == pools_.end()) {
-        pools_[policy.name];  // pooled from now on
+        AddPoolLocked(key, policy.name, owner, broken);  // pooled from now on
         refill_cv_.notify_all();
       } else {
+        it->second.last_acquired = std::chrono::steady_clock::now();
         auto& q = it->second.ready;
         while (!q.empty() && !got) {
           Warm w = std::move(q.front());
@@ -95,16 +130,18 @@ Result<OneShotBox> OneShotPool::Acquire(Backend& backend, const Policy& policy) 
   // A miss starts a box anyway: meanwhile, boxes made from a policy since replaced go.
   if (counted)
     if (auto cur = store_.Find(policy.name))
-      if (auto cur_shape = backend_.ShapeFor(*cur); cur_shape.ok()) DropStale(policy.name, *cur_shape);
-  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, FreshOneShot()));
+      if (auto cur_shape = backend_.ShapeFor(*cur); cur_shape.ok()) DropStale(KeyOf(policy.name, owner), *cur_shape);
+  SessionOptions fresh;
+  fresh.owner = owner;
+  LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, FreshOneShot(fresh)));
   return OneShotBox(std::move(s), &backend == &backend_ ? this : nullptr);
 }
 
-void OneShotPool::DropStale(const std::string& name, const std::string& shape) {
+void OneShotPool::DropStale(const std::string& key, const std::string& shape) {
   std::vector<std::unique_ptr<BoxSession>> stale;
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = pools_.find(name);
+    auto it = pools_.find(key);
     if (it == pools_.end()) return;
     auto& q = it->second.ready;
     for (auto w = q.begin(); w != q.end();) {
@@ -120,11 +157,13 @@ void OneShotPool::DropStale(const std::string& name, const std::string& shape) {
   for (auto& s : stale) Retire(std::move(s));
 }
 
-Result<OneShotPool::Warm> OneShotPool::MakeWarm(const Policy& policy) {
+Result<OneShotPool::Warm> OneShotPool::MakeWarm(const Policy& policy, const BoxOwner& owner) {
   // One setup for both: the box is built from exactly what its shape says.
   LSB_ASSIGN_OR_RETURN(protocol::BoxSetup setup, backend_.SetupFor(policy));
   LSB_ASSIGN_OR_RETURN(std::string shape, backend_.BoxShape(policy, setup));
-  LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(backend_, policy, std::move(setup), SessionOptions{}));
+  SessionOptions opts;
+  opts.owner = owner;  // nullopt unless boxes belong to owners: then the pool's one
+  LSB_ASSIGN_OR_RETURN(auto session, BoxSession::Open(backend_, policy, std::move(setup), opts));
   return Warm{std::move(session), std::move(shape)};
 }
 
@@ -184,9 +223,9 @@ PoolStats OneShotPool::stats() const {
   s.hits = hits_;
   s.per_policy = per_policy_;
   s.misses = misses_;
-  for (const auto& [name, p] : pools_) {
+  for (const auto& [key, p] : pools_) {
     s.ready += p.ready.size();
-    s.ready_by_policy[name] = p.ready.size();
+    s.ready_by_policy[p.policy] += p.ready.size();
   }
   s.reaping = reap_.size();
   return s;
@@ -207,15 +246,20 @@ void OneShotPool::RefillLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
     // The first wanted policy short of boxes (and whose refill has not failed in this generation).
-    std::string name;
+    std::string key, name;
+    BoxOwner owner;
     bool retry_later = false;
     auto now = std::chrono::steady_clock::now();
-    for (auto& [n, p] : pools_) {
+    for (auto& [k, p] : pools_) {
       if (p.failed && now >= p.retry_at) p.failed = false;
       retry_later = retry_later || p.failed;
-      if (name.empty() && p.ready.size() < per_policy_ && !p.failed) name = n;
+      if (key.empty() && p.ready.size() < per_policy_ && !p.failed) {
+        key = k;
+        name = p.policy;
+        owner = p.owner;
+      }
     }
-    if (name.empty()) {
+    if (key.empty()) {
       full_cv_.notify_all();
       if (retry_later) {
         refill_cv_.wait_for(l, kRetryAfter);
@@ -228,9 +272,9 @@ void OneShotPool::RefillLoop() {
     l.unlock();
     auto policy = store_.Find(name);
     Result<Warm> s = Error{"no policy named '" + name + "'"};
-    if (policy) s = MakeWarm(*policy);
+    if (policy) s = MakeWarm(*policy, owner);
     l.lock();
-    auto it = pools_.find(name);
+    auto it = pools_.find(key);
     if (!s.ok()) {
       // Not this backend's policy, or the host cannot start boxes now: one-shots start their own
       // (and report the error); retried after kRetryAfter or the next drain.
@@ -266,7 +310,7 @@ void OneShotPool::ReapLoop() {
 
 Result<OneShotBox> AcquireOneShotBox(BoxRegistry& registry, Backend& backend, const Policy& policy,
                                      SessionOptions fresh) {
-  if (OneShotPool* pool = registry.pool()) return pool->Acquire(backend, policy);
+  if (OneShotPool* pool = registry.pool()) return pool->Acquire(backend, policy, fresh.owner);
   LSB_ASSIGN_OR_RETURN(auto s, BoxSession::Open(backend, policy, FreshOneShot(fresh)));
   return OneShotBox(std::move(s), nullptr);
 }

@@ -15,6 +15,12 @@
 //
 // Policies are pooled on demand: the ones named in Start() and each one a one-shot asks for.
 //
+// Owners (DESIGN §12): when the backend's boxes belong to the owner they were made for
+// (Backend::BoxesBelongToOwner: the native fork server forks each owner's boxes from a zygote of
+// its own), a pool is kept per (policy, owner) and a box is handed only to its owner; at most
+// kMaxPoolOwners owners are pooled at once, a new one pushes out the owner served least recently.
+// Otherwise one pool per policy serves every owner (its boxes share nothing).
+//
 // Concurrency: `mu_` guards the pools, the wanted set, the reap queue and the flags; boxes are
 // opened and destroyed outside the lock, on the refill and reaper threads.
 #pragma once
@@ -64,6 +70,9 @@ class OneShotBox {
 };
 
 
+// Owners pooled at once when boxes belong to their owner: each costs its own boxes (and a zygote).
+inline constexpr size_t kMaxPoolOwners = 4;
+
 class OneShotPool {
  public:
   // `per_policy` boxes kept ready for each pooled policy of `store`, started on `backend`.
@@ -74,9 +83,10 @@ class OneShotPool {
 
   // Starts the refill and reaper threads; `policies` are pooled from now on.
   void Start(const std::vector<std::string>& policies);
-  // A box for one execution of `policy` on `backend`: a pooled one when one fits, else one
-  // started now. The policy is registered for pooling.
-  Result<OneShotBox> Acquire(Backend& backend, const Policy& policy);
+  // A box for one execution of `policy` on `backend` for `owner`: a pooled one when one fits (and,
+  // when boxes belong to their owner, was made for `owner`), else one started now. The policy
+  // (with the owner) is registered for pooling.
+  Result<OneShotBox> Acquire(Backend& backend, const Policy& policy, const BoxOwner& owner = std::string());
   // Hands a used box to the reaper thread (destroys it in place when the reaper is behind or gone).
   void Retire(std::unique_ptr<BoxSession> s);
   // Destroys every pooled box (they refill from the store's current policies).
@@ -93,14 +103,23 @@ class OneShotPool {
     std::string shape;  // the backend's BoxShape of the policy and setup the box was built with
   };
   struct Pool {
+    std::string policy;  // the policy's name
+    BoxOwner owner;      // whom its boxes are made for (nullopt: anyone; boxes then share nothing)
+    std::chrono::steady_clock::time_point last_acquired;
     std::deque<Warm> ready;
     bool failed = false;  // the last refill failed: not retried before retry_at or a Drain()
     std::chrono::steady_clock::time_point retry_at;
   };
-  // A box for `policy`, opened and set up (kReady received), with its shape.
-  Result<Warm> MakeWarm(const Policy& policy);
-  // Discards the ready boxes of pool `name` whose shape is not `shape` (their policy changed).
-  void DropStale(const std::string& name, const std::string& shape);
+  // A box for `policy` and `owner`, opened and set up (kReady received), with its shape.
+  Result<Warm> MakeWarm(const Policy& policy, const BoxOwner& owner);
+  // Discards the ready boxes of pool `key` whose shape is not `shape` (their policy changed).
+  void DropStale(const std::string& key, const std::string& shape);
+  // The pool key of `policy` for `owner` (the policy's name alone when boxes do not belong to owners).
+  std::string KeyOf(const std::string& policy, const BoxOwner& owner) const;
+  // Registers pool `key`; when that makes more than kMaxPoolOwners owners, the pools of the owner
+  // served least recently go, their boxes into `gone`. Under mu_.
+  Pool& AddPoolLocked(const std::string& key, const std::string& policy, const BoxOwner& owner,
+                      std::vector<std::unique_ptr<BoxSession>>& gone);
   void RefillLoop();
   void ReapLoop();
   bool FullLocked() const;
@@ -112,7 +131,8 @@ class OneShotPool {
   mutable std::condition_variable refill_cv_;  // refill thread: a box was taken, a drain, stop
   mutable std::condition_variable reap_cv_;    // reaper thread: a box to destroy, stop
   mutable std::condition_variable full_cv_;    // WaitFull
-  std::map<std::string, Pool> pools_;          // wanted policies by name
+  std::map<std::string, Pool> pools_;          // wanted policies by KeyOf(name, owner)
+  const bool per_owner_;                       // backend_.BoxesBelongToOwner()
   std::deque<std::unique_ptr<BoxSession>> reap_;
   uint64_t gen_ = 0;  // bumped by Drain(): boxes being made for an older one are discarded
   bool stop_ = false;

@@ -102,7 +102,9 @@ Status Session::OpenBox() {
     std::lock_guard<std::mutex> lock(info_mu_);
     warm_ = false;
   }
-  LSB_ASSIGN_OR_RETURN(box_, BoxSession::Open(backend_, policy_));
+  SessionOptions opts;
+  opts.owner = config_.owner;  // a fork server's box comes from this owner's zygote only
+  LSB_ASSIGN_OR_RETURN(box_, BoxSession::Open(backend_, policy_, opts));
   lease_ = std::make_unique<BoxRegistry::Lease>(registry_, box_.get());
   // Start the interpreter now, so the first execute pays only for its own code.
   if (config_.language == "python") LSB_TRY(StartDriver());

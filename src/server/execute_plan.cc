@@ -127,6 +127,7 @@ Result<ExecResult> RunInBox(ServerContext& ctx, const ExecutionPlan& plan, const
   sched::OneShotOptions opts;
   opts.collect = ctx.limits.collect;
   opts.outputs = ctx.limits.outputs;
+  opts.session.owner = plan.owner;  // a fork server's box comes from this owner's zygote only
   if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, cb, opts);
   // Observed: its live events and its result share the id.
   auto ex = ctx.monitor->Begin({req.execution_id, plan.policy.name, kind, "",

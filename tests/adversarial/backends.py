@@ -155,9 +155,13 @@ class NativeForkServer(Native):
     """The native backend behind `serve --fork-server` (docs/architecture.md "Fork server"): each
     case's program is POSTed to a daemon whose boxes are made by forks of the policy's interpreter,
     and the case's box is such a fork, confined in place. The cases that drive `llm-sandbox run`
-    itself (its process, its environment) are not for this lane (`cli` False)."""
+    itself (its process, its environment) are not for this lane (`cli` False). The daemon has two
+    tokens: a two-box case's box A (popen) is token A's, every other box token B's, so box A and
+    box B are two tenants' and come from two zygotes (issue 32: what one zygote's boxes share, per-user
+    counts and randomness, is shared within one token only; docs/security.md)."""
 
     cli = False
+    TOKEN_A, TOKEN_B = "adversarial-token-a-0123456789", "adversarial-token-b-0123456789"
 
     def __init__(self):
         super().__init__()
@@ -175,16 +179,18 @@ class NativeForkServer(Native):
                 self._dir = tempfile.mkdtemp(prefix="lsb-adv-fork-")
                 shutil.copy(self.policy(), os.path.join(self._dir, "code-sandbox.yaml"))
                 self._daemon = Daemon("--backend", "native", "--fork-server", "--pool-size", "2",
-                                      "--default-policy", "code-sandbox", policies=self._dir)
+                                      "--default-policy", "code-sandbox", policies=self._dir,
+                                      env={"LLM_SANDBOX_TOKENS": f"{self.TOKEN_A},{self.TOKEN_B}"})
             return self._daemon.base
 
-    def run(self, code, timeout_s=None, timeout=180, env=None):
+    def run(self, code, timeout_s=None, timeout=180, env=None, token=None):
         import urllib.request
         body = {"code": code}
         if timeout_s is not None:
             body["timeout"] = timeout_s
         req = urllib.request.Request(self._base() + "/v1/execute", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {token or self.TOKEN_B}"})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 text = r.read().decode()
@@ -196,13 +202,11 @@ class NativeForkServer(Native):
             return None, subprocess.CompletedProcess(["POST /v1/execute"], 1, "", f"{e} {detail}")
 
     def popen(self, code, env=None):
-        return _Pending(lambda: self.run(code)[1])
+        return _Pending(lambda: self.run(code, token=self.TOKEN_A)[1])
 
     def shared_counts(self):
-        """The known gap when the daemon could not lift its rlimits (no CAP_SYS_RESOURCE)."""
-        if self._daemon and "no CAP_SYS_RESOURCE to lift" in self._daemon.log():
-            return ("fork server without CAP_SYS_RESOURCE: the rlimit-backed counts (queued signals, message "
-                    "queue bytes, locked memory) of one server's boxes share the daemon's hard limits")
+        """Box A and box B are two tokens' here, from two zygotes: nothing is shared (within one token
+        the counts are, docs/security.md issue 32's "Class 1")."""
         return None
 
     def cleanup(self):

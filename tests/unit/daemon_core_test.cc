@@ -17,7 +17,7 @@ class DefaultsOnlyBackend : public Backend {
  public:
   std::string name() const override { return "defaults-only"; }
   Status Check(const Policy& /*policy*/) const override { return Error{"this test backend runs nothing"}; }
-  Result<std::unique_ptr<Box>> Start(const Policy& /*policy*/, const protocol::BoxSetup& /*setup*/) override {
+  Result<std::unique_ptr<Box>> Start(const Policy& /*policy*/, const protocol::BoxSetup& /*setup*/, const BoxOwner& /*owner*/) override {
     return Error{"this test backend starts no box"};
   }
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override { return PolicyBoxSetup(policy); }

@@ -150,7 +150,7 @@ class RootBox : public ::testing::Test {
 TEST_F(RootBox, StartsInNamespacesWithCgroupLimitsAndCleansUp) {
   protocol::BoxSetup setup;
   setup.rootfs = "host-for-the-test";
-  auto box = backend_->Start(HostPolicy(), setup);
+  auto box = backend_->Start(HostPolicy(), setup, std::nullopt);
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto* nb = static_cast<NativeBox*>(box->get());
   pid_t pid = nb->init_pid();
@@ -249,8 +249,8 @@ TEST(BoxUserLimits, DefaultsAreTheDocumentedOnes) {
 // host charges its per-user counts there, not to root), and carries the box's own limits.
 TEST_F(RootBox, UserNamespaceHasItsOwnOwnerAndLimits) {
   protocol::BoxSetup setup;
-  auto a = backend_->Start(HostPolicy(), setup);
-  auto b = backend_->Start(HostPolicy(), setup);
+  auto a = backend_->Start(HostPolicy(), setup, std::nullopt);
+  auto b = backend_->Start(HostPolicy(), setup, std::nullopt);
   ASSERT_TRUE(a.ok() && b.ok());
   uid_t owners[2];
   int i = 0;
@@ -296,7 +296,7 @@ TEST_F(RootBox, SetupLargerThanTheSocketBufferStillArrivesWhole) {
     for (int j = 0; j < 100; ++j) setup.allow.push_back("/opt/tools/bin/tool-" + std::to_string(i * 100 + j));
     payload = nlohmann::json(setup).dump();
   }
-  auto box = backend_->Start(HostPolicy(), setup);
+  auto box = backend_->Start(HostPolicy(), setup, std::nullopt);
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto first = protocol::ReadFrame((*box)->stream_fd());
   ASSERT_TRUE(first.ok()) << first.error().message;
@@ -311,7 +311,7 @@ TEST_F(RootBox, AMissingSecretVariableRefusesTheBox) {
   p.network_enabled = true;
   p.network_allow = {"api.example.com"};
   p.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "Bearer ${LSB_UT_UNSET_SECRET}"}};
-  auto box = backend_->Start(p, {});
+  auto box = backend_->Start(p, {}, std::nullopt);
   ASSERT_FALSE(box.ok());
   EXPECT_NE(box.error().message.find("${LSB_UT_UNSET_SECRET}"), std::string::npos) << box.error().message;
 }
@@ -321,7 +321,7 @@ TEST_F(RootBox, AMissingSecretVariableRefusesTheBox) {
 TEST_F(RootBox, NetworkOnBoxHasOnlyTheProxyListenerInItsOwnNamespace) {
   Policy p = HostPolicy();
   p.network_enabled = true;
-  auto box = backend_->Start(p, {});
+  auto box = backend_->Start(p, {}, std::nullopt);
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   pid_t pid = static_cast<NativeBox*>(box->get())->init_pid();
   char a[64] = {}, b[64] = {};
@@ -337,7 +337,7 @@ TEST_F(RootBox, InitThatCannotExecIsAClearError) {
   NativeOptions o;
   o.init_path = "/etc/hostname";  // a regular file, not executable
   NativeBackend b(o);
-  auto box = b.Start(HostPolicy(), {});
+  auto box = b.Start(HostPolicy(), {}, std::nullopt);
   ASSERT_FALSE(box.ok());
   EXPECT_NE(box.error().message.find("llm-sandbox-init"), std::string::npos) << box.error().message;
 }
@@ -363,7 +363,7 @@ TEST_F(RootBox, BoxCgroupsAreRemovedEvenWithProcessesLeft) {
 
 
 TEST_F(RootBox, TeardownHelperRemovesTheBoxAfterDetach) {
-  auto box = backend_->Start(HostPolicy(), {});
+  auto box = backend_->Start(HostPolicy(), {}, std::nullopt);
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto* nb = static_cast<NativeBox*>(box->get());
   auto layout = DetectCgroupLayout();
@@ -381,7 +381,7 @@ TEST_F(RootBox, TeardownHelperRemovesTheBoxAfterDetach) {
 }
 
 TEST_F(RootBox, ArmedBoxDestroyedWithoutDetachIsGoneOnReturn) {
-  auto box = backend_->Start(HostPolicy(), {});
+  auto box = backend_->Start(HostPolicy(), {}, std::nullopt);
   ASSERT_TRUE(box.ok()) << (box.ok() ? "" : box.error().message);
   auto layout = DetectCgroupLayout();
   std::string pids_dir = layout.Get("pids").dir() + "/llm-sandbox/" + (*box)->id();

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "runtime/native/init_binary.h"
 #include "runtime/native/native_backend.h"
@@ -185,6 +187,66 @@ TEST_F(OneShotPoolFitness, ARequestForAnotherBoxGetsAFreshOne) {
   EXPECT_EQ(res.status, ExecStatus::kOom);
   EXPECT_EQ(pool_->stats().hits, 0u);
   EXPECT_EQ(pool_->stats().misses, 1u);
+}
+
+// A backend whose boxes belong to the owner they were made for (as the native fork server's do:
+// each owner's from its own zygote), recording whom each box was made for.
+class OwnedBoxes : public native::NativeBackend {
+ public:
+  bool BoxesBelongToOwner() const override { return true; }
+  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup,
+                                     const BoxOwner& owner) override {
+    LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, NativeBackend::Start(policy, setup, std::nullopt));
+    std::lock_guard<std::mutex> l(mu_);
+    made_for_[box->id()] = owner.value_or("(nobody)");
+    return box;
+  }
+  std::string MadeFor(const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    return made_for_.count(id) ? made_for_[id] : "(unknown)";
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> made_for_;
+};
+
+// DESIGN §12: a pool never hands a box made for one owner to another when boxes belong to owners;
+// each owner's pool fills for that owner, and owners past kMaxPoolOwners push out the oldest.
+TEST(OneShotPoolOwners, ABoxMadeForOneOwnerIsNeverHandedToAnother) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!native::OpenInitBinary().ok()) GTEST_SKIP() << "llm-sandbox-init not built";
+  char tmpl[] = "/tmp/lsb-pool-owner-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  std::ofstream(dir + "/pool.yaml") << "version: \"1.0\"\nname: pooled\ncontainer:\n  image: host\n"
+                                       "commands:\n  allow: [\"/usr/bin/python3\"]\n";
+  PolicyStore store(dir);
+  ASSERT_TRUE(store.Reload().ok());
+  OwnedBoxes backend;
+  OneShotPool pool(backend, store, 1);
+  pool.Start({"pooled"});  // pooled for the daemon's one user ("")
+  ASSERT_TRUE(pool.WaitFull(std::chrono::seconds(30)));
+  const Policy policy = *store.Find("pooled");
+  auto take = [&](const std::string& owner) {
+    auto box = pool.Acquire(backend, policy, owner);
+    EXPECT_TRUE(box.ok()) << box.error().message;
+    return box.ok() ? backend.MadeFor((*box)->box().id()) : std::string("(failed)");
+  };
+  EXPECT_EQ(take("tok-a"), "tok-a");  // a miss: made now for A, not the pooled "" box
+  ASSERT_TRUE(pool.WaitFull(std::chrono::seconds(30)));  // A's pool filled, for A
+  EXPECT_EQ(take("tok-b"), "tok-b");  // not A's pooled box
+  ASSERT_TRUE(pool.WaitFull(std::chrono::seconds(30)));
+  EXPECT_EQ(take("tok-a"), "tok-a");
+  EXPECT_EQ(take("tok-b"), "tok-b");
+  EXPECT_EQ(take(""), "");
+  EXPECT_GE(pool.stats().hits, 3u);
+  // Past kMaxPoolOwners owners, the owner served least recently ("tok-a" here) is no longer pooled.
+  for (size_t i = 0; i < kMaxPoolOwners; ++i) EXPECT_EQ(take("tok-" + std::to_string(i)), "tok-" + std::to_string(i));
+  ASSERT_TRUE(pool.WaitFull(std::chrono::seconds(60)));
+  EXPECT_LE(pool.stats().ready, kMaxPoolOwners);
+  pool.Shutdown();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ class RuncOnlyBackend : public Backend {
     if (policy.runtime == "runsc") return Error{"the native backend cannot enforce policy '" + policy.name + "'"};
     return OkStatus();
   }
-  Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup&) override {
+  Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup&, const BoxOwner&) override {
     return Error{"not in this test"};
   }
   Result<protocol::BoxSetup> SetupFor(const Policy&) const override { return protocol::BoxSetup{}; }

@@ -215,7 +215,7 @@ class FakeBackend : public Backend {
   std::string name() const override { return "fake"; }
   Status Check(const Policy&) const override { return OkStatus(); }
   Result<protocol::BoxSetup> SetupFor(const Policy&) const override { return protocol::BoxSetup{}; }
-  Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup& setup) override {
+  Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup& setup, const BoxOwner&) override {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return Error::FromErrno("socketpair");
     // Backend::Start's contract: the setup is the stream's first frame.

@@ -325,7 +325,8 @@ Status DockerBackend::EnsureIsolatedNetwork() {
   return OkStatus();
 }
 
-Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const protocol::BoxSetup& setup) {
+Result<std::unique_ptr<Box>> DockerBackend::Start(const Policy& policy, const protocol::BoxSetup& setup,
+                                                  const BoxOwner& /*owner*/) {
   LSB_TRY(Check(policy));
   // The image must be in the engine before a create can work (a pull where a registry answers).
   // Once seen, an image is not asked about again (a later removal fails the create, clearly).

@@ -52,7 +52,8 @@ class DockerBackend : public Backend {
 
   std::string name() const override { return "docker"; }
   Status Check(const Policy& policy) const override;
-  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
+  // The owner is ignored: a container shares nothing with another (the engine starts each anew).
+  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup, const BoxOwner& owner) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
   // The container spec of a pooled box and init's setup (two policies may share a spec but not
   // their allow lists): all a Docker box is built with, the key of its warm pool.

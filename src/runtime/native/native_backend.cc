@@ -37,8 +37,10 @@ bool Privileged() { return ::geteuid() == 0; }
 // How many boxes a fork server's zygote may hold at once (its share of the per-user limits is a
 // box's times this, ZygoteUserLimits): beyond every pool and concurrency bound of the daemon.
 constexpr uint32_t kForkServerBoxes = 256;
-// Fork servers at once (one per init setup: policy, image, tmpfs...), each an interpreter and a box.
+// Fork servers at once (one per init setup and owner), each an interpreter and a box. Past it, the
+// least recently used one holding no box goes; when each holds boxes, a box starts on its own.
 constexpr size_t kMaxForkServers = 8;
+constexpr std::chrono::seconds kForkServerIdleEviction{10};  // how long a server must be unused to be pushed out
 
 bool CanLowerOomScore() {
   // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some containers drop even for root.
@@ -282,7 +284,8 @@ Result<std::string> NativeBackend::BoxShape(const Policy& policy, const protocol
   return nlohmann::json{{"setup", setup}, {"launch", PlanLaunch(policy)}}.dump();
 }
 
-Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const protocol::BoxSetup& setup) {
+Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const protocol::BoxSetup& setup,
+                                                  const BoxOwner& owner) {
   // Fail closed: never start a box that would silently lack a control. The steps below fail on
   // what they cannot do (the init binary, a cgroup controller, a limit); what none of them would
   // notice (runtime, user mapping, network) is checked first (the plan's refusal). A failure is
@@ -296,9 +299,10 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
   LaunchPlan plan = PlanLaunch(policy);
   if (!plan.refused.empty()) return explained(Error{plan.refused});
   // Trace mode records the program's own execve, which an adopted copy never makes.
-  if (opts_.fork_server && setup.fork.empty() && setup.mode == protocol::BoxMode::kBuildRoot && setup.mounts.empty() &&
+  // A box for no one in particular (a pool's, filled ahead) is launched: a zygote is one owner's.
+  if (opts_.fork_server && owner && setup.fork.empty() && setup.mode == protocol::BoxMode::kBuildRoot && setup.mounts.empty() &&
       !setup.trace && !plan.egress.enabled && plan.new_net) {
-    auto forked = ForkLaunch(policy, plan, setup);
+    auto forked = ForkLaunch(policy, plan, setup, *owner);
     if (forked.ok() && *forked) return forked;
     // Not a control that is off: a box of its own has the same confinement, only a slower start.
     if (!forked.ok())
@@ -309,54 +313,97 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
   return box;
 }
 
+bool NativeBackend::MakeRoomLocked(std::shared_ptr<ForkServer>& evicted) {
+  // Dead servers go first (their boxes ended with them), then the idle one used least recently.
+  for (auto it = fork_servers_.begin(); it != fork_servers_.end();)
+    it = !it->second.server || it->second.server->alive() ? std::next(it) : fork_servers_.erase(it);
+  if (fork_servers_.size() < kMaxForkServers) return true;
+  auto lru = fork_servers_.end();
+  for (auto it = fork_servers_.begin(); it != fork_servers_.end(); ++it) {
+    // Only the map holds it: no box (each holds its server), and none can take it but under fork_mu_.
+    if (!it->second.server || it->second.server.use_count() != 1) continue;
+    // A server used lately stays: owners taking turns would otherwise start a zygote per request.
+    if (std::chrono::steady_clock::now() - it->second.used < kForkServerIdleEviction) continue;
+    if (lru == fork_servers_.end() || it->second.used < lru->second.used) lru = it;
+  }
+  if (lru == fork_servers_.end()) return false;
+  evicted = std::move(lru->second.server);
+  fork_servers_.erase(lru);
+  return true;
+}
+
+Result<std::unique_ptr<ForkServer>> NativeBackend::StartServer(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                               const protocol::RunSpec& run) {
+  LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
+  // The zygote forks every box of the setup: its CPU is the daemon's work, not a run's, so
+  // it is not held to a run's CPU quota (its memory and pids limits stay the policy's).
+  LaunchPlan zygote_plan = plan;
+  zygote_plan.limits.cpu = 0;
+  auto launch = [this, &zygote_plan](const protocol::BoxSetup& z, const protocol::RunSpec& zr,
+                                     const std::vector<int>& keep) -> Result<std::unique_ptr<NativeBox>> {
+    ZygoteLaunch how{&zr, keep};
+    LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(zygote_plan, z, &how));
+    return std::unique_ptr<NativeBox>(static_cast<NativeBox*>(box.release()));
+  };
+  return ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch);
+}
+
+Result<std::shared_ptr<ForkServer>> NativeBackend::ServerFor(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                             const protocol::RunSpec& run, const std::string& owner,
+                                                             std::shared_ptr<ForkServer>& evicted) {
+  // By init's setup (a box's cgroup limits are its own groups', whatever the zygote's are, so
+  // requests that lower them share the server) and by owner: a zygote is never another owner's.
+  const std::string shape = nlohmann::json(setup).dump();
+  const std::string key = shape + "\n" + owner;
+  uint64_t gen = 0;
+  {
+    std::lock_guard<std::mutex> l(fork_mu_);
+    auto failed = fork_failed_.find(shape);
+    if (failed != fork_failed_.end() && std::chrono::steady_clock::now() - failed->second < std::chrono::minutes(1))
+      return std::shared_ptr<ForkServer>();
+    auto found = fork_servers_.find(key);
+    if (found != fork_servers_.end() && !found->second.server) return std::shared_ptr<ForkServer>();  // starting
+    if (found != fork_servers_.end() && found->second.server->alive()) {
+      found->second.used = std::chrono::steady_clock::now();
+      return found->second.server;
+    }
+    if (found != fork_servers_.end()) fork_servers_.erase(found);  // its zygote ended
+    if (!MakeRoomLocked(evicted)) return std::shared_ptr<ForkServer>();
+    fork_servers_[key] = ForkServerEntry{nullptr, std::chrono::steady_clock::now()};  // starting: counts
+    gen = fork_gen_;
+    if (!LiftHostRlimits() && !fork_rlimits_said_) {
+      fork_rlimits_said_ = true;
+      std::fprintf(stderr, "llm-sandbox: fork server: no CAP_SYS_RESOURCE to lift the daemon's rlimits: queued "
+                           "signals, message queue bytes and locked memory are shared among the boxes of one fork "
+                           "server, one token's, up to the daemon's hard limits (docs/security.md)\n");
+    }
+  }
+  auto started = StartServer(plan, setup, run);
+  std::lock_guard<std::mutex> l(fork_mu_);
+  auto entry = fork_servers_.find(key);
+  const bool ours = gen == fork_gen_ && entry != fork_servers_.end() && !entry->second.server;
+  if (!started.ok()) {
+    if (ours) fork_servers_.erase(entry);  // never an empty entry after a failed start
+    fork_failed_[shape] = std::chrono::steady_clock::now();
+    return started.error();
+  }
+  std::shared_ptr<ForkServer> server = std::move(*started);
+  if (ours) entry->second = ForkServerEntry{server, std::chrono::steady_clock::now()};
+  return server;  // not kept when the policies were reloaded meanwhile: it goes with its boxes
+}
+
 Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, const LaunchPlan& plan,
-                                                       const protocol::BoxSetup& setup) {
-  std::shared_ptr<ForkServer> server;
+                                                       const protocol::BoxSetup& setup, const std::string& owner) {
   ExecRequest probe;  // a run in the policy's default language, as a one-shot request makes it
   probe.code = "pass";
   LSB_ASSIGN_OR_RETURN(protocol::RunSpec run, BuildRunSpec(policy, probe));
   const std::string& interpreter = run.argv.front();
   if (interpreter.substr(interpreter.rfind('/') + 1).rfind("python", 0) != 0) return std::unique_ptr<Box>();
-  {
-    std::lock_guard<std::mutex> l(fork_mu_);
-    // By init's setup only: a box's cgroup limits are its own groups', whatever the zygote's are,
-    // so requests that lower them share the server.
-    const std::string shape = nlohmann::json(setup).dump();
-    auto failed = fork_failed_.find(shape);
-    if (failed != fork_failed_.end() && std::chrono::steady_clock::now() - failed->second < std::chrono::minutes(1))
-      return std::unique_ptr<Box>();
-    auto found = fork_servers_.find(shape);
-    if (found != fork_servers_.end() && found->second->alive()) {
-      server = found->second;
-    } else {
-      if (found != fork_servers_.end()) fork_servers_.erase(found);  // its zygote ended
-      // Each server keeps an interpreter and a box: a bounded number of setups get one.
-      if (fork_servers_.size() >= kMaxForkServers) return std::unique_ptr<Box>();
-      fork_failed_[shape] = std::chrono::steady_clock::now();  // until it started
-      if (!LiftHostRlimits() && !fork_rlimits_said_) {
-        fork_rlimits_said_ = true;
-        std::fprintf(stderr, "llm-sandbox: fork server: no CAP_SYS_RESOURCE to lift the daemon's rlimits: queued "
-                             "signals, message queue bytes and locked memory are shared among the boxes of one fork "
-                             "server up to the daemon's hard limits (docs/security.md)\n");
-      }
-      LSB_ASSIGN_OR_RETURN(InitBinary init, OpenInitBinary(opts_.init_path));
-      // The zygote forks every box of the setup: its CPU is the daemon's work, not a run's, so
-      // it is not held to a run's CPU quota (its memory and pids limits stay the policy's).
-      LaunchPlan zygote_plan = plan;
-      zygote_plan.limits.cpu = 0;
-      auto launch = [this, &zygote_plan](const protocol::BoxSetup& z, const protocol::RunSpec& zr,
-                                         const std::vector<int>& keep) -> Result<std::unique_ptr<NativeBox>> {
-        ZygoteLaunch how{&zr, keep};
-        LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(zygote_plan, z, &how));
-        return std::unique_ptr<NativeBox>(static_cast<NativeBox*>(box.release()));
-      };
-      LSB_ASSIGN_OR_RETURN(std::unique_ptr<ForkServer> started,
-                           ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch));
-      server = std::move(started);
-      fork_servers_.emplace(shape, server);  // only once it runs: never an empty entry
-      fork_failed_.erase(shape);
-    }
-  }
+  std::shared_ptr<ForkServer> evicted;  // a zygote pushed out: killed here, outside the lock
+  auto found = ServerFor(plan, setup, run, owner, evicted);
+  evicted.reset();
+  LSB_ASSIGN_OR_RETURN(std::shared_ptr<ForkServer> server, std::move(found));
+  if (!server) return std::unique_ptr<Box>();
   auto lease = image::ImageLease::Take(setup.layers);
   if (!lease.ok()) return lease.error();
   std::string id = NewBoxId();
@@ -374,9 +421,13 @@ Result<std::unique_ptr<Box>> NativeBackend::ForkLaunch(const Policy& policy, con
 }
 
 void NativeBackend::PoliciesReloaded() {
-  std::lock_guard<std::mutex> l(fork_mu_);
-  fork_servers_.clear();  // each goes once the boxes it made are gone
-  fork_failed_.clear();
+  std::map<std::string, ForkServerEntry> old;  // each goes once the boxes it made are gone
+  {
+    std::lock_guard<std::mutex> l(fork_mu_);
+    ++fork_gen_;
+    old.swap(fork_servers_);
+    fork_failed_.clear();
+  }
 }
 
 Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup,

@@ -103,7 +103,10 @@ class NativeBackend : public Backend {
   std::string name() const override { return "native"; }
   Status Check(const Policy& policy) const override;
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
-  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup) override;
+  // With the fork server, a box for `owner` is forked from that owner's zygote (never another's);
+  // one for no owner (nullopt) is launched on its own.
+  Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup, const BoxOwner& owner) override;
+  bool BoxesBelongToOwner() const override { return opts_.fork_server; }
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
   // init's setup and the LaunchPlan: together, all a native box is built from.
   Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const override;
@@ -133,9 +136,24 @@ class NativeBackend : public Backend {
   };
   Result<std::unique_ptr<Box>> Launch(const LaunchPlan& plan, const protocol::BoxSetup& setup,
                                       const ZygoteLaunch* zygote = nullptr);
-  // A box from the fork server of its shape (started on first use); an error when none can make it,
-  // nullptr when the fork server is not for this policy (its language is not python).
-  Result<std::unique_ptr<Box>> ForkLaunch(const Policy& policy, const LaunchPlan& plan, const protocol::BoxSetup& setup);
+  // A box from the fork server of its shape and `owner` (started on first use); an error when none
+  // can make it, nullptr when the fork server is not for this policy (its language is not python)
+  // or no server may be started now (kMaxForkServers, each holding boxes).
+  Result<std::unique_ptr<Box>> ForkLaunch(const Policy& policy, const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                          const std::string& owner);
+  // The live server of (setup, owner), started when there is none; nullptr when none may be (or
+  // one is starting: that box is launched on its own). `evicted` takes a server pushed out
+  // (destroyed by the caller, outside fork_mu_). A start runs outside fork_mu_: one owner's new
+  // zygote never holds up another owner's boxes.
+  Result<std::shared_ptr<ForkServer>> ServerFor(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                const protocol::RunSpec& run, const std::string& owner,
+                                                std::shared_ptr<ForkServer>& evicted);
+  // Under fork_mu_: room for one more server, by pushing out the least recently used one that holds
+  // no box (into `evicted`); false when every server holds boxes.
+  bool MakeRoomLocked(std::shared_ptr<ForkServer>& evicted);
+  // Starts the zygote of `setup` (ServerFor's slow part, outside fork_mu_).
+  Result<std::unique_ptr<ForkServer>> StartServer(const LaunchPlan& plan, const protocol::BoxSetup& setup,
+                                                  const protocol::RunSpec& run);
   // container.image per box_root.h; `may_pull` false for Explain (nothing is fetched).
   Result<BoxRoot> ResolveRoot(const Policy& policy, bool may_pull) const;
   // Mounts and our own cgroup do not change under a running process: detect once.
@@ -145,7 +163,14 @@ class NativeBackend : public Backend {
   std::unique_ptr<EnvironmentBuilder> builder_;  // with an image store only
   ImageMapCache images_;  // read for every box (SetupFor) and every Explain
   std::mutex fork_mu_;
-  std::map<std::string, std::shared_ptr<ForkServer>> fork_servers_;  // by init's setup
+  // By init's setup and owner (DESIGN §12: a zygote's boxes share its per-user counts and its
+  // randomness, so no two owners' boxes ever come from one zygote).
+  struct ForkServerEntry {
+    std::shared_ptr<ForkServer> server;  // null while it starts
+    std::chrono::steady_clock::time_point used;  // its last box
+  };
+  std::map<std::string, ForkServerEntry> fork_servers_;
+  uint64_t fork_gen_ = 0;  // bumped by PoliciesReloaded: a server started before is not kept
   // Shapes whose server could not start, and when: not tried again for a minute (each try costs
   // an interpreter's start), and said once.
   std::map<std::string, std::chrono::steady_clock::time_point> fork_failed_;
