@@ -40,7 +40,7 @@ TEST(WireValues, EveryTableRoundTrips) {
   ExpectRoundTrip(Severity::kCritical, ParseSeverity);
   ExpectRoundTrip(AlertRule::kInterpreterRestarted, ParseAlertRule);
   ExpectRoundTrip(ErrorStage::kProtocol, ParseErrorStage);
-  EXPECT_EQ(AllExecStatuses().size(), 7u);
+  EXPECT_EQ(AllExecStatuses().size(), 8u);  // ok, timeout, oom, denied, killed, output_limit, error, reset
   EXPECT_EQ(AllSeverities().size(), 3u);
 }
 
