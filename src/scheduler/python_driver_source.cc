@@ -420,22 +420,28 @@ def _lsb_main():
                     parts = ln.split()
                     if len(parts) > 1:
                         out.add((kind, int(parts[1])))
+        # POSIX message queues, where the box has the namespace's mqueue mount (Docker mounts it;
+        # native boxes cannot make one): removed by name with mq_unlink, which needs no path
+        # rights (Landlock does not grant removing files under /dev/mqueue).
+        if os.path.isdir('/dev/mqueue'):
+            out.update(('mq', n) for n in os.listdir('/dev/mqueue'))
         return out
 
     def ipc_clear(keep, errors):
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         rm = {'shm': lambda i: libc.shmctl(i, 0, None), 'sem': lambda i: libc.semctl(i, 0, 0),
-              'msg': lambda i: libc.msgctl(i, 0, None)}  # IPC_RMID
+              'msg': lambda i: libc.msgctl(i, 0, None),  # IPC_RMID
+              'mq': lambda n: libc.mq_unlink(('/' + n).encode())}
         try:
             for kind, i in ipc_ids() - keep:
-                if rm[kind](i) != 0 and ctypes.get_errno() not in (22, 43):  # EINVAL, EIDRM: gone
-                    errors.append('SysV %s %d: %s' % (kind, i, os.strerror(ctypes.get_errno())))
+                if rm[kind](i) != 0 and ctypes.get_errno() not in (2, 22, 43):  # ENOENT, EINVAL, EIDRM: gone
+                    errors.append('IPC %s %s: %s' % (kind, i, os.strerror(ctypes.get_errno())))
             left = ipc_ids() - keep
         except OSError as e:
             left = [str(e)]
         if left:
-            errors.append('SysV IPC objects of the episode remain: %s' % sorted(left)[:5])
+            errors.append('IPC objects of the episode remain: %s' % sorted(left)[:5])
 
     def children():
         kids = []
@@ -528,7 +534,8 @@ def _lsb_main():
             os.close(ctl[0])
             ctl[0] = -1
         # The writable IPC places of the box are put back with the policy's paths.
-        roots = list(roots) + [d for d in ('/dev/shm', '/dev/mqueue') if d not in roots and os.path.isdir(d)]
+        # (POSIX message queues are IPC objects, put back by ipc_clear: /dev/mqueue is not a tmpfs.)
+        roots = list(roots) + [d for d in ('/dev/shm',) if d not in roots and os.path.isdir(d)]
         ep = {'pid': None, 'ctl': -1, 'said': b''}  # the running episode, what it wrote on ctl
         hit = [False]  # a preempt ended the episode
 

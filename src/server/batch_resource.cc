@@ -39,10 +39,18 @@ struct BatchPlan {
 // base64), its collected files and rich outputs as read and as JSON.
 uint64_t TaskWorstBytes(const ServerContext& ctx, const ExecutionPlan& p) {
   uint64_t bytes = 10 * p.policy.output_bytes;  // raw, text (U+FFFD: 3x), base64, and each dumped
-  if (!p.request.collect.empty()) bytes += 2 * ctx.limits.collect.max_bytes;
+  if (!p.request.collect.empty()) bytes += 2 * CollectLimitsOf(ctx, p).max_bytes;
   const std::string& lang = p.request.language.empty() ? p.policy.default_language : p.request.language;
-  if (lang == "python") bytes += 2 * ctx.limits.outputs.max_bytes;
+  if (lang == "python") bytes += 2 * OutputsLimitsOf(ctx, p).max_bytes;
   return bytes;
+}
+
+// Each result's share of the answer: the response budget less the envelope
+// {"concurrency":{...},"results":[...]} and the commas between results, split evenly.
+size_t ResultShare(const ServerContext& ctx, size_t n, const json& granted) {
+  const size_t envelope = sizeof("{\"concurrency\":,\"results\":[]}") - 1 + granted.dump().size() + n;
+  const size_t budget = static_cast<size_t>(ctx.limits.max_batch_response_bytes);
+  return (budget > envelope ? budget - envelope : 0) / std::max<size_t>(n, 1);
 }
 
 // The answer's worst case: its results while they are JSON and the text that is sent (written
@@ -112,6 +120,9 @@ ApiOr<BatchPlan> PlanBatch(ServerContext& ctx, HttpRequest& req) {
     }
     b.plans[i].emplace(PlanExecution(ctx, req.owner, std::move(*body), where));
   }
+  const size_t share = std::max<size_t>(ResultShare(ctx, n, b.granted), 1);
+  for (auto& p : b.plans)
+    if (p->ok()) (**p).answer_share = share;
   return b;
 }
 
@@ -125,11 +136,7 @@ json RunBatch(ServerContext& ctx, BatchPlan& b) {
   // Each result becomes its JSON at once, cut to its share of the response's byte budget (as
   // encoded: a NUL costs six bytes), so neither the answer nor the daemon's memory while the
   // batch runs grows past the budget, whatever the programs print.
-  // The envelope {"concurrency":{...},"results":[...]} and the commas between results come out of
-  // the budget first.
-  const size_t envelope = sizeof("{\"concurrency\":,\"results\":[]}") - 1 + granted.dump().size() + n;
-  const size_t budget = static_cast<size_t>(ctx.limits.max_batch_response_bytes);
-  const size_t share = (budget > envelope ? budget - envelope : 0) / std::max<size_t>(n, 1);
+  const size_t share = ResultShare(ctx, n, granted);
   std::vector<json> results(n);
   std::counting_semaphore<1 << 16> slots(static_cast<std::ptrdiff_t>(concurrency));
   std::mutex own_slot;  // the slot the batch reserved: a task without a further one waits for it

@@ -118,6 +118,18 @@ std::string CommandText(const std::vector<std::string>& command) {
   return s;
 }
 
+sched::OutputsLimits OutputsLimitsOf(const ServerContext& ctx, const ExecutionPlan& plan) {
+  sched::OutputsLimits l = ctx.limits.outputs;
+  if (plan.answer_share) l.max_bytes = std::min(l.max_bytes, plan.answer_share);
+  return l;
+}
+
+sched::CollectLimits CollectLimitsOf(const ServerContext& ctx, const ExecutionPlan& plan) {
+  sched::CollectLimits l = ctx.limits.collect;
+  if (plan.answer_share) l.max_bytes = std::min(l.max_bytes, plan.answer_share);
+  return l;
+}
+
 namespace {
 
 // One plan in a fresh box, on the calling (worker) thread, under the plan's execution id.
@@ -125,8 +137,8 @@ Result<ExecResult> RunInBox(ServerContext& ctx, const ExecutionPlan& plan, const
   ExecRequest req = plan.request;
   req.execution_id = plan.execution_id;
   sched::OneShotOptions opts;
-  opts.collect = ctx.limits.collect;
-  opts.outputs = ctx.limits.outputs;
+  opts.collect = CollectLimitsOf(ctx, plan);
+  opts.outputs = OutputsLimitsOf(ctx, plan);
   opts.session.owner = plan.owner;  // a fork server's box comes from this owner's zygote only
   if (!ctx.monitor) return sched::RunOneShot(ctx.backend, ctx.boxes, plan.policy, req, plan.files, cb, opts);
   // Observed: its live events and its result share the id.

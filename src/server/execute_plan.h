@@ -24,7 +24,15 @@ struct ExecutionPlan {
   std::vector<sched::InputFile> files;
   std::string owner;  // of the request (HttpRequest::owner): its execution's views and events are its own
   std::string execution_id;  // named when planned: known before the result (X-Execution-Id, async)
+  // A batch task's share of the answer (0: none): its rich outputs and collected files are read at
+  // most this much, as more would be left out of its result anyway, so what a running task may hold
+  // (and reserves from the fan-out budget) follows the share, not the per-execution limits.
+  uint64_t answer_share = 0;
 };
+
+// The limits of rich outputs and collected files for `plan` (the daemon's, within its answer_share).
+sched::OutputsLimits OutputsLimitsOf(const ServerContext& ctx, const ExecutionPlan& plan);
+sched::CollectLimits CollectLimitsOf(const ServerContext& ctx, const ExecutionPlan& plan);
 
 // The policy named `name` ("" = the daemon's default); `field` names the body field in errors.
 ApiOr<std::shared_ptr<const Policy>> ResolvePolicy(ServerContext& ctx, const std::string& name,
