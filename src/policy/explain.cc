@@ -107,7 +107,8 @@ class Explainer {
                   units::FormatDurationMs(b.timeout_ms) + " and " + units::FormatBytes(b.memory_bytes) +
                   " per step (under runc, whatever container.runtime the boxes use), with the engine's default seccomp "
                   "profile and capabilities; build.disk " + units::FormatBytes(b.disk_bytes) +
-                  " is not enforced there (the engine's writable layer is on its own storage)"));
+                  " is not enforced there (the engine's writable layer is on its own storage): a policy that writes "
+                  "build.disk is refused"));
   }
 
   // Under gVisor a control that needs Landlock or seccomp user notification is not enforced; the

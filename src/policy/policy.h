@@ -89,6 +89,7 @@ struct BuildSpec {
   uint64_t output_bytes = 4ull << 20;       // build.output: a step's log kept (the tail beyond)
   // build.disk: what a step may write into the image (its upper layer), bounded while it writes.
   uint64_t disk_bytes = 2ull << 30;
+  bool disk_set = false;  // build.disk written in the policy: a backend that cannot bound a step refuses it
   std::string policy_dir;                   // where files' sources are (the policy file's dir)
   bool empty() const { return pip.empty() && apt.empty() && files.empty() && run.empty(); }
 };

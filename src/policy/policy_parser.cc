@@ -352,6 +352,7 @@ class Parser {
         return;
       }
       Set(f, key == "memory" ? b.memory_bytes : key == "output" ? b.output_bytes : b.disk_bytes, *bytes);
+      if (key == "disk") b.disk_set = true;
     }
   }
 

@@ -217,6 +217,15 @@ class DockerBuiltEnvironment(unittest.TestCase):
         self.assertIn("exit code 3", r.stdout + r.stderr)
         self.assertNotIn("never\n", r.stdout)
 
+    def test_a_policy_that_writes_build_disk_is_refused_on_docker(self):
+        # Issue 32, class 6: the engine cannot bound a step's writes; a bound the policy asks for is
+        # a promise it would not keep, so the policy is refused by name (fail closed).
+        policy = write_policy("docker-disk", 'run: ["true"]\ndisk: 512M')
+        r = run(policy, "print('never')\n")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("container.build.disk", r.stderr)
+        self.assertNotIn("never\n", r.stdout)
+
     def test_a_step_reaches_only_what_build_network_allows(self):
         before = len(INDEX.requests)
         step = ("python3 -c \"import urllib.request; "

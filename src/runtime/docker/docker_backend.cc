@@ -122,6 +122,11 @@ Status DockerBackend::Check(const Policy& policy) const {
     problems.push_back("container.build: the build's steps reach the network only through the egress proxy, which "
                        "llm-sandbox attaches to the build container from the engine's host as root; this process is " +
                        not_beside + " (run it as root beside the engine, or use the native backend)");
+  // build.disk has a default the engine cannot honour either; one the policy writes is a promise.
+  if (policy.build.disk_set && (!policy.build.apt.empty() || !policy.build.pip.empty() || !policy.build.run.empty()))
+    problems.push_back("container.build.disk: the Docker backend cannot bound what a build step writes (the engine's "
+                       "writable layer has no size limit on overlay2 without xfs project quotas); remove build.disk "
+                       "to build on the engine's own storage, or use the native backend");
   // container.mounts: this process makes each box's view of a host directory (host_mount_views.h)
   // and the engine binds it, so both must share this host, and the ids must be the host's.
   if (!policy.mounts.empty()) {
