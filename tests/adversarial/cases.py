@@ -527,7 +527,9 @@ add("net.interfaces", "only the loopback interface exists",
 
 def _host_abstract_socket(backend):
     """A listener on a host abstract unix socket; the box must not reach it (other netns)."""
-    name = "\0lsb-adv-host-%d" % os.getpid()
+    # Unique per call: lanes run side by side in threads of this process, and two backends' runs
+    # of this case at once would otherwise bind one name (EADDRINUSE, a failed cell).
+    name = "\0lsb-adv-host-%d-%s" % (os.getpid(), os.urandom(4).hex())
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(name)
     srv.listen(1)
