@@ -23,6 +23,15 @@ POLICY_DIR = os.path.join(SOURCE_DIR, "policies")
 OPENAPI = os.path.join(SOURCE_DIR, "docs", "openapi.yaml")
 
 
+def sanitized_build():
+    """True for scripts/sanitize.sh's ASan+UBSan build (its CMakeCache says LSB_SANITIZE=ON)."""
+    try:
+        with open(os.path.join(os.environ.get("LSB_BUILD_DIR", ""), "CMakeCache.txt")) as f:
+            return any(line.strip() == "LSB_SANITIZE:BOOL=ON" for line in f)
+    except OSError:
+        return False
+
+
 def skip_unless_daemon_suite():
     if os.environ.get("LSB_DAEMON_SUITE") != "1":
         raise unittest.SkipTest("run by the integration_daemon CTest entry (LSB_DAEMON_SUITE=1)")

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from daemon_harness import Daemon, request, skip_unless_daemon_suite
+from daemon_harness import Daemon, request, sanitized_build, skip_unless_daemon_suite
 
 MIB = 1 << 20
 BUDGET = 256 * MIB
@@ -88,7 +88,10 @@ class FanoutBudgetTest(unittest.TestCase):
                 self.assertGreater(len(r.body), 15 * MIB, "the answer is at its cap")
                 self.assertLessEqual(len(r.body), 16 * MIB)
         self.assertTrue(all(r.status != 429 for _, r, _ in answers), "the wait was long enough for all")
-        self.assertLess(growth, BUDGET + SLACK, f"the daemon's peak grew by {growth // MIB} MiB")
+        if sanitized_build():  # ASan's shadow memory and quarantine are not the daemon's buffers
+            print(f"[fan-out] sanitizer build: the peak grew by {growth // MIB} MiB, not held to the bound")
+        else:
+            self.assertLess(growth, BUDGET + SLACK, f"the daemon's peak grew by {growth // MIB} MiB")
 
 
 class FanoutBudgetSpentTest(unittest.TestCase):

@@ -14,24 +14,15 @@ import threading
 import time
 import unittest
 
-from daemon_harness import Daemon, request, skip_unless_daemon_suite
+from daemon_harness import Daemon, request, sanitized_build, skip_unless_daemon_suite
 
 SLOW = int(os.environ.get("LSB_SLOW_CONNECTIONS", "1000"))
-
-
-def _sanitized_build():
-    """True for scripts/sanitize.sh's ASan+UBSan build (its CMakeCache says LSB_SANITIZE=ON)."""
-    try:
-        with open(os.path.join(os.environ.get("LSB_BUILD_DIR", ""), "CMakeCache.txt")) as f:
-            return any(line.strip() == "LSB_SANITIZE:BOOL=ON" for line in f)
-    except OSError:
-        return False
 
 
 # The 100 ms answer is the release build's promise. Under ASan every thread start and allocation
 # costs several times more; there the suite checks that nobody is locked out (and that no sanitizer
 # reports), with a budget of a second.
-HEALTHZ_BUDGET_S = 1.0 if _sanitized_build() else 0.100
+HEALTHZ_BUDGET_S = 1.0 if sanitized_build() else 0.100
 FLOOD_RATE_PER_ADDRESS = 1000  # new connections a second, from each of 4 addresses
 
 
@@ -236,7 +227,7 @@ class SlowClientsTest(unittest.TestCase):
 
         # Eviction picks the oldest progress the daemon recorded; spacing arrivals well beyond a
         # thread's scheduling delay keeps that order the order of this test.
-        gap = 0.25 if _sanitized_build() else 0.05
+        gap = 0.25 if sanitized_build() else 0.05
 
         idle = []
         for _ in range(4):  # kept alive after one request: their progress is oldest
