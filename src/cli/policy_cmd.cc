@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "policy/explain.h"
+#include "runtime/policy_explain.h"
 #include "policy/policy_loader.h"
 
 namespace lsb::cli {

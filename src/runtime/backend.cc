@@ -30,6 +30,18 @@ Result<std::string> Backend::BoxShape(const Policy& /*policy*/, const protocol::
   return Error{"the " + name() + " backend does not describe its boxes: none is handed out from a pool"};
 }
 
+std::vector<ControlSupport> Backend::RefusedControls(const Policy& policy) const {
+  std::vector<ControlSupport> refused;
+  for (const ControlRow& row : ControlRows(policy)) {
+    Enforcement e = DescribeControl(row, policy);
+    if (e.verdict != Verdict::kRefused) continue;
+    auto same = std::find_if(refused.begin(), refused.end(), [&](const ControlSupport& c) { return c.how == e.how; });
+    if (same != refused.end()) same->control += ", " + row.label;
+    else refused.push_back(ControlSupport{row.label, false, std::move(e.how)});
+  }
+  return refused;
+}
+
 std::string Backend::RefusalFix(const Policy& /*policy*/) const {
   return "fix what the backend names above, or choose another policy (GET /v1/policies lists the runnable ones)";
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/explain.h"
 #include "policy/policy.h"
 #include "protocol/messages.h"
 
@@ -120,8 +121,16 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "native" | "docker"
-  // Fail closed: an error naming every control of `policy` this backend cannot enforce here.
+  // Fail closed: an error naming every control of `policy` this backend cannot enforce here: those
+  // RefusedControls names, and what this host or engine lacks for the others.
   virtual Status Check(const Policy& policy) const = 0;
+  // How this backend enforces one row of `policy explain` (one control, or one item of it), or
+  // why it cannot (Verdict::kRefused), whatever the host: each backend answers for every control of
+  // the table in a switch with no default (policy/controls.h).
+  virtual Enforcement DescribeControl(const ControlRow& row, const Policy& policy) const = 0;
+  // The controls of `policy` DescribeControl refuses, one entry per reason (the rows that share it
+  // named together): what Check refuses before it asks the host anything.
+  std::vector<ControlSupport> RefusedControls(const Policy& policy) const;
   // Per control of `policy`: how this backend enforces it here, or why it cannot (Check's detail;
   // `policy explain`). Default: nothing known.
   virtual std::vector<ControlSupport> Explain(const Policy& /*policy*/) const { return {}; }

@@ -2,7 +2,7 @@
 // backend enforces it (the `policy explain` view), and whether this daemon's backend can run each
 // (policy_runnable.h).
 #include "image/store_puller.h"
-#include "policy/explain.h"
+#include "runtime/policy_explain.h"
 #include "runtime/build_plan.h"
 #include "runtime/native/env_builder.h"
 #include "policy/languages.h"
@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string How(const Enforcement& e) { return e.enforced ? e.how : "not enforced: " + e.how; }
+std::string How(const Enforcement& e) { return e.enforced() ? e.how : "not enforced: " + e.how; }
 
 // What container.build made for `p`, once built: the backend's own record (Docker: the built
 // image's labels), else this daemon's image store's (native). nullopt before, and without a build.
@@ -82,9 +82,9 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
     if (!p) return ErrorResponse(NotFound("no policy named '" + req.params.at("name") + "'; GET /v1/policies lists them"));
     json explain = json::array();
     for (const auto& c : ExplainPolicy(*p))
-      explain.push_back({{"control", c.control}, {"setting", c.setting}, {"source", c.source},
+      explain.push_back({{"control", c.row.label}, {"setting", c.row.setting}, {"source", c.row.source},
                          {"native", How(c.native)}, {"docker", How(c.docker)},
-                         {"native_enforced", c.native.enforced}, {"docker_enforced", c.docker.enforced}});
+                         {"native_enforced", c.native.enforced()}, {"docker_enforced", c.docker.enforced()}});
     Runnability r = ctx.runnability.Of(ctx.policies, *p);
     json body = {{"name", p->name}, {"policy", PolicyJson(*p)}, {"explain", explain}, {"runnable", r.runnable}};
     if (!r.runnable) body["reason"] = r.reason;

@@ -16,6 +16,8 @@ namespace {
 class DefaultsOnlyBackend : public Backend {
  public:
   std::string name() const override { return "defaults-only"; }
+  // A test double (not a backend a policy runs on): every control "enforced", Check decides.
+  Enforcement DescribeControl(const ControlRow&, const Policy&) const override { return Enforced("test double"); }
   Status Check(const Policy& /*policy*/) const override { return Error{"this test backend runs nothing"}; }
   Result<std::unique_ptr<Box>> Start(const Policy& /*policy*/, const protocol::BoxSetup& /*setup*/, const BoxOwner& /*owner*/) override {
     return Error{"this test backend starts no box"};

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "policy/explain.h"
+#include "runtime/policy_explain.h"
 #include "policy/languages.h"
 
 namespace lsb {
@@ -217,9 +217,9 @@ TEST(PolicyExplain, NamesBothBackendsForEveryControl) {
   auto controls = ExplainPolicy(seed);
   std::vector<std::string> names;
   for (const auto& c : controls) {
-    names.push_back(c.control);
-    EXPECT_FALSE(c.native.how.empty()) << c.control;
-    EXPECT_FALSE(c.docker.how.empty()) << c.control;
+    names.push_back(c.row.label);
+    EXPECT_FALSE(c.native.how.empty()) << c.row.label;
+    EXPECT_FALSE(c.docker.how.empty()) << c.row.label;
   }
   for (const char* want : {"container.image", "container.read_only", "container.tmpfs /tmp", "container.user_namespace",
                            "container.seccomp", "network.enabled", "commands.allow", "commands.deny", "resources.cpu",
@@ -239,9 +239,10 @@ TEST(PolicyExplain, GvisorSaysWhatIsNotEnforced) {
   Policy p = *LoadPolicyFile(kSource + "/policies/python-gvisor.yaml");
   bool found = false;
   for (const auto& c : ExplainPolicy(p)) {
-    if (c.control == "commands.allow") {
+    if (c.row.label == "commands.allow") {
       found = true;
-      EXPECT_FALSE(c.docker.enforced);
+      EXPECT_FALSE(c.docker.enforced());
+      EXPECT_EQ(c.docker.verdict, Verdict::kAccepted);
       EXPECT_NE(c.docker.how.find("gvisor_accept_weaker"), std::string::npos);
     }
   }

@@ -10,7 +10,7 @@
 
 #include "policy/builtin_descriptions.h"
 #include "policy/command_presets.h"
-#include "policy/explain.h"
+#include "runtime/policy_explain.h"
 #include "policy/languages.h"
 #include "policy/policy_loader.h"
 #include "policy_parse_helpers.h"

@@ -19,6 +19,8 @@ class RuncOnlyBackend : public Backend {
  public:
   std::string name() const override { return "native"; }
   std::string RefusalFix(const Policy& policy) const override { return "the test backend's fix for " + policy.name; }
+  // A test double (not a backend a policy runs on): every control "enforced", Check decides.
+  Enforcement DescribeControl(const ControlRow&, const Policy&) const override { return Enforced("test double"); }
   Status Check(const Policy& policy) const override {
     ++checks;
     if (policy.runtime == "runsc") return Error{"the native backend cannot enforce policy '" + policy.name + "'"};

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "policy/controls.h"
 #include "policy/policy_loader.h"
 
 namespace lsb {
@@ -116,6 +118,55 @@ TEST(PolicyTighten, TimeoutGraceIsLoweredNeverRaisedAndNeverLongerThanTheTimeout
   auto s = TightenPolicy(Seed(), short_timeout);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->timeout_grace_ms, 500u);
+}
+
+}  // namespace
+}  // namespace lsb
+
+namespace lsb {
+namespace {
+
+// A request's value for each control a request may narrow; nullopt for the others. One case per
+// control, so a control added to the table makes this test say whether a request narrows it.
+std::optional<PolicyOverrides> NarrowingOf(Control c) {
+  PolicyOverrides o;
+  switch (c) {
+    case Control::kCpu: o.cpu = 0.1; break;
+    case Control::kMemory: o.memory_bytes = 32ull << 20; break;
+    case Control::kTimeout: o.timeout_ms = 1000; break;
+    case Control::kTimeoutGrace: o.timeout_grace_ms = 100; break;
+    case Control::kPids: o.pids = 8; break;
+    case Control::kOutput: o.output_bytes = 1024; break;
+    case Control::kOpenFiles: o.open_files = 16; break;
+    case Control::kFileSize: o.file_size_bytes = 4096; break;
+    case Control::kNetworkEnabled: o.network_enabled = false; break;
+    case Control::kNetworkAllow: o.network_allow = std::vector<std::string>{"pypi.org"}; break;
+    case Control::kImage: case Control::kPull: case Control::kBuild: case Control::kReadOnly: case Control::kTmpfs:
+    case Control::kMounts: case Control::kUserNamespace: case Control::kUser: case Control::kPrivileges:
+    case Control::kSeccomp: case Control::kNetworkDeny: case Control::kNetworkSecrets: case Control::kCommandsAllow:
+    case Control::kCommandsDeny: case Control::kLanguages: case Control::kEnv: case Control::kWorkdir:
+    case Control::kTrace: case Control::kAlerts: case Control::kSessionSetup: case Control::kBackend:
+    case Control::kRuntime: case Control::kGvisorAcceptWeaker:
+      return std::nullopt;
+  }
+  return o;
+}
+
+// The table's Narrowing is what TightenPolicy does: each control marked kLower is narrowed (its
+// value changes and its position is cleared), and only those have a request field.
+TEST(PolicyTighten, NarrowsExactlyWhatTheTableSays) {
+  Policy wide = Seed();
+  wide.network_enabled = true;
+  wide.network_allow = {"pypi.org", "*.github.com"};
+  for (const ControlInfo& c : AllControls()) {
+    std::optional<PolicyOverrides> o = NarrowingOf(c.id);
+    EXPECT_EQ(o.has_value(), c.narrowing == Narrowing::kLower) << c.key;
+    if (!o) continue;
+    wide.positions[std::string(c.key)] = SourcePos{"t.yaml", 1, 1};
+    auto p = TightenPolicy(wide, *o);
+    ASSERT_TRUE(p.ok()) << c.key << ": " << p.error().message;
+    EXPECT_EQ(p->positions.count(std::string(c.key)), 0u) << c.key;
+  }
 }
 
 }  // namespace

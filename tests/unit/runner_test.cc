@@ -213,6 +213,8 @@ class FakeBackend : public Backend {
  public:
   explicit FakeBackend(InitScript s) : script_(std::move(s)) {}
   std::string name() const override { return "fake"; }
+  // A test double (not a backend a policy runs on): every control "enforced", Check decides.
+  Enforcement DescribeControl(const ControlRow&, const Policy&) const override { return Enforced("test double"); }
   Status Check(const Policy&) const override { return OkStatus(); }
   Result<protocol::BoxSetup> SetupFor(const Policy&) const override { return protocol::BoxSetup{}; }
   Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup& setup, const BoxOwner&) override {

@@ -10,6 +10,7 @@
 #include "runtime/mount_roots.h"
 #include "runtime/docker/build_labels.h"
 #include "runtime/docker/container_spec.h"
+#include "runtime/docker/docker_controls.h"
 #include "runtime/docker/docker_box.h"
 #include "runtime/docker/egress_attach.h"
 #include "runtime/docker/host_mount_views.h"
@@ -95,26 +96,18 @@ std::string DockerBackend::NotRootBesideTheEngine() const {
 }
 
 Status DockerBackend::Check(const Policy& policy) const {
+  // What the Docker backend cannot do anywhere (docker_controls.cc), then what this engine lacks.
   std::vector<std::string> problems;
-  if (policy.runtime != "runc" && policy.runtime != "runsc")
-    problems.push_back("container.runtime '" + policy.runtime + "': the Docker backend runs runc or runsc");
-  else if (std::find(runtimes_.begin(), runtimes_.end(), policy.runtime) == runtimes_.end())
+  for (const ControlSupport& c : RefusedControls(policy)) problems.push_back(c.control + ": " + c.how);
+  if (std::find(runtimes_.begin(), runtimes_.end(), policy.runtime) == runtimes_.end())
     problems.push_back("container.runtime '" + policy.runtime + "' is not registered with the engine at " +
                        engine_->endpoint().ToString() +
                        (policy.runtime == "runsc" ? " (install Debian's runsc and run scripts/ensure-docker.sh, which "
                                                     "adds it to /etc/docker/daemon.json, then restart dockerd)"
                                                   : ""));
-  if (policy.runtime == "runsc" && !policy.gvisor_accept_weaker)
-    problems.push_back(
-        "container.runtime runsc: gVisor has no Landlock and no seccomp user notification, so commands.allow/deny "
-        "are not enforced inside the box and exec/network attempts are not reported; set "
-        "container.gvisor_accept_weaker: true to accept that");
   if (!engine_seccomp_ && policy.runtime != "runsc")
     problems.push_back("container.seccomp: the engine at " + engine_->endpoint().ToString() +
                        " reports no seccomp support (SecurityOptions lacks name=seccomp)");
-  if (policy.seccomp != "default")
-    problems.push_back("container.seccomp '" + policy.seccomp + "': only the default profile is supported");
-  if (policy.uid == 0 || policy.gid == 0) problems.push_back("container.user: uid/gid 0 is refused");
   // A build step's only network is its egress proxy, which this process makes inside the build
   // container's namespace: root on the engine's host, or no build (never the bridge).
   const std::string not_beside = NotRootBesideTheEngine();
@@ -122,11 +115,6 @@ Status DockerBackend::Check(const Policy& policy) const {
     problems.push_back("container.build: the build's steps reach the network only through the egress proxy, which "
                        "llm-sandbox attaches to the build container from the engine's host as root; this process is " +
                        not_beside + " (run it as root beside the engine, or use the native backend)");
-  // build.disk has a default the engine cannot honour either; one the policy writes is a promise.
-  if (policy.build.disk_set && (!policy.build.apt.empty() || !policy.build.pip.empty() || !policy.build.run.empty()))
-    problems.push_back("container.build.disk: the Docker backend cannot bound what a build step writes (the engine's "
-                       "writable layer has no size limit on overlay2 without xfs project quotas); remove build.disk "
-                       "to build on the engine's own storage, or use the native backend");
   // container.mounts: this process makes each box's view of a host directory (host_mount_views.h)
   // and the engine binds it, so both must share this host, and the ids must be the host's.
   if (!policy.mounts.empty()) {
@@ -147,20 +135,11 @@ Status DockerBackend::Check(const Policy& policy) const {
       problems.push_back("container.mounts: the engine at " + engine_->endpoint().ToString() +
                          " remaps user ids (userns-remap or rootless), so the view's id map would not match the "
                          "box's user" + fix);
-    else if (policy.runtime == "runsc")
-      problems.push_back("container.mounts: not supported under container.runtime runsc (gVisor serves binds through "
-                         "its gofer; the view's read-only and noexec flags are not verified there); use runc" + fix);
   }
   // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for; any
   // other network is the egress proxy's socket made in the container's namespace (egress_attach.h).
-  if (policy.network_enabled && !policy.NetworkUnfiltered()) {
-    if (policy.runtime == "runsc")
-      problems.push_back(
-          "network: under container.runtime runsc the box's sockets are gVisor's own network stack, which the egress "
-          "proxy's listening socket (made in the container's host-side namespace) cannot reach, so "
-          "network.allow/deny/secrets cannot be enforced (docs/network.md); use container.runtime runc or the "
-          "native backend, or write allow: [\"*\"] with no deny or secrets for the engine's bridge network");
-    else if (engine_->endpoint().kind != Endpoint::Kind::kUnix)
+  if (policy.network_enabled && !policy.NetworkUnfiltered() && policy.runtime != "runsc") {
+    if (engine_->endpoint().kind != Endpoint::Kind::kUnix)
       problems.push_back("network: network.allow/deny/secrets need the engine on this host (the daemon makes the egress "
                          "proxy's socket in the container's network namespace); " + engine_->endpoint().ToString() +
                          " is remote: run the daemon on the engine's host, or use the native backend");
@@ -173,6 +152,10 @@ Status DockerBackend::Check(const Policy& policy) const {
   std::string msg = "policy '" + policy.name + "' cannot be enforced on the Docker backend:";
   for (const auto& p : problems) msg += "\n  - " + p;
   return Error{msg};
+}
+
+Enforcement DockerBackend::DescribeControl(const ControlRow& row, const Policy& policy) const {
+  return docker::DescribeControl(row, policy);
 }
 
 Status DockerBackend::EnsureBaseImage(const Policy& policy) const {

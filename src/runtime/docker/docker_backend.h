@@ -52,6 +52,7 @@ class DockerBackend : public Backend {
 
   std::string name() const override { return "docker"; }
   Status Check(const Policy& policy) const override;
+  Enforcement DescribeControl(const ControlRow& row, const Policy& policy) const override;
   // The owner is ignored: a container shares nothing with another (the engine starts each anew).
   Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup, const BoxOwner& owner) override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;

@@ -21,6 +21,7 @@
 #include "runtime/native/launcher.h"
 #include "runtime/mount_roots.h"
 #include "runtime/native/native_box.h"
+#include "runtime/native/native_controls.h"
 #include "runtime/runner.h"
 #include "egress/box_egress.h"
 #include "egress/egress_proxy.h"
@@ -111,19 +112,15 @@ const CgroupLayout& NativeBackend::Layout() const {
 }
 
 std::vector<ControlSupport> NativeBackend::PlanControls(const Policy& policy) const {
-  std::vector<ControlSupport> out;
+  // What the native backend cannot do anywhere (native_controls.cc), then what this host lacks.
+  std::vector<ControlSupport> out = RefusedControls(policy);
   auto add = [&](std::string control, bool enforced, std::string how) {
     out.push_back(ControlSupport{std::move(control), enforced, std::move(how)});
   };
-  if (policy.runtime != "runc" && !policy.runtime.empty())
-    add("container.runtime", false,
-        "runtime '" + policy.runtime + "' is a Docker runtime; the native backend runs boxes itself "
-        "(use backend: docker)");
-
   IdMapPlan idmap = PlanFor(opts_);
-  if (policy.uid == 0 || policy.gid == 0)
-    add("container.user", false, "the program must not run as uid/gid 0");
-  else if (!idmap.Maps(policy.uid) || !idmap.Maps(policy.gid))
+  if (policy.uid == 0 || policy.gid == 0) {
+    // refused above (native_controls.cc)
+  } else if (!idmap.Maps(policy.uid) || !idmap.Maps(policy.gid))
     add("container.user", false,
         "uid " + std::to_string(policy.uid) + " / gid " + std::to_string(policy.gid) +
             " cannot be mapped in the box's user namespace: " + idmap.describe +
@@ -201,6 +198,10 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
 }
 
 Status NativeBackend::Check(const Policy& policy) const { return Refusal(policy, Explain(policy)); }
+
+Enforcement NativeBackend::DescribeControl(const ControlRow& row, const Policy& policy) const {
+  return native::DescribeControl(row, policy);
+}
 
 Status NativeBackend::Refusal(const Policy& policy, const std::vector<ControlSupport>& controls) {
   std::string problems;

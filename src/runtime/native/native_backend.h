@@ -102,6 +102,7 @@ class NativeBackend : public Backend {
   explicit NativeBackend(NativeOptions opts = {});
   std::string name() const override { return "native"; }
   Status Check(const Policy& policy) const override;
+  Enforcement DescribeControl(const ControlRow& row, const Policy& policy) const override;
   std::vector<ControlSupport> Explain(const Policy& policy) const override;
   // With the fork server, a box for `owner` is forked from that owner's zygote (never another's);
   // one for no owner (nullopt) is launched on its own.

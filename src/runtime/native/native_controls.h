@@ -1,0 +1,14 @@
+// How the native backend enforces each policy control, in words (`policy explain`), and which ones
+// it cannot enforce at all (its Check refuses those, naming the control). What this host in
+// particular can do (cgroup controllers, the id map) is NativeBackend::Check's to probe.
+#pragma once
+
+#include "policy/explain.h"
+
+namespace lsb::native {
+
+// One answer per control: a switch with no default, so a control added to the table without an
+// answer here does not compile.
+Enforcement DescribeControl(const ControlRow& row, const Policy& policy);
+
+}  // namespace lsb::native
