@@ -143,7 +143,6 @@ Enforcement DescribeControl(const ControlRow& row, const Policy& p) {
     case Control::kWorkdir:
     case Control::kAlerts:
     case Control::kSessionSetup:
-      return Enforced(InitEnforces(row.control, p));
     case Control::kTrace:
       return Enforced(InitEnforces(row.control, p));
     case Control::kBackend:
