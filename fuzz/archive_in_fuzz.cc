@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduler/archive_in.h"
+#include "scheduler/archive/archive_in.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

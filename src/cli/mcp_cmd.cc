@@ -23,7 +23,7 @@
 #include "scheduler/box_registry.h"
 #include "scheduler/executor.h"
 #include "scheduler/policy_store.h"
-#include "scheduler/session_manager.h"
+#include "scheduler/session/session_manager.h"
 #include "server/mcp_protocol.h"
 #include "server/server_context.h"
 

@@ -3,7 +3,7 @@
 #include <poll.h>
 
 #include "scheduler/one_shot_pool.h"
-#include "scheduler/python_driver.h"
+#include "scheduler/driver/python_driver.h"
 
 namespace lsb::sched {
 namespace {

@@ -12,10 +12,10 @@
 #include "policy/policy.h"
 #include "runtime/backend.h"
 #include "runtime/runner.h"
-#include "scheduler/archive_in.h"
+#include "scheduler/archive/archive_in.h"
 #include "scheduler/box_registry.h"
-#include "scheduler/change_set.h"
-#include "scheduler/rich_outputs.h"
+#include "scheduler/changes/change_set.h"
+#include "scheduler/driver/rich_outputs.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {

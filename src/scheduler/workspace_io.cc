@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "scheduler/sandbox_path.h"
-#include "scheduler/tar_writer.h"
+#include "scheduler/archive/tar_writer.h"
 
 namespace lsb::sched {
 namespace {

@@ -11,8 +11,8 @@
 #include "base/result.h"
 #include "policy/policy.h"
 #include "runtime/exec_result.h"
-#include "scheduler/archive_in.h"
-#include "scheduler/python_driver.h"
+#include "scheduler/archive/archive_in.h"
+#include "scheduler/driver/python_driver.h"
 
 namespace lsb::sched {
 

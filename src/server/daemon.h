@@ -15,7 +15,7 @@
 #include "image/store_puller.h"
 #include "runtime/backend.h"
 #include "scheduler/one_shot_pool.h"
-#include "scheduler/session_pool.h"
+#include "scheduler/session/session_pool.h"
 #include "server/connection_table.h"
 #include "server/e2b/front_door.h"
 #include "server/router.h"

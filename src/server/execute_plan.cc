@@ -1,7 +1,7 @@
 #include "server/execute_plan.h"
 
 #include "policy/tighten.h"
-#include "scheduler/python_driver.h"
+#include "scheduler/driver/python_driver.h"
 #include "scheduler/sandbox_path.h"
 
 namespace lsb::server {

@@ -2,7 +2,7 @@
 // backend's name and what it holds now.
 #include "base/time_format.h"
 #include "scheduler/one_shot_pool.h"
-#include "scheduler/session_pool.h"
+#include "scheduler/session/session_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 

@@ -15,7 +15,7 @@
 #include "base/time_format.h"
 #include "policy/policy.h"
 #include "runtime/exec_result.h"
-#include "scheduler/session.h"
+#include "scheduler/session/session.h"
 #include "server/api_error.h"
 
 namespace lsb::server {

@@ -10,7 +10,7 @@
 #include "base/time_format.h"
 #include "monitor/dashboard_page.h"
 #include "scheduler/one_shot_pool.h"
-#include "scheduler/session_pool.h"
+#include "scheduler/session/session_pool.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "scheduler/session_fork.h"
+#include "scheduler/session/session_fork.h"
 #include "server/import_gate.h"
 #include "server/json_codec.h"
 #include "server/routes.h"

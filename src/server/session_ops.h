@@ -9,7 +9,7 @@
 
 #include "base/time_format.h"
 #include "scheduler/executor.h"
-#include "scheduler/session.h"
+#include "scheduler/session/session.h"
 #include "server/api_error.h"
 #include "server/http_types.h"
 #include "server/server_context.h"

@@ -11,8 +11,8 @@
 #include <chrono>
 
 #include "base/time_format.h"
-#include "scheduler/paused_sessions.h"
-#include "scheduler/session_fork.h"
+#include "scheduler/session/paused_sessions.h"
+#include "scheduler/session/session_fork.h"
 #include "server/execute_plan.h"
 #include "server/fanout_reserve.h"
 #include "server/json_codec.h"

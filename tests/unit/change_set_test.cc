@@ -3,9 +3,9 @@
 // an output entry from the box.
 #include <gtest/gtest.h>
 
-#include "scheduler/change_set.h"
-#include "scheduler/rich_outputs.h"
-#include "scheduler/unified_diff.h"
+#include "scheduler/changes/change_set.h"
+#include "scheduler/driver/rich_outputs.h"
+#include "scheduler/changes/unified_diff.h"
 
 namespace lsb::sched {
 namespace {

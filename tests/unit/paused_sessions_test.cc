@@ -1,4 +1,4 @@
-#include "scheduler/paused_sessions.h"
+#include "scheduler/session/paused_sessions.h"
 
 #include <gtest/gtest.h>
 

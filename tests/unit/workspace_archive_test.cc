@@ -9,8 +9,8 @@
 
 #include "image_test_util.h"
 #include "runtime/exec_result.h"
-#include "scheduler/archive_in.h"
-#include "scheduler/tar_writer.h"
+#include "scheduler/archive/archive_in.h"
+#include "scheduler/archive/tar_writer.h"
 #include "server/json_budget.h"
 
 namespace lsb::sched {

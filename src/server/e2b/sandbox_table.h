@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/session.h"
-#include "scheduler/session_manager.h"
+#include "scheduler/session/session.h"
+#include "scheduler/session/session_manager.h"
 
 namespace lsb::server::e2b {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "runtime/runner.h"
-#include "scheduler/session.h"
+#include "scheduler/session/session.h"
 #include "server/api_error.h"
 #include "server/server_context.h"
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "scheduler/session.h"
-#include "scheduler/session_fork.h"
+#include "scheduler/session/session.h"
+#include "scheduler/session/session_fork.h"
 
 namespace lsb::sched {
 

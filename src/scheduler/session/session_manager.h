@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "scheduler/session.h"
+#include "scheduler/session/session.h"
 
 namespace lsb::sched {
 

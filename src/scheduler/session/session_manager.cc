@@ -1,4 +1,4 @@
-#include "scheduler/session_manager.h"
+#include "scheduler/session/session_manager.h"
 
 #include <cctype>
 

@@ -21,9 +21,9 @@
 #include "runtime/backend.h"
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
-#include "scheduler/change_set.h"
-#include "scheduler/python_driver.h"
-#include "scheduler/rich_outputs.h"
+#include "scheduler/changes/change_set.h"
+#include "scheduler/driver/python_driver.h"
+#include "scheduler/driver/rich_outputs.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {

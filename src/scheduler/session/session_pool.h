@@ -34,7 +34,7 @@
 #include "runtime/backend.h"
 #include "runtime/exec_result.h"
 #include "runtime/runner.h"
-#include "scheduler/python_driver.h"
+#include "scheduler/driver/python_driver.h"
 
 namespace lsb::sched {
 

@@ -1,4 +1,4 @@
-#include "scheduler/archive_entries.h"
+#include "scheduler/archive/archive_entries.h"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // dependency-free (os, sys, io, signal, traceback; ctypes only for a zygote): it runs under
 // `python3 -I -S` too. The user's code gets its own globals dict; the driver's state lives in
 // _lsb_main's locals.
-#include "scheduler/python_driver.h"
+#include "scheduler/driver/python_driver.h"
 
 namespace lsb::sched {
 

@@ -3,7 +3,7 @@
 // (symbolic link), o (anything else); data "<mode octal> <size> <sha256 hex>\n" then the
 // file's bytes (or the link's target) when the file is within the per-file and total budgets,
 // nothing otherwise. Past max_entries it stops with status 3.
-#include "scheduler/change_set.h"
+#include "scheduler/changes/change_set.h"
 
 namespace lsb::sched {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "scheduler/archive_in.h"
+#include "scheduler/archive/archive_in.h"
 
 namespace lsb::sched {
 

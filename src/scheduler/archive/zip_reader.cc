@@ -1,4 +1,4 @@
-#include "scheduler/zip_reader.h"
+#include "scheduler/archive/zip_reader.h"
 
 #include <sys/stat.h>
 #include <zlib.h>

@@ -8,7 +8,7 @@
 // MPLBACKEND=Agg before it does), so a program that never imports it pays a dict lookup. Every
 // entry is a JSON object {mime type: data} (binary as base64) or
 // {"error": why}; the count and each entry's bytes are bounded here and again on the host.
-#include "scheduler/rich_outputs.h"
+#include "scheduler/driver/rich_outputs.h"
 
 namespace lsb::sched {
 

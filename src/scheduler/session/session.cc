@@ -1,9 +1,9 @@
-#include "scheduler/session.h"
+#include "scheduler/session/session.h"
 
 #include <algorithm>
 
 #include "scheduler/sandbox_path.h"
-#include "scheduler/session_pool.h"
+#include "scheduler/session/session_pool.h"
 
 namespace lsb::sched {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "scheduler/archive_entries.h"
+#include "scheduler/archive/archive_entries.h"
 
 namespace lsb::sched {
 

@@ -1,4 +1,4 @@
-#include "scheduler/session_pool.h"
+#include "scheduler/session/session_pool.h"
 
 #include <utility>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "scheduler/session_fork.h"
+#include "scheduler/session/session_fork.h"
 
 #include <nlohmann/json.hpp>
 

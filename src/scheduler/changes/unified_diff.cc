@@ -1,4 +1,4 @@
-#include "scheduler/unified_diff.h"
+#include "scheduler/changes/unified_diff.h"
 
 #include <algorithm>
 #include <unordered_map>

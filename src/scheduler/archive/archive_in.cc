@@ -1,12 +1,12 @@
-#include "scheduler/archive_in.h"
+#include "scheduler/archive/archive_in.h"
 
 #include <cstring>
 
 #include "image/byte_source.h"
 #include "image/decompress.h"
 #include "image/tar_reader.h"
-#include "scheduler/archive_entries.h"
-#include "scheduler/zip_reader.h"
+#include "scheduler/archive/archive_entries.h"
+#include "scheduler/archive/zip_reader.h"
 
 namespace lsb::sched {
 namespace {

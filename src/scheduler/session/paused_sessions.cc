@@ -1,4 +1,4 @@
-#include "scheduler/paused_sessions.h"
+#include "scheduler/session/paused_sessions.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include "base/io.h"
 #include "base/random_id.h"
 #include "base/unique_fd.h"
-#include "scheduler/session_manager.h"
+#include "scheduler/session/session_manager.h"
 
 namespace lsb::sched {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "scheduler/rich_outputs.h"
+#include "scheduler/driver/rich_outputs.h"
 
 #include <cctype>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include "base/bounded_json.h"
 #include "base/random_id.h"
 #include "policy/languages.h"
-#include "scheduler/python_driver.h"
+#include "scheduler/driver/python_driver.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {

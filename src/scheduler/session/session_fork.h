@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
-#include "scheduler/archive_in.h"
-#include "scheduler/session.h"
+#include "scheduler/archive/archive_in.h"
+#include "scheduler/session/session.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {

@@ -1,4 +1,4 @@
-#include "scheduler/tar_writer.h"
+#include "scheduler/archive/tar_writer.h"
 
 #include <cstdio>
 #include <cstring>

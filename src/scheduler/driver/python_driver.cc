@@ -1,4 +1,4 @@
-#include "scheduler/python_driver.h"
+#include "scheduler/driver/python_driver.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,8 +6,8 @@
 
 #include "base/random_id.h"
 #include "protocol/alert_coalescer.h"
-#include "scheduler/change_set.h"
-#include "scheduler/rich_outputs.h"
+#include "scheduler/changes/change_set.h"
+#include "scheduler/driver/rich_outputs.h"
 
 namespace lsb::sched {
 namespace {

@@ -1,12 +1,12 @@
-#include "scheduler/change_set.h"
+#include "scheduler/changes/change_set.h"
 
 #include <charconv>
 #include <set>
 
-#include "scheduler/git_binary.h"
-#include "scheduler/python_driver.h"
+#include "scheduler/changes/git_binary.h"
+#include "scheduler/driver/python_driver.h"
 #include "scheduler/sandbox_path.h"
-#include "scheduler/unified_diff.h"
+#include "scheduler/changes/unified_diff.h"
 #include "scheduler/workspace_io.h"
 
 namespace lsb::sched {

@@ -1,4 +1,4 @@
-#include "scheduler/git_binary.h"
+#include "scheduler/changes/git_binary.h"
 
 #include <openssl/evp.h>
 #include <zlib.h>
