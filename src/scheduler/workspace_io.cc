@@ -105,15 +105,20 @@ Result<std::vector<CollectedFile>> CollectFromBox(PythonDriver& driver, const st
   return out;
 }
 
+Status TreeReplyStatus(const FileOpResult& r, const std::string& dir) {
+  if (r.status == FileOpStatus::kTooLarge)
+    return Error{ErrorCode::kResourceExhausted, r.message.substr(0, 1000) + "; fetch a smaller directory"};
+  if (r.status == FileOpStatus::kNotFound || r.status == FileOpStatus::kNotADirectory)
+    return Error{ErrorCode::kNotFound, "no directory " + dir + " in the box (" + r.message.substr(0, 500) + ")"};
+  if (r.status != FileOpStatus::kOk) return Error{"reading " + dir + " in the box failed: " + r.message.substr(0, 1000)};
+  return OkStatus();
+}
+
 Result<TreeArchive> TreeFromBox(PythonDriver& driver, const std::string& dir, const TreeLimits& limits) {
   std::string lim = std::to_string(limits.max_entries) + " " + std::to_string(limits.max_bytes);
   uint64_t cap = limits.max_bytes + limits.max_entries * (4096 + 64);
   LSB_ASSIGN_OR_RETURN(FileOpResult r, driver.RecordOp('T', dir, lim, kOpTimeoutMs, cap));
-  if (r.status == FileOpStatus::kTooLarge)
-    return Error{ErrorCode::kResourceExhausted, r.message.substr(0, 1000) + "; fetch a smaller directory"};
-  if (r.status == FileOpStatus::kNotFound || (r.status != FileOpStatus::kOk && r.message.find("not a directory") != std::string::npos))
-    return Error{ErrorCode::kNotFound, "no directory " + dir + " in the box (" + r.message.substr(0, 500) + ")"};
-  if (r.status != FileOpStatus::kOk) return Error{"reading " + dir + " in the box failed: " + r.message.substr(0, 1000)};
+  LSB_TRY(TreeReplyStatus(r, dir));
   LSB_ASSIGN_OR_RETURN(auto recs, ParseRecords(r.data, limits.max_entries));
   const std::string prefix = dir == "/" ? "/" : dir + "/";
   TarWriter tar;

@@ -60,5 +60,8 @@ struct TreeArchive {
 // `dir`'s tree as a tar, names relative to `dir`. kTooLarge past the bounds is a kResourceExhausted
 // error; a missing directory kNotFound.
 Result<TreeArchive> TreeFromBox(PythonDriver& driver, const std::string& dir, const TreeLimits& limits);
+// The T reply's status as TreeFromBox decides on it (by the driver's code, never its words): past
+// a bound kResourceExhausted, no such directory (missing, or not one) kNotFound.
+Status TreeReplyStatus(const FileOpResult& r, const std::string& dir);
 
 }  // namespace lsb::sched

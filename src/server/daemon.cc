@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <set>
 #include <thread>
 
 #include "base/state_dir.h"
@@ -64,23 +63,6 @@ bool Authorized(const ServerContext& ctx, HttpRequest& req) {
   for (const auto& t : ctx.tokens) ok |= SameToken(tok, t);
   if (ok) req.owner = OwnerOfToken(tok);
   return ok;
-}
-
-// Bounded label values for the HTTP metrics: ids become placeholders, unknown paths "other".
-std::string RouteLabel(const std::string& path) {
-  static const std::set<std::string> fixed = {"/", "/metrics", "/healthz", "/readyz", "/v1/execute", "/v1/batch",
-                                               "/v1/sessions", "/v1/policies", "/v1/events", "/v1/executions",
-                                               "/v1/images"};
-  if (fixed.count(path)) return path;
-  for (const char* prefix : {"/v1/sessions/", "/v1/policies/", "/v1/executions/"}) {
-    std::string p = prefix;
-    if (path.rfind(p, 0) != 0) continue;
-    std::string rest = path.substr(p.size());
-    size_t slash = rest.find('/');
-    std::string tail = slash == std::string::npos ? "" : rest.substr(slash);
-    if (tail.empty() || tail == "/execute" || tail == "/files") return p + "{id}" + tail;
-  }
-  return "other";
 }
 
 // Every connection holds an fd (and evicted ones a moment longer), boxes hold more: the soft fd
@@ -283,7 +265,7 @@ HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const e2b::Front
     if (!r.streamed && !ctx.node.empty()) r.response.headers.emplace_back("X-LLM-Sandbox-Node", ctx.node);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
     if (ctx.monitor)
-      ctx.monitor->HttpRequest(RouteLabel(req.path), r.streamed ? 200 : r.response.status,
+      ctx.monitor->HttpRequest(RouteLabel(router, e2b, req), r.streamed ? 200 : r.response.status,
                                std::chrono::duration<double>(Clock::now() - start).count());
     std::fprintf(stderr, "serve: %s %s %d %lldms\n", req.method.c_str(), req.path.c_str(),
                  r.streamed ? 200 : r.response.status, static_cast<long long>(ms));
@@ -336,6 +318,11 @@ bool IsLoopback(const std::string& host) {
   in6_addr a6{};
   if (::inet_pton(AF_INET6, host.c_str(), &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
   return false;
+}
+
+std::string RouteLabel(const Router& router, const e2b::FrontDoor& e2b, const HttpRequest& req) {
+  std::string pattern = e2b::FrontDoor::IsDataPlane(req) ? e2b.PatternOf(req) : router.PatternOf(req);
+  return pattern.empty() ? "other" : pattern;
 }
 
 Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& config, std::unique_ptr<Backend> backend,

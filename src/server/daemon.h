@@ -140,6 +140,10 @@ class DaemonCore {
 // True when `host` is a loopback address (or "localhost").
 bool IsLoopback(const std::string& host);
 
+// The route label of the HTTP metrics: the pattern the router (or the E2B data plane's) matched,
+// "other" for none, so the label set stays the route table's and holds no raw id or path.
+std::string RouteLabel(const Router& router, const e2b::FrontDoor& e2b, const HttpRequest& req);
+
 // Runs the daemon; returns the process exit code (0 after a clean SIGTERM).
 int RunDaemon(DaemonConfig config);
 

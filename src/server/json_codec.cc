@@ -133,8 +133,13 @@ ApiOr<json> ParseObject(const std::string& body) {
   return std::move(j).value();
 }
 
-ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::string& where) {
-  if (!j.is_object()) return BadRequest(where.empty() ? "the body must be a JSON object" : where + " must be a JSON object");
+namespace {
+
+// Each part of an execute body below fills its fields of `b`; an error is the first field at
+// fault. ParseExecuteBody calls them in the order the body's fields were always checked.
+using Problem = std::optional<ApiError>;
+
+Problem CheckExecuteKeys(const json& j, bool session, const std::string& where) {
   const auto& known = KnownExecuteKeys(session);
   for (const auto& [k, _] : j.items())
     if (!known.count(k)) {
@@ -145,20 +150,29 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
         return Field(where, k, "cannot be set per execution in a session; set it when creating the session");
       return Field(where, k, "unknown field");
     }
-  ExecuteBody b;
+  return std::nullopt;
+}
+
+// code or command, exactly one.
+Problem ParseProgram(const json& j, const std::string& where, ExecuteBody& b) {
   if (Present(j, "code") == Present(j, "command"))
     return Field(where, "code", Present(j, "code") ? "give exactly one of code and command, not both"
                                                    : "is required (the program text), or give command (a program and its arguments)");
   if (Present(j, "code")) {
     if (!j.at("code").is_string()) return Field(where, "code", "must be a string");
     b.code = j.at("code").get<std::string>();
-  } else {
-    auto cmd = StringList(j.at("command"), where, "command");
-    if (!cmd.ok()) return cmd.error();
-    if (cmd->empty()) return Field(where, "command", "is empty; give a program and its arguments, such as [\"python3\", \"-m\", \"unittest\"]");
-    if (Present(j, "language")) return Field(where, "language", "does not apply to a command; leave it out");
-    b.command = std::move(*cmd);
+    return std::nullopt;
   }
+  auto cmd = StringList(j.at("command"), where, "command");
+  if (!cmd.ok()) return cmd.error();
+  if (cmd->empty()) return Field(where, "command", "is empty; give a program and its arguments, such as [\"python3\", \"-m\", \"unittest\"]");
+  if (Present(j, "language")) return Field(where, "language", "does not apply to a command; leave it out");
+  b.command = std::move(*cmd);
+  return std::nullopt;
+}
+
+// What comes back besides the output: collected files, a change set, rich outputs.
+Problem ParseReturns(const json& j, const std::string& where, ExecuteBody& b) {
   if (Present(j, "collect")) {
     auto c = StringList(j.at("collect"), where, "collect");
     if (!c.ok()) return c.error();
@@ -179,6 +193,11 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
     if (!j.at("outputs").is_boolean()) return Field(where, "outputs", "must be true or false (rich outputs: figures, displayed values)");
     b.outputs = j.at("outputs").get<bool>();
   }
+  return std::nullopt;
+}
+
+// language, policy, stdin, timeout and its grace.
+Problem ParseRunStrings(const json& j, const std::string& where, ExecuteBody& b) {
   auto lang = OptString(j, "language", where);
   if (!lang.ok()) return lang.error();
   b.language = lang->value_or("");
@@ -194,6 +213,11 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
   auto grace = OptGrace(j, "timeout_grace", where);
   if (!grace.ok()) return grace.error();
   b.timeout_grace_ms = *grace;
+  return std::nullopt;
+}
+
+// memory and cpu, each a number or a string with units.
+Problem ParseResources(const json& j, const std::string& where, ExecuteBody& b) {
   if (Present(j, "memory")) {
     const json& m = j.at("memory");
     if (m.is_number_unsigned() || (m.is_number_integer() && m.get<int64_t>() > 0)) {
@@ -220,6 +244,11 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
     }
     if (!std::isfinite(*b.cpu) || *b.cpu <= 0) return Field(where, "cpu", "must be positive");
   }
+  return std::nullopt;
+}
+
+// network, network_allow and env.
+Problem ParseNetworkAndEnv(const json& j, const std::string& where, ExecuteBody& b) {
   if (Present(j, "network")) {
     if (!j.at("network").is_boolean()) return Field(where, "network", "must be true or false");
     b.network = j.at("network").get<bool>();
@@ -245,39 +274,58 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
       b.env[k] = v.get<std::string>();
     }
   }
-  if (Present(j, "files")) {
-    const json& fs = j.at("files");
-    if (!fs.is_array()) return Field(where, "files", "must be an array of {path, content | content_base64 | archive_base64}");
-    for (size_t i = 0; i < fs.size(); ++i) {
-      std::string fw = "files[" + std::to_string(i) + "]";
-      const json& f = fs[i];
-      if (!f.is_object()) return Field(where, fw, "must be an object {path, content | content_base64 | archive_base64}");
-      for (const auto& [k, _] : f.items())
-        if (k != "path" && k != "content" && k != "content_base64" && k != "archive_base64")
-          return Field(where, fw + "." + k, "unknown field");
-      if (!Present(f, "path") || !f.at("path").is_string()) return Field(where, fw + ".path", "is required (a string)");
-      FileBody fb;
-      fb.path = f.at("path").get<std::string>();
-      int given = Present(f, "content") + Present(f, "content_base64") + Present(f, "archive_base64");
-      if (given != 1) return Field(where, fw, "give exactly one of content, content_base64 and archive_base64");
-      if (Present(f, "archive_base64")) {
-        if (!f.at("archive_base64").is_string()) return Field(where, fw + ".archive_base64", "must be a string");
-        bool ok = false;
-        fb.data = Base64Decode(f.at("archive_base64").get<std::string>(), &ok);
-        if (!ok) return Field(where, fw + ".archive_base64", "is not valid base64");
-        fb.archive = true;
-      } else if (Present(f, "content")) {
-        if (!f.at("content").is_string()) return Field(where, fw + ".content", "must be a string");
-        fb.data = f.at("content").get<std::string>();
-      } else {
-        if (!f.at("content_base64").is_string()) return Field(where, fw + ".content_base64", "must be a string");
-        bool ok = false;
-        fb.data = Base64Decode(f.at("content_base64").get<std::string>(), &ok);
-        if (!ok) return Field(where, fw + ".content_base64", "is not valid base64");
-      }
-      b.files.push_back(std::move(fb));
-    }
+  return std::nullopt;
+}
+
+// One entry of files: its path and exactly one of content, content_base64, archive_base64.
+ApiOr<FileBody> ParseFileEntry(const json& f, const std::string& where, const std::string& fw) {
+  if (!f.is_object()) return Field(where, fw, "must be an object {path, content | content_base64 | archive_base64}");
+  for (const auto& [k, _] : f.items())
+    if (k != "path" && k != "content" && k != "content_base64" && k != "archive_base64")
+      return Field(where, fw + "." + k, "unknown field");
+  if (!Present(f, "path") || !f.at("path").is_string()) return Field(where, fw + ".path", "is required (a string)");
+  FileBody fb;
+  fb.path = f.at("path").get<std::string>();
+  int given = Present(f, "content") + Present(f, "content_base64") + Present(f, "archive_base64");
+  if (given != 1) return Field(where, fw, "give exactly one of content, content_base64 and archive_base64");
+  if (Present(f, "archive_base64")) {
+    if (!f.at("archive_base64").is_string()) return Field(where, fw + ".archive_base64", "must be a string");
+    bool ok = false;
+    fb.data = Base64Decode(f.at("archive_base64").get<std::string>(), &ok);
+    if (!ok) return Field(where, fw + ".archive_base64", "is not valid base64");
+    fb.archive = true;
+  } else if (Present(f, "content")) {
+    if (!f.at("content").is_string()) return Field(where, fw + ".content", "must be a string");
+    fb.data = f.at("content").get<std::string>();
+  } else {
+    if (!f.at("content_base64").is_string()) return Field(where, fw + ".content_base64", "must be a string");
+    bool ok = false;
+    fb.data = Base64Decode(f.at("content_base64").get<std::string>(), &ok);
+    if (!ok) return Field(where, fw + ".content_base64", "is not valid base64");
   }
+  return fb;
+}
+
+Problem ParseFiles(const json& j, const std::string& where, ExecuteBody& b) {
+  if (!Present(j, "files")) return std::nullopt;
+  const json& fs = j.at("files");
+  if (!fs.is_array()) return Field(where, "files", "must be an array of {path, content | content_base64 | archive_base64}");
+  for (size_t i = 0; i < fs.size(); ++i) {
+    auto fb = ParseFileEntry(fs[i], where, "files[" + std::to_string(i) + "]");
+    if (!fb.ok()) return fb.error();
+    b.files.push_back(std::move(*fb));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::string& where) {
+  if (!j.is_object()) return BadRequest(where.empty() ? "the body must be a JSON object" : where + " must be a JSON object");
+  if (auto bad = CheckExecuteKeys(j, session, where)) return *bad;
+  ExecuteBody b;
+  for (auto part : {ParseProgram, ParseReturns, ParseRunStrings, ParseResources, ParseNetworkAndEnv, ParseFiles})
+    if (auto bad = part(j, where, b)) return *bad;
   return b;
 }
 

@@ -44,15 +44,16 @@ bool IsJsonContentType(const std::string& content_type) {
 }
 
 void Router::Add(const std::string& method, const std::string& pattern, Handler h, BodyKind body) {
-  routes_.push_back(Route{method, Split(pattern), std::move(h), body});
+  routes_.push_back(Route{method, pattern, Split(pattern), std::move(h), body});
 }
 
-Reply Router::Dispatch(HttpRequest& req, ResponseStream& stream) const {
+const Router::Route* Router::Find(const HttpRequest& req, std::map<std::string, std::string>& params,
+                                  const Route*& path_match, std::string& allowed) const {
   auto segs = Split(req.path);
-  std::string allowed;
+  path_match = nullptr;
   for (const auto& r : routes_) {
     if (r.segments.size() != segs.size()) continue;
-    std::map<std::string, std::string> params;
+    params.clear();
     bool match = true;
     for (size_t i = 0; i < segs.size() && match; ++i) {
       const std::string& p = r.segments[i];
@@ -63,10 +64,31 @@ Reply Router::Dispatch(HttpRequest& req, ResponseStream& stream) const {
       }
     }
     if (!match) continue;
+    if (!path_match) path_match = &r;
     if (r.method != req.method && !(req.method == "HEAD" && r.method == "GET")) {
       allowed += (allowed.empty() ? "" : ", ") + r.method;
       continue;
     }
+    return &r;
+  }
+  return nullptr;
+}
+
+std::string Router::PatternOf(const HttpRequest& req) const {
+  std::map<std::string, std::string> params;
+  const Route* path_match = nullptr;
+  std::string allowed;
+  const Route* r = Find(req, params, path_match, allowed);
+  if (!r) r = path_match;
+  return r ? r->pattern : std::string();
+}
+
+Reply Router::Dispatch(HttpRequest& req, ResponseStream& stream) const {
+  std::map<std::string, std::string> params;
+  const Route* path_match = nullptr;
+  std::string allowed;
+  if (const Route* found = Find(req, params, path_match, allowed)) {
+    const Route& r = *found;
     if (r.body == BodyKind::kJson && RefusedMediaType(req)) {
       std::string ct = req.Header("content-type");
       return ErrorResponse({ApiCode::kUnsupportedMediaType,

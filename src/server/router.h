@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,14 +26,23 @@ class Router {
   using Handler = std::function<Reply(HttpRequest&, ResponseStream&)>;
   void Add(const std::string& method, const std::string& pattern, Handler h, BodyKind body = BodyKind::kJson);
   Reply Dispatch(HttpRequest& req, ResponseStream& stream) const;
+  // The pattern of the route Dispatch picks for `req` ("/v1/sessions/{id}/execute"), or of the
+  // first one matching its path when none has its method (405); "" when no pattern matches. The
+  // HTTP metrics label by it: bounded by the routes, never a raw id or path.
+  std::string PatternOf(const HttpRequest& req) const;
 
  private:
   struct Route {
     std::string method;
+    std::string pattern;
     std::vector<std::string> segments;
     Handler handler;
     BodyKind body;
   };
+  // The route for `req`'s method and path (nullptr when none); `path_match` gets the first route
+  // matching the path alone, `allowed` the methods of those (the 405 answer).
+  const Route* Find(const HttpRequest& req, std::map<std::string, std::string>& params, const Route*& path_match,
+                    std::string& allowed) const;
   std::vector<Route> routes_;
 };
 

@@ -119,5 +119,38 @@ TEST_F(DaemonCoreTest, PoolSizeZeroKeepsNoPool) {
   EXPECT_EQ(Get("/readyz")["warm_boxes"], 0);
 }
 
+// The HTTP metrics' route label is the pattern the daemon's routers matched: v1 routes with an id,
+// the E2B control plane (on the daemon's router) and data plane (its own routers, by port) alike;
+// whatever matches nothing is "other", so no raw id or path becomes a label.
+TEST_F(DaemonCoreTest, TheMetricsRouteLabelIsTheMatchedPattern) {
+  Build(std::make_unique<DefaultsOnlyBackend>(), 0);
+  auto label = [this](const std::string& method, const std::string& path,
+                      std::map<std::string, std::string> headers = {}) {
+    HttpRequest req;
+    req.method = method;
+    req.path = req.target = path;
+    req.headers = std::move(headers);
+    return RouteLabel(core_->router(), core_->e2b(), req);
+  };
+  EXPECT_EQ(label("POST", "/v1/sessions/ses-1a2b/execute"), "/v1/sessions/{id}/execute");
+  EXPECT_EQ(label("GET", "/v1/policies/code-sandbox"), "/v1/policies/{name}");
+  EXPECT_EQ(label("GET", "/v1/sessions"), "/v1/sessions");
+  EXPECT_EQ(label("DELETE", "/v1/executions/ex-1"), "/v1/executions/{id}");  // 405: the path's pattern
+  EXPECT_EQ(label("GET", "/sandboxes/sbx-42"), "/sandboxes/{id}");
+  EXPECT_EQ(label("POST", "/v2/sandboxes/sbx-42/connect"), "/v2/sandboxes/{id}/connect");
+  std::map<std::string, std::string> envd = {{"e2b-sandbox-id", "sbx-42"},
+                                             {"e2b-sandbox-port", std::to_string(e2b::kEnvdPort)}};
+  EXPECT_EQ(label("POST", "/process.Process/Start", envd), "/process.Process/Start");
+  EXPECT_EQ(label("GET", "/files", envd), "/files");
+  std::map<std::string, std::string> interp = {{"e2b-sandbox-id", "sbx-42"},
+                                               {"e2b-sandbox-port", std::to_string(e2b::kInterpreterPort)}};
+  EXPECT_EQ(label("DELETE", "/contexts/ctx-9", interp), "/contexts/{id}");
+  EXPECT_EQ(label("GET", "/v1/sessions/ses-1a2b/nope"), "other");
+  EXPECT_EQ(label("GET", "/etc/passwd"), "other");
+  EXPECT_EQ(label("POST", "/process.Process/Start", {{"e2b-sandbox-id", "sbx-42"}, {"e2b-sandbox-port", "8080"}}),
+            "other");
+  EXPECT_EQ(label("GET", "/v1/execute", envd), "other");  // the data plane has its own routes only
+}
+
 }  // namespace
 }  // namespace lsb::server

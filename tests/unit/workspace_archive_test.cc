@@ -9,6 +9,7 @@
 
 #include "image_test_util.h"
 #include "runtime/exec_result.h"
+#include "scheduler/archive/archive_entries.h"
 #include "scheduler/archive/archive_in.h"
 #include "scheduler/archive/tar_writer.h"
 #include "server/json_budget.h"
@@ -216,6 +217,21 @@ TEST(WorkspaceArchive, ZipSymlinkAndLyingHeadersAreRefused) {
 TEST(WorkspaceArchive, NotAnArchiveSaysWhatToSend) {
   ExpectRefused(std::string(1024, 'x'), "send a tar, tar.gz, tar.zst or zip");
   ExpectRefused("", "the archive is empty");
+}
+
+// Whether the tar reader calls the archive unreadable is decided on the error's field, set where an
+// entry's rule refuses it: an entry's refusal reads as it was made, a broken stream is wrapped.
+TEST(WorkspaceArchive, AnEntryRefusalIsPassedOnAndABrokenTarIsCalledUnreadable) {
+  auto refused = ReadArchive(TarBuilder().Symlink("link", "/etc").Finish(), "/tmp/work", {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().field, kArchiveEntryField);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refused.error().message.rfind("archive entry 'link' is refused: a symbolic link", 0), 0u)
+      << refused.error().message;
+  auto broken = ReadArchive(std::string(1024, 'x'), "/tmp/work", {});
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(broken.error().message.rfind("the archive (tar) cannot be read: ", 0), 0u) << broken.error().message;
 }
 
 TEST(WorkspaceArchive, TarWriterOutputReadsBack) {

@@ -15,13 +15,15 @@ std::string Quoted(std::string_view name) {
 }  // namespace
 
 Error ArchiveEntries::Refuse(std::string_view name, const std::string& what) const {
-  return Error{ErrorCode::kInvalidArgument, "archive entry " + Quoted(name) + " is refused: " + what};
+  return Error{ErrorCode::kInvalidArgument, "archive entry " + Quoted(name) + " is refused: " + what,
+               std::string(kArchiveEntryField)};
 }
 
 Error ArchiveEntries::TooLarge(std::string_view name, uint64_t size) const {
   return Error{ErrorCode::kResourceExhausted,
                "archive entry " + Quoted(name) + " (" + std::to_string(size) + " bytes) takes the archive past its " +
-                   std::to_string(limits_.max_bytes) + " bytes of unpacked content; send a smaller archive"};
+                   std::to_string(limits_.max_bytes) + " bytes of unpacked content; send a smaller archive",
+               std::string(kArchiveEntryField)};
 }
 
 Result<std::string> ArchiveEntries::Normalize(std::string_view name) const {
@@ -43,12 +45,16 @@ Result<std::string> ArchiveEntries::Normalize(std::string_view name) const {
     if (comp == "..") return Refuse(name, "a '..' component would leave the target directory");
     rel += (rel.empty() ? "" : "/") + std::string(comp);
     if (++depth > limits_.max_path_depth)
-      return Error{ErrorCode::kResourceExhausted, "archive entry " + Quoted(name) + " is more than " +
-                                                      std::to_string(limits_.max_path_depth) + " directories deep"};
+      return Error{ErrorCode::kResourceExhausted,
+                   "archive entry " + Quoted(name) + " is more than " + std::to_string(limits_.max_path_depth) +
+                       " directories deep",
+                   std::string(kArchiveEntryField)};
   }
   if (target_.size() + 1 + rel.size() > limits_.max_path_bytes)
-    return Error{ErrorCode::kResourceExhausted, "archive entry " + Quoted(name) + " makes a path longer than " +
-                                                    std::to_string(limits_.max_path_bytes) + " bytes"};
+    return Error{ErrorCode::kResourceExhausted,
+                 "archive entry " + Quoted(name) + " makes a path longer than " + std::to_string(limits_.max_path_bytes) +
+                     " bytes",
+                 std::string(kArchiveEntryField)};
   return rel;
 }
 

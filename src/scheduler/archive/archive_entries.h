@@ -12,6 +12,10 @@
 
 namespace lsb::sched {
 
+// The `field` of the errors that name one entry (the input at fault): the tar reader passes them on
+// as they are (archive_in.cc) instead of calling the whole archive unreadable.
+inline constexpr std::string_view kArchiveEntryField = "archive entry";
+
 class ArchiveEntries {
  public:
   ArchiveEntries(const std::string& target, const ArchiveLimits& limits, uint64_t archive_bytes)

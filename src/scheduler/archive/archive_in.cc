@@ -116,7 +116,7 @@ Result<UnpackedArchive> ReadArchive(std::string_view archive, const std::string&
     Status s = ReadTarEntries(stream, entries);
     if (!s.ok()) {
       Error e = s.error();
-      if (e.message.rfind("archive entry", 0) != 0 && e.code != ErrorCode::kResourceExhausted)
+      if (e.field != kArchiveEntryField && e.code != ErrorCode::kResourceExhausted)
         e.message = std::string("the archive (") + ArchiveFormatName(format) + ") cannot be read: " + e.message +
                     "; send a tar, tar.gz, tar.zst or zip";
       if (e.code == ErrorCode::kUnknown) e.code = ErrorCode::kInvalidArgument;

@@ -52,7 +52,8 @@ const std::string& PythonDriverSource();
 // the error says what is missing. File transfer and the Python session interpreter need it.
 Status CheckDriverSupported(const Policy& policy);
 
-enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4 };
+// The driver's wire codes (5 is taken by its reset mark). kNotADirectory: T's directory is none.
+enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4, kNotADirectory = 6 };
 
 // Op N: separate globals in one interpreter (the E2B front door's code contexts).
 enum class NamespaceOp { kSelect = 0, kDelete = 1, kRestart = 2 };

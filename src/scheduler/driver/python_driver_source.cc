@@ -64,6 +64,11 @@ def _lsb_main():
     class _Over(Exception):
         pass
 
+    # T's top is no directory (or has a link in its path): its own status, 6, so the host decides
+    # on the code, not on this text (an OSError: the message reads as before).
+    class _NotDir(OSError):
+        pass
+
     def records(blob):
         at = 0
         while at < len(blob):
@@ -151,7 +156,7 @@ def _lsb_main():
         top = top.decode('utf-8', 'surrogateescape')
         max_entries, max_bytes = (int(x) for x in limits.split())
         if os.path.realpath(top) != top or not os.path.isdir(top):
-            raise OSError(2, 'not a directory (or a path with a symbolic link in it): ' + top)
+            raise _NotDir(2, 'not a directory (or a path with a symbolic link in it): ' + top)
         out, entries, total = bytearray(), 0, 0
         for d, dirs, names in os.walk(top):
             dirs.sort()
@@ -186,6 +191,9 @@ def _lsb_main():
                 write_all(1, bytes(collect(first, data) if op == b'G' else tree(first, data)))
         except (_Over, OverflowError) as e:
             status = 3
+            sys.stderr.write(str(e))
+        except _NotDir as e:
+            status = 6
             sys.stderr.write(str(e))
         except OSError as e:
             status = 4

@@ -31,15 +31,24 @@ FrontDoor::FrontDoor(ServerContext& ctx) : ctx_(ctx), table_(ctx.sessions) {
   AddInterpreterRoutes(interpreter_, ctx_, table_);
 }
 
-Reply FrontDoor::Dispatch(HttpRequest& req, ResponseStream& out) const {
+const Router* FrontDoor::PortRouter(const HttpRequest& req) const {
   std::string port = req.Header("e2b-sandbox-port");
-  const Router* router = port == std::to_string(kEnvdPort)          ? &envd_
-                         : port == std::to_string(kInterpreterPort) ? &interpreter_
-                                                                    : nullptr;
+  return port == std::to_string(kEnvdPort)          ? &envd_
+         : port == std::to_string(kInterpreterPort) ? &interpreter_
+                                                    : nullptr;
+}
+
+std::string FrontDoor::PatternOf(const HttpRequest& req) const {
+  const Router* router = PortRouter(req);
+  return router ? router->PatternOf(req) : std::string();
+}
+
+Reply FrontDoor::Dispatch(HttpRequest& req, ResponseStream& out) const {
+  const Router* router = PortRouter(req);
   if (!router)
-    return PlainError(502, "E2b-Sandbox-Port '" + port + "' is not served: this daemon serves envd on " +
-                               std::to_string(kEnvdPort) + " and the code interpreter on " +
-                               std::to_string(kInterpreterPort) + " (docs/e2b.md)");
+    return PlainError(502, "E2b-Sandbox-Port '" + req.Header("e2b-sandbox-port") +
+                               "' is not served: this daemon serves envd on " + std::to_string(kEnvdPort) +
+                               " and the code interpreter on " + std::to_string(kInterpreterPort) + " (docs/e2b.md)");
   if (AccessToken(req).empty())
     return PlainError(401, "the data plane needs the sandbox's access token in X-Access-Token or "
                            "E2B-Traffic-Access-Token (the create answer's envdAccessToken and "

@@ -49,8 +49,12 @@ class FrontDoor {
   static bool IsDataPlane(const HttpRequest& req) { return req.headers.count("e2b-sandbox-id") != 0; }
   // A data-plane request: the access token, then the port's router (req.owner set to the owner).
   Reply Dispatch(HttpRequest& req, ResponseStream& out) const;
+  // The pattern of the data-plane route `req` is for (Router::PatternOf of its port's router); ""
+  // for an unserved port or path.
+  std::string PatternOf(const HttpRequest& req) const;
 
  private:
+  const Router* PortRouter(const HttpRequest& req) const;
   ServerContext& ctx_;
   mutable SandboxTable table_;
   Router envd_, interpreter_;
