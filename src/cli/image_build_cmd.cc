@@ -12,8 +12,6 @@
 #include "image/registry_client.h"
 #include "policy/policy_loader.h"
 #include "runtime/backend_select.h"
-#include "runtime/docker/docker_backend.h"
-#include "runtime/native/native_backend.h"
 
 namespace lsb::cli {
 namespace {
@@ -33,6 +31,25 @@ constexpr const char* kBuildUsage =
 int BuildUsage(const std::string& problem) {
   std::fprintf(stderr, "llm-sandbox image build: %s\n\n%s", problem.c_str(), kBuildUsage);
   return 2;
+}
+
+// The result on stdout. A store's build names its digest and log; one held elsewhere (the Docker
+// engine) says where, and its JSON names the backend.
+void PrintBuilt(const EnvironmentBuild& built, const std::string& policy, const std::string& backend, bool as_json) {
+  if (as_json) {
+    nlohmann::json j{{"reference", built.reference}, {"steps", built.steps}, {"steps_built", built.steps_built},
+                     {"policy", policy}};
+    if (!built.digest.empty()) j["digest"] = built.digest;
+    if (!built.log_path.empty()) j["log"] = built.log_path;
+    if (!built.held_by.empty()) j["backend"] = backend;
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::string notes;
+  if (built.steps_built && !built.log_path.empty()) notes += ", log " + built.log_path;
+  if (!built.held_by.empty()) notes += ", " + built.held_by;
+  std::printf("built %s for policy %s (%d steps, %d run now%s)\n", built.reference.c_str(), policy.c_str(), built.steps,
+              built.steps_built, notes.c_str());
 }
 
 }  // namespace
@@ -94,52 +111,25 @@ int ImageBuildCommand(const Args& args) {
   bo.images_file = images;
   bo.egress = egress;
   auto progress = [](const std::string& line) { std::fprintf(stderr, "llm-sandbox image build: %s\n", line.c_str()); };
-  if (backend_name == "docker") {
-    bo.build_progress = progress;
-    auto made = MakeBackend("docker", bo);
-    auto* d = made.ok() ? dynamic_cast<docker::DockerBackend*>(made->get()) : nullptr;
-    if (!d) {
-      std::fprintf(stderr, "llm-sandbox image build: %s\n", made.ok() ? "not the Docker backend" : made.error().message.c_str());
+  bo.build_progress = progress;
+  // Docker builds into its engine; native into the image store, wired here as `image pull` does.
+  if (backend_name == "native") {
+    if (auto st = WireImageStore(store, pull, bo); !st.ok()) {
+      std::fprintf(stderr, "llm-sandbox image build: %s\n", st.error().message.c_str());
       return 1;
     }
-    auto built = d->BuildEnvironment(*policy, progress);
-    if (!built.ok()) {
-      std::fprintf(stderr, "llm-sandbox image build: %s\n", built.error().message.c_str());
-      return 1;
-    }
-    if (as_json) {
-      nlohmann::json j{{"reference", built->image}, {"steps", built->steps}, {"steps_built", built->steps_built},
-                       {"policy", policy->name}, {"backend", "docker"}};
-      std::printf("%s\n", j.dump(2).c_str());
-    } else {
-      std::printf("built %s for policy %s (%d steps, %d run now, in the Docker engine)\n", built->image.c_str(),
-                  policy->name.c_str(), built->steps, built->steps_built);
-    }
-    return 0;
   }
-  if (auto st = WireImageStore(store, pull, bo); !st.ok()) {
-    std::fprintf(stderr, "llm-sandbox image build: %s\n", st.error().message.c_str());
+  auto backend = MakeBackend(backend_name, bo);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "llm-sandbox image build: %s\n", backend.error().message.c_str());
     return 1;
   }
-  native::NativeOptions n;
-  n.images_file = bo.images_file;
-  n.image_source = bo.image_source;
-  n.image_puller = bo.image_puller;
-  n.egress = bo.egress;
-  native::NativeBackend backend(n);
-  auto built = backend.BuildEnvironment(*policy, progress);
+  auto built = (*backend)->BuildEnvironment(*policy, progress);
   if (!built.ok()) {
     std::fprintf(stderr, "llm-sandbox image build: %s\n", built.error().message.c_str());
     return 1;
   }
-  if (as_json) {
-    nlohmann::json j{{"reference", built->reference}, {"digest", built->root.manifest_digest}, {"steps", built->steps},
-                     {"steps_built", built->steps_built}, {"log", built->log_path}, {"policy", policy->name}};
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    std::printf("built %s for policy %s (%d steps, %d run now%s)\n", built->reference.c_str(), policy->name.c_str(),
-                built->steps, built->steps_built, (built->steps_built ? ", log " + built->log_path : std::string()).c_str());
-  }
+  PrintBuilt(*built, policy->name, (*backend)->name(), as_json);
   return 0;
 }
 

@@ -320,7 +320,7 @@ Status ValidateHostMountTarget(const std::string& target) {
 }
 
 // container.mounts: the host's detached, id-mapped, read-only mount (fd `m.fd`, runtime/native/
-// host_mounts.h) attached at the target; for overlay, stacked as the lower layer of an overlayfs
+// runtime/host_mount.h) attached at the target; for overlay, stacked as the lower layer of an overlayfs
 // whose upper and work dirs are on a tmpfs of m.size_bytes, so writes stay in the box.
 Status MountHostDir(SourceRoot& source, const std::string& root, const protocol::MountSpec& m, uint32_t uid,
                     uint32_t gid) {

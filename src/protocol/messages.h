@@ -39,7 +39,7 @@ struct TmpfsSpec {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TmpfsSpec, path, size_bytes, mode, noexec, nosuid, nodev)
 
 // A host directory in the box (policy container.mounts). The host checks the source against its
-// allowed roots and opens it as a detached, id-mapped mount (native: host_mounts.h); init only
+// allowed roots and opens it as a detached, id-mapped mount (runtime/host_mount.h); init only
 // attaches what it is handed, by fd, never opening a host path itself.
 struct MountSpec {
   std::string source;       // the real host path (for messages; init never opens it)

@@ -42,6 +42,11 @@ std::vector<ControlSupport> Backend::RefusedControls(const Policy& policy) const
   return refused;
 }
 
+Result<EnvironmentBuild> Backend::BuildEnvironment(const Policy& policy, const BuildProgress& /*progress*/) {
+  return Error{ErrorCode::kInvalidArgument, "policy '" + policy.name + "' has a container.build, which the " + name() +
+                                                " backend does not build"};
+}
+
 std::string Backend::RefusalFix(const Policy& /*policy*/) const {
   return "fix what the backend names above, or choose another policy (GET /v1/policies lists the runnable ones)";
 }

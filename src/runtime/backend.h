@@ -15,6 +15,9 @@
 #include "policy/explain.h"
 #include "policy/policy.h"
 #include "protocol/messages.h"
+#include "runtime/build_events.h"
+#include "runtime/build_record.h"
+#include "runtime/environment_build.h"
 
 namespace lsb {
 
@@ -104,14 +107,6 @@ struct ControlSupport {
 // read_only, tmpfs, network, commands, user, trace. The backend adds its mode and rootfs.
 protocol::BoxSetup PolicyBoxSetup(const Policy& policy);
 
-// What a policy's built environment holds (container.build): GET /v1/policies and the tools'
-// descriptions name it, so the model knows what it can import.
-struct EnvironmentContents {
-  std::string image, python;
-  std::vector<std::pair<std::string, std::string>> packages;  // python's: name, version
-  std::vector<std::pair<std::string, std::string>> apt;       // build.apt's Debian packages: name, version
-};
-
 // Who a box is for: the owner id of the request that asks for it (server/owner.h: "tok-...", or ""
 // for the daemon's one user and the CLI). nullopt: no one in particular (a pool filling ahead for
 // any request): such a box shares nothing a fast path could share (DESIGN §12) with any other.
@@ -173,10 +168,15 @@ class Backend {
   // For a policy Check(policy) refused: one line telling an operator how to get it run. Default:
   // fix what Check named, or choose another policy.
   virtual std::string RefusalFix(const Policy& policy) const;
-  // The environment container.build made for `policy` when this backend built it already (nothing
-  // is built here); nullopt otherwise, and for backends whose builds the image store records
-  // (native: env_builder.h ReadPolicyBuildRecord).
-  virtual std::optional<EnvironmentContents> EnvironmentContentsOf(const Policy& /*policy*/) const { return std::nullopt; }
+  // container.build: `policy`'s environment, built now unless every step is stored already, each
+  // progress line ("step 1/2 (pip ...): cached") to `progress` as well as to the backend's build
+  // events. Default: an error saying this backend builds no environments.
+  virtual Result<EnvironmentBuild> BuildEnvironment(const Policy& policy, const BuildProgress& progress);
+  // What container.build's environment for `policy` holds (GET /v1/policies: python, packages, so
+  // the model knows what it can import), as this backend recorded its last build (native: the
+  // image store's record of the policy; Docker: the labels of the image this process built);
+  // nothing is built here. nullopt before a build, without one, and by default.
+  virtual std::optional<BuildRecord> BuildRecordOf(const Policy& /*policy*/) const { return std::nullopt; }
 };
 
 }  // namespace lsb

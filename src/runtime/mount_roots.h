@@ -1,7 +1,7 @@
 // container.mounts against the operator's allowlist (serve/run --mount-root DIR): a source is
 // bound only when its real path (every symlink and ".." resolved) is one of the roots or below
 // one. Backend-neutral; the native backend then opens the checked path without following any
-// symlink (host_mounts.h), so a swap after the check fails instead of escaping.
+// symlink (host_mount.h), so a swap after the check fails instead of escaping.
 #pragma once
 
 #include <string>

@@ -19,8 +19,6 @@
 #include "base/state_dir.h"
 #include "base/time_format.h"
 #include "runtime/backend_select.h"
-#include "runtime/docker/docker_backend.h"
-#include "runtime/native/native_backend.h"
 #include "scheduler/one_shot_pool.h"
 #include "scheduler/driver/rich_outputs.h"
 #include "scheduler/session/session_pool.h"
@@ -111,23 +109,10 @@ Result<std::unique_ptr<sched::PolicyStore>> LoadPolicies(DaemonConfig& config) {
 
 // --prebuild: each policy's container.build now, so no request waits for one (native and Docker).
 Status Prebuild(Backend& backend, const sched::PolicyStore& policies) {
-  auto* native_backend = dynamic_cast<native::NativeBackend*>(&backend);
-  auto* docker_backend = dynamic_cast<docker::DockerBackend*>(&backend);
   for (const Policy& p : PolicyList(policies)) {
     if (p.build.empty()) continue;
-    if (docker_backend) {
-      Log("prebuild: policy " + p.name);
-      auto built = docker_backend->BuildEnvironment(p, [](const std::string& line) { Log("build " + line); });
-      if (!built.ok()) return built.error().Wrap("--prebuild: policy '" + p.name + "'");
-      Log("prebuild: policy " + p.name + " is " + built->image + " (" + std::to_string(built->steps_built) + " of " +
-          std::to_string(built->steps) + " steps run)");
-      continue;
-    }
-    if (!native_backend)
-      return Error{"--prebuild: policy '" + p.name + "' has a container.build, which the " + backend.name() +
-                   " backend does not build yet"};
     Log("prebuild: policy " + p.name);
-    auto built = native_backend->BuildEnvironment(p, [](const std::string& line) { Log("build " + line); });
+    auto built = backend.BuildEnvironment(p, [](const std::string& line) { Log("build " + line); });
     if (!built.ok()) return built.error().Wrap("--prebuild: policy '" + p.name + "'");
     Log("prebuild: policy " + p.name + " is " + built->reference + " (" + std::to_string(built->steps_built) + " of " +
         std::to_string(built->steps) + " steps run)");

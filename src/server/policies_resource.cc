@@ -1,10 +1,8 @@
 // GET /v1/policies and GET /v1/policies/{name}: the daemon's policies and, per control, how each
 // backend enforces it (the `policy explain` view), and whether this daemon's backend can run each
 // (policy_runnable.h).
-#include "image/store_puller.h"
 #include "runtime/policy_explain.h"
 #include "runtime/build_plan.h"
-#include "runtime/native/env_builder.h"
 #include "policy/languages.h"
 #include "server/json_codec.h"
 #include "server/routes.h"
@@ -16,15 +14,11 @@ using nlohmann::json;
 
 std::string How(const Enforcement& e) { return e.enforced() ? e.how : "not enforced: " + e.how; }
 
-// What container.build made for `p`, once built: the backend's own record (Docker: the built
-// image's labels), else this daemon's image store's (native). nullopt before, and without a build.
-std::optional<EnvironmentContents> BuiltContents(const ServerContext& ctx, const Policy& p) {
+// What container.build made for `p`, once built: the backend's record of its last build (native:
+// the image store's; Docker: the built image's labels). nullopt before, and without a build.
+std::optional<BuildRecord> BuiltContents(const ServerContext& ctx, const Policy& p) {
   if (p.build.empty()) return std::nullopt;
-  if (auto built = ctx.backend.EnvironmentContentsOf(p)) return built;
-  if (!ctx.images) return std::nullopt;
-  auto record = native::ReadPolicyBuildRecord(ctx.images->root(), p.name);
-  if (!record.ok()) return std::nullopt;
-  return EnvironmentContents{record->reference, record->python, record->packages, record->apt};
+  return ctx.backend.BuildRecordOf(p);
 }
 
 // container.build: what the policy asks for and, once built, what its environment has (python,
@@ -39,7 +33,7 @@ json Environment(const ServerContext& ctx, const Policy& p) {
   auto built = BuiltContents(ctx, p);
   if (!built) return env;
   env["built"] = true;
-  env["image"] = built->image;
+  env["image"] = built->reference;
   env["python"] = built->python;
   env["packages"] = NameVersionObjects(built->packages);
   env["apt_packages"] = NameVersionObjects(built->apt);

@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "server/daemon.h"
 
 namespace lsb::server {
@@ -40,6 +44,32 @@ class SelfPoolingBackend : public DefaultsOnlyBackend {
   }
 };
 
+// A backend that built every policy's container.build (as its own record says): the daemon shows
+// what the backend recorded, asking the backend, not any backend's files.
+class BuiltEverythingBackend : public DefaultsOnlyBackend {
+ public:
+  std::string name() const override { return "built-everything"; }
+  std::optional<BuildRecord> BuildRecordOf(const Policy& policy) const override {
+    BuildRecord r;
+    r.reference = "build.llm-sandbox.local/env:" + policy.name;
+    r.policy = policy.name;
+    r.python = "3.12.1";
+    r.packages = {{"tinypkg", "1.0"}};
+    r.apt = {{"jq", "1.6-2"}};
+    return r;
+  }
+};
+
+// A policy directory holding one policy with a container.build, "built".
+std::string BuildPolicyDir() {
+  char dir[] = "/tmp/lsb-daemon-core-XXXXXX";
+  if (!::mkdtemp(dir)) return "";
+  std::ofstream(std::string(dir) + "/built.yaml")
+      << "version: \"1.0\"\nname: built\ncontainer:\n  image: python:3.12-slim\n  build:\n"
+         "    pip: [\"tinypkg==1.0\"]\n";
+  return dir;
+}
+
 class NullStream : public ResponseStream {
  public:
   bool Begin(int /*status*/, const std::string& /*content_type*/) override { return true; }
@@ -48,12 +78,13 @@ class NullStream : public ResponseStream {
 
 class DaemonCoreTest : public ::testing::Test {
  protected:
-  void Build(std::unique_ptr<Backend> backend, size_t pool_size) {
+  void Build(std::unique_ptr<Backend> backend, size_t pool_size,
+             const std::string& policies_dir = std::string(LSB_SOURCE_DIR) + "/policies") {
     DaemonConfig config;
     config.pool_size = pool_size;
     config.max_concurrency = 1;
     config.monitor.audit_path.clear();  // no audit log
-    auto policies = std::make_unique<sched::PolicyStore>(std::string(LSB_SOURCE_DIR) + "/policies");
+    auto policies = std::make_unique<sched::PolicyStore>(policies_dir);
     auto loaded = policies->Reload();
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     auto core = DaemonCore::Create(config, std::move(backend), std::move(policies));
@@ -150,6 +181,32 @@ TEST_F(DaemonCoreTest, TheMetricsRouteLabelIsTheMatchedPattern) {
   EXPECT_EQ(label("POST", "/process.Process/Start", {{"e2b-sandbox-id", "sbx-42"}, {"e2b-sandbox-port", "8080"}}),
             "other");
   EXPECT_EQ(label("GET", "/v1/execute", envd), "other");  // the data plane has its own routes only
+}
+
+TEST_F(DaemonCoreTest, ABuiltEnvironmentIsTheBackendsRecord) {
+  const std::string policies = BuildPolicyDir();
+  Build(std::make_unique<BuiltEverythingBackend>(), 0, policies);
+  auto env = Get("/v1/policies/built")["environment"];
+  EXPECT_EQ(env["built"], true) << env;
+  EXPECT_EQ(env["image"], "build.llm-sandbox.local/env:built");
+  EXPECT_EQ(env["python"], "3.12.1");
+  EXPECT_EQ(env["packages"], nlohmann::json::parse(R"([{"name": "tinypkg", "version": "1.0"}])"));
+  EXPECT_EQ(env["apt_packages"], nlohmann::json::parse(R"([{"name": "jq", "version": "1.6-2"}])"));
+  auto listed = Get("/v1/policies")["policies"];
+  ASSERT_EQ(listed.size(), 1u) << listed;
+  EXPECT_EQ(listed[0]["packages"], nlohmann::json::parse(R"(["tinypkg 1.0"])"));
+  EXPECT_EQ(listed[0]["apt_packages"], nlohmann::json::parse(R"(["jq 1.6-2"])"));
+  std::filesystem::remove_all(policies);
+}
+
+TEST_F(DaemonCoreTest, ABackendWithoutARecordShowsTheEnvironmentUnbuilt) {
+  const std::string policies = BuildPolicyDir();
+  Build(std::make_unique<DefaultsOnlyBackend>(), 0, policies);
+  auto env = Get("/v1/policies/built")["environment"];
+  EXPECT_EQ(env["built"], false) << env;
+  EXPECT_FALSE(env.contains("image")) << env;
+  EXPECT_EQ(Get("/v1/policies")["policies"][0]["packages"], nlohmann::json::array());
+  std::filesystem::remove_all(policies);
 }
 
 }  // namespace

@@ -173,15 +173,19 @@ Status DockerBackend::EnsureBaseImage(const Policy& policy) const {
   return OkStatus();
 }
 
-Result<DockerBuilt> DockerBackend::BuildEnvironment(const Policy& policy, const DockerEnvBuilder::Progress& progress) {
+Result<EnvironmentBuild> DockerBackend::BuildEnvironment(const Policy& policy, const BuildProgress& progress) {
   if (policy.build.empty()) return Error{"policy '" + policy.name + "' has no container.build"};
   LSB_TRY(Check(policy));
   LSB_TRY(EnsureBaseImage(policy));
   BuildReport report(opts_.build_event, progress, policy, "docker");
   auto built = builder_->Build(policy, images_.Map(policy.image), report.progress());
-  if (built.ok()) report.Done(built->image, built->steps, built->steps_built);
-  else report.Failed(built.error().message);
-  return built;
+  if (!built.ok()) {
+    report.Failed(built.error().message);
+    return built.error();
+  }
+  report.Done(built->image, built->steps, built->steps_built);
+  // The engine holds the image (no store digest) and the step lines went to `progress` only.
+  return EnvironmentBuild{built->image, "", built->steps, built->steps_built, "", "in the Docker engine"};
 }
 
 Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
@@ -203,19 +207,21 @@ Result<std::string> DockerBackend::ImageFor(const Policy& policy) const {
   return built->image;
 }
 
-std::optional<EnvironmentContents> DockerBackend::EnvironmentContentsOf(const Policy& policy) const {
+std::optional<BuildRecord> DockerBackend::BuildRecordOf(const Policy& policy) const {
   if (policy.build.empty()) return std::nullopt;
   const std::string image = builder_->Built(policy, images_.Map(policy.image));
   if (image.empty()) return std::nullopt;
   auto inspected = engine_->InspectImage(image);
   if (!inspected.ok()) return std::nullopt;
   const nlohmann::json config = inspected->value("Config", nlohmann::json::object());
-  EnvironmentContents env;
-  env.image = image;
-  env.python = ImageLabel(config, kLabelBuildPython);
-  env.packages = LabelPairs(ImageLabel(config, kLabelBuildPackages));
-  env.apt = LabelPairs(ImageLabel(config, kLabelBuildApt));
-  return env;
+  BuildRecord record;
+  record.reference = image;
+  record.policy = ImageLabel(config, kLabelPolicy);
+  record.base = ImageLabel(config, kLabelBuildBase);
+  record.python = ImageLabel(config, kLabelBuildPython);
+  record.packages = LabelPairs(ImageLabel(config, kLabelBuildPackages));
+  record.apt = LabelPairs(ImageLabel(config, kLabelBuildApt));
+  return record;
 }
 
 Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled) const {

@@ -62,8 +62,8 @@ class DockerBackend : public Backend {
   // Its container pools' figures when it keeps them (pool_size > 0), per policy that used them.
   std::optional<PoolStats> OwnPoolStats() const override;
   std::string RefusalFix(const Policy& policy) const override;
-  // The labels of the image this daemon built for the policy (build_labels.h); nullopt before.
-  std::optional<EnvironmentContents> EnvironmentContentsOf(const Policy& policy) const override;
+  // The labels of the image this process built for the policy (build_labels.h); nullopt before.
+  std::optional<BuildRecord> BuildRecordOf(const Policy& policy) const override;
 
   const EngineClient& engine() const { return *engine_; }
   // The pool for `policy` (created on first use when pool_size > 0), for benchmarks and tests.
@@ -72,7 +72,7 @@ class DockerBackend : public Backend {
   Status ImagePresent(const Policy& policy) const;
   // container.build (docker_builder.h): the policy's environment as an image of the engine, built
   // now unless every step's image is there already. The base image is pulled if missing.
-  Result<DockerBuilt> BuildEnvironment(const Policy& policy, const DockerEnvBuilder::Progress& progress);
+  Result<EnvironmentBuild> BuildEnvironment(const Policy& policy, const BuildProgress& progress) override;
 
  private:
   explicit DockerBackend(DockerBackendOptions opts) : opts_(std::move(opts)) {}

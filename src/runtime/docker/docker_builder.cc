@@ -87,6 +87,48 @@ Json CommitConfig(const Json& parent_config, const Policy& policy, const std::st
   return c;
 }
 
+// What a step printed (stdout and stderr share the attach stream), up to build.output, until
+// its stream ends or build.timeout passes.
+struct StepOutput {
+  std::string text;
+  bool timed_out = false, output_exceeded = false;
+};
+
+Result<StepOutput> ReadStepOutput(int fd, const std::string& initial, const BuildSpec& b) {
+  StepOutput out;
+  StreamDemuxer demux;
+  demux.Feed(initial);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(b.timeout_ms);
+  char buf[65536];
+  for (;;) {
+    for (;;) {
+      auto frame = demux.Next();
+      if (!frame.ok()) return frame.error().Wrap("the build container's output");
+      if (!frame->has_value()) break;
+      const std::string& p = (*frame)->payload;
+      if (out.text.size() + p.size() > b.output_bytes) {
+        out.text.append(p, 0, b.output_bytes - out.text.size());
+        out.output_exceeded = true;
+        return out;
+      }
+      out.text += p;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      out.timed_out = true;
+      return out;
+    }
+    struct pollfd p {fd, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (r < 0 && errno != EINTR) return Error::FromErrno("poll the build container");
+    if (r <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return out;
+    demux.Feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
 }  // namespace
 
 Status DockerEnvBuilder::LabelWithReport(const Policy& policy, const std::string& image, const std::string& key,
@@ -180,41 +222,11 @@ Result<DockerEnvBuilder::StepResult> DockerEnvBuilder::RunStep(const Policy& pol
   LSB_TRY(SendAll(hj.fd.get(), "go\n"));
   ::shutdown(hj.fd.get(), SHUT_WR);  // the step's stdin ends here (StdinOnce)
 
+  LSB_ASSIGN_OR_RETURN(StepOutput read, ReadStepOutput(hj.fd.get(), hj.initial, b));
   StepResult out;
-  StreamDemuxer demux;
-  demux.Feed(hj.initial);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(b.timeout_ms);
-  char buf[65536];
-  bool open = true;
-  while (open) {
-    for (;;) {
-      auto frame = demux.Next();
-      if (!frame.ok()) return frame.error().Wrap("the build container's output");
-      if (!frame->has_value()) break;
-      const std::string& p = (*frame)->payload;
-      if (out.output.size() + p.size() > b.output_bytes) {
-        out.output.append(p, 0, b.output_bytes - out.output.size());
-        out.output_exceeded = true;
-        open = false;
-        break;
-      }
-      out.output += p;
-    }
-    if (!open) break;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      out.timed_out = true;
-      break;
-    }
-    struct pollfd p {hj.fd.get(), POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-    if (r < 0 && errno != EINTR) return Error::FromErrno("poll the build container");
-    if (r <= 0) continue;
-    ssize_t n = ::recv(hj.fd.get(), buf, sizeof buf, 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;
-    demux.Feed(std::string_view(buf, static_cast<size_t>(n)));
-  }
+  out.output = std::move(read.text);
+  out.timed_out = read.timed_out;
+  out.output_exceeded = read.output_exceeded;
   // The engine does not mark a container stopped while its output waits to be read: the attach
   // connection goes first, then the kill.
   hj.fd = UniqueFd();
@@ -232,6 +244,37 @@ Result<DockerEnvBuilder::StepResult> DockerEnvBuilder::RunStep(const Policy& pol
   return out;
 }
 
+namespace {
+
+// A files entry's tar (bounded by LayerWriteLimits, the same as native's layer), written aside and
+// read back for the engine; its diff id into `diff_id`.
+Result<std::string> FilesTar(const BuildFile& file, const std::string& policy_dir, const std::string& label,
+                             std::string* diff_id) {
+  char path[] = "/tmp/lsb-build-files-XXXXXX";
+  UniqueFd fd(::mkstemp(path));
+  if (!fd) return Error::FromErrno("container.build " + label + ": a temporary file");
+  auto st = WriteFilesLayer(file, policy_dir, fd.get(), diff_id);
+  auto text = st.ok() ? ReadFile(path) : Result<std::string>(st.error());
+  ::unlink(path);
+  if (!text.ok()) return text.error().Wrap("container.build " + label);
+  return text;
+}
+
+}  // namespace
+
+// One Build call as its steps go: the image so far and its config, its key, how many steps ran.
+struct DockerEnvBuilder::Run {
+  const Policy& policy;
+  const Progress& progress;
+  std::string parent;  // the engine's name of the image so far
+  Json parent_config;  // its Config, for the next step's commit
+  std::string key;
+  int built = 0;
+  void Say(const std::string& line) const {
+    if (progress) progress(line);
+  }
+};
+
 Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::string& base, const Progress& progress) {
   const BuildSpec& b = policy.build;
   const std::string memo_key = base + "\n" + BuildSpecMemoKey(b);
@@ -243,103 +286,100 @@ Result<DockerBuilt> DockerEnvBuilder::Build(const Policy& policy, const std::str
       if (present.ok() && *present) return DockerBuilt{known, static_cast<int>(steps.size()), 0};
     }
   }
-  auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
   LSB_ASSIGN_OR_RETURN(Json base_info, engine_->InspectImage(base));
-  std::string key = BuildBaseKey("docker", base_info.value("Id", base));
-  std::string parent = base;
-  Json parent_config = base_info.value("Config", Json::object());
-  if (!parent_config.is_object()) parent_config = Json::object();
-  int built = 0;
-  const std::string repo = kBuildImageRepository;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const BuildStep& s = steps[i];
-    const std::string label = BuildStepLabel(i, steps.size(), s);
-    std::string files_tar, diff_id;
-    if (s.file) {
-      // The entry's tar (bounded by LayerWriteLimits), written aside and read back for the engine.
-      char path[] = "/tmp/lsb-build-files-XXXXXX";
-      UniqueFd fd(::mkstemp(path));
-      if (!fd) return Error::FromErrno("container.build " + label + ": a temporary file");
-      auto st = WriteFilesLayer(*s.file, b.policy_dir, fd.get(), &diff_id);
-      auto text = st.ok() ? ReadFile(path) : Result<std::string>(st.error());
-      ::unlink(path);
-      if (!text.ok()) return text.error().Wrap("container.build " + label);
-      files_tar = std::move(text).value();
-    }
-    key = BuildStepKey(key, s, diff_id);
-    const std::string ref = repo + ":" + key;
-    auto find = [&]() -> Result<bool> {
-      auto info = engine_->InspectImage(ref);
-      if (!info.ok()) {
-        if (info.error().code == ErrorCode::kNotFound) return false;
-        return info.error();
-      }
-      parent_config = info->value("Config", Json::object());
-      if (!parent_config.is_object()) parent_config = Json::object();
-      return true;
-    };
-    LSB_ASSIGN_OR_RETURN(bool have, find());
-    if (have) {
-      say(label + ": cached");
-      parent = ref;
-      continue;
-    }
-    // One build of this key at a time on this host (threads and processes): who waited finds it.
-    LSB_ASSIGN_OR_RETURN(std::string lock_dir, LockDir());
-    LSB_ASSIGN_OR_RETURN(image::FileLock lock, image::FileLock::Exclusive(lock_dir + "/docker-build-" + key.substr(0, 32) + ".lock"));
-    LSB_ASSIGN_OR_RETURN(have, find());
-    if (have) {
-      say(label + ": cached (built by another build meanwhile)");
-      parent = ref;
-      continue;
-    }
-    say(label + ": building");
-    const auto started = Clock::now();
-    ContainerGuard guard{*engine_, ""};
-    if (s.file) {
-      Json spec = {{"Image", parent}, {"Entrypoint", Json::array({"/bin/true"})}, {"Cmd", Json::array()},
-                   {"Labels", {{kLabelOwner, owner_}}}, {"NetworkDisabled", true},
-                   {"HostConfig", {{"NetworkMode", "none"}}}};
-      auto id = engine_->CreateContainer(spec);
-      if (!id.ok()) return id.error().Wrap("container.build " + label);
-      guard.id = *id;
-      if (auto st = engine_->PutArchive(guard.id, "/", files_tar, std::chrono::milliseconds(300000)); !st.ok())
-        return st.error().Wrap("container.build " + label);
-    } else {
-      auto r = RunStep(policy, parent, s.argv, &guard.id);
-      if (!r.ok()) return r.error().Wrap("container.build " + label);
-      auto fail = [&](const std::string& why) {
-        return Error{"container.build " + label + " " + why + "; its output ends with:\n" + OutputTail(r->output, 2000)};
-      };
-      if (r->timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
-      if (r->output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
-      if (r->oom) return fail("was killed at build.memory (" + std::to_string(b.memory_bytes) + " bytes)");
-      if (r->exit_code != 0)
-        return fail("failed with exit code " + std::to_string(r->exit_code) +
-                    StepFailureHint(s, r->exit_code, r->output, policy.image));
-    }
-    Json config = CommitConfig(parent_config, policy, key, s.description, policy.image);
-    auto committed = engine_->Commit(guard.id, repo, key, config, std::chrono::milliseconds(600000));
-    if (!committed.ok()) return committed.error().Wrap("container.build " + label + ": commit the step's image");
-    parent = ref;
-    LSB_ASSIGN_OR_RETURN(have, find());  // its config, for the next step's commit
-    ++built;
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-    say(label + ": built in " + std::to_string(ms) + " ms");
-  }
+  Run run{policy, progress, base, base_info.value("Config", Json::object()),
+          BuildBaseKey("docker", base_info.value("Id", base))};
+  if (!run.parent_config.is_object()) run.parent_config = Json::object();
+  for (size_t i = 0; i < steps.size(); ++i)
+    LSB_TRY(BuildStepOf(run, steps[i], BuildStepLabel(i, steps.size(), steps[i])));
   // What the environment holds, as labels of its image (image inspect --docker), as the native
   // store's build record; a failure leaves the image unlabelled, not the build failed.
   if (!steps.empty()) {
-    if (auto st = LabelWithReport(policy, parent, key, parent_config); !st.ok())
-      say("the environment's report (python, packages) could not be taken: " + st.error().message);
+    if (auto st = LabelWithReport(policy, run.parent, run.key, run.parent_config); !st.ok())
+      run.Say("the environment's report (python, packages) could not be taken: " + st.error().message);
   }
   if (b.files.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    memo_[memo_key] = parent;
+    memo_[memo_key] = run.parent;
   }
-  return DockerBuilt{parent, static_cast<int>(steps.size()), built};
+  return DockerBuilt{run.parent, static_cast<int>(steps.size()), run.built};
+}
+
+Result<bool> DockerEnvBuilder::FindStep(Run& run, const std::string& ref) const {
+  auto info = engine_->InspectImage(ref);
+  if (!info.ok()) {
+    if (info.error().code == ErrorCode::kNotFound) return false;
+    return info.error();
+  }
+  run.parent_config = info->value("Config", Json::object());
+  if (!run.parent_config.is_object()) run.parent_config = Json::object();
+  return true;
+}
+
+Status DockerEnvBuilder::BuildStepOf(Run& run, const BuildStep& s, const std::string& label) {
+  std::string files_tar, diff_id;
+  if (s.file) {
+    LSB_ASSIGN_OR_RETURN(files_tar, FilesTar(*s.file, run.policy.build.policy_dir, label, &diff_id));
+  }
+  run.key = BuildStepKey(run.key, s, diff_id);
+  const std::string ref = std::string(kBuildImageRepository) + ":" + run.key;
+  LSB_ASSIGN_OR_RETURN(bool have, FindStep(run, ref));
+  if (have) {
+    run.Say(label + ": cached");
+    run.parent = ref;
+    return OkStatus();
+  }
+  // One build of this key at a time on this host (threads and processes): who waited finds it.
+  LSB_ASSIGN_OR_RETURN(std::string lock_dir, LockDir());
+  LSB_ASSIGN_OR_RETURN(image::FileLock lock,
+                       image::FileLock::Exclusive(lock_dir + "/docker-build-" + run.key.substr(0, 32) + ".lock"));
+  LSB_ASSIGN_OR_RETURN(have, FindStep(run, ref));
+  if (have) {
+    run.Say(label + ": cached (built by another build meanwhile)");
+    run.parent = ref;
+    return OkStatus();
+  }
+  run.Say(label + ": building");
+  const auto started = Clock::now();
+  ContainerGuard guard{*engine_, ""};
+  LSB_TRY(StepContainer(run, s, label, files_tar, &guard.id));
+  Json config = CommitConfig(run.parent_config, run.policy, run.key, s.description, run.policy.image);
+  auto committed = engine_->Commit(guard.id, kBuildImageRepository, run.key, config, std::chrono::milliseconds(600000));
+  if (!committed.ok()) return committed.error().Wrap("container.build " + label + ": commit the step's image");
+  run.parent = ref;
+  LSB_ASSIGN_OR_RETURN(have, FindStep(run, ref));  // its config, for the next step's commit
+  ++run.built;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  run.Say(label + ": built in " + std::to_string(ms) + " ms");
+  return OkStatus();
+}
+
+Status DockerEnvBuilder::StepContainer(const Run& run, const BuildStep& s, const std::string& label,
+                                       const std::string& files_tar, std::string* container_id) const {
+  if (s.file) {
+    Json spec = {{"Image", run.parent}, {"Entrypoint", Json::array({"/bin/true"})}, {"Cmd", Json::array()},
+                 {"Labels", {{kLabelOwner, owner_}}}, {"NetworkDisabled", true},
+                 {"HostConfig", {{"NetworkMode", "none"}}}};
+    auto id = engine_->CreateContainer(spec);
+    if (!id.ok()) return id.error().Wrap("container.build " + label);
+    *container_id = *id;
+    if (auto st = engine_->PutArchive(*container_id, "/", files_tar, std::chrono::milliseconds(300000)); !st.ok())
+      return st.error().Wrap("container.build " + label);
+    return OkStatus();
+  }
+  const BuildSpec& b = run.policy.build;
+  auto r = RunStep(run.policy, run.parent, s.argv, container_id);
+  if (!r.ok()) return r.error().Wrap("container.build " + label);
+  auto fail = [&](const std::string& why) {
+    return Error{"container.build " + label + " " + why + "; its output ends with:\n" + OutputTail(r->output, 2000)};
+  };
+  if (r->timed_out) return fail("did not finish within build.timeout " + std::to_string(b.timeout_ms / 1000) + "s");
+  if (r->output_exceeded) return fail("printed more than build.output (" + std::to_string(b.output_bytes) + " bytes)");
+  if (r->oom) return fail("was killed at build.memory (" + std::to_string(b.memory_bytes) + " bytes)");
+  if (r->exit_code != 0)
+    return fail("failed with exit code " + std::to_string(r->exit_code) +
+                StepFailureHint(s, r->exit_code, r->output, run.policy.image));
+  return OkStatus();
 }
 
 }  // namespace lsb::docker

@@ -23,6 +23,7 @@
 #include "base/result.h"
 #include "egress/egress_options.h"
 #include "policy/policy.h"
+#include "runtime/build_plan.h"
 #include "runtime/docker/engine_client.h"
 
 namespace lsb::docker {
@@ -53,6 +54,15 @@ class DockerEnvBuilder {
   std::string Built(const Policy& policy, const std::string& base) const;
 
  private:
+  struct Run;
+  // Whether step image `ref` is in the engine; when it is, `run` takes its config.
+  Result<bool> FindStep(Run& run, const std::string& ref) const;
+  // One step: found in the engine (cached), or run in a container and committed as `ref`.
+  Status BuildStepOf(Run& run, const BuildStep& s, const std::string& label);
+  // The container whose commit is the step's image (its id into `container_id`, which the caller
+  // removes): a files step's tar copied in, or a pip/run step run to a good end.
+  Status StepContainer(const Run& run, const BuildStep& s, const std::string& label, const std::string& files_tar,
+                       std::string* container_id) const;
   struct StepResult {
     int exit_code = 0;
     bool timed_out = false, output_exceeded = false, oom = false;

@@ -15,8 +15,8 @@
 
 #include "base/io.h"
 #include "base/mountinfo.h"
+#include "runtime/host_mount.h"
 #include "runtime/docker/ownership.h"
-#include "runtime/native/host_mounts.h"
 
 namespace lsb::docker {
 namespace {
@@ -115,7 +115,7 @@ Status HostMountViews::Add(const protocol::MountSpec& m, size_t index, uid_t uid
   const std::string view = base + "/view";
   LSB_TRY(MakeDir(base, 0700, &made_));
   LSB_TRY(MakeDir(view, 0755, &made_));
-  LSB_ASSIGN_OR_RETURN(UniqueFd tree, native::OpenHostMount(m.source, uid, gid));
+  LSB_ASSIGN_OR_RETURN(UniqueFd tree, OpenHostMount(m.source, uid, gid));
   if (m.mode == "ro") {
     LSB_TRY(Attach(tree.get(), view));
     mounted_.push_back(view);

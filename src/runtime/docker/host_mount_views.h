@@ -4,7 +4,7 @@
 // (measured). So the daemon makes each box's view itself, on the engine's host, and the engine
 // binds that view without remounting it (a clone keeps every flag, read-only included):
 //   - ro: the source's detached, id-mapped, read-only, nosuid/nodev/noexec mount
-//     (runtime/native/host_mounts.h: opened without following symlinks after the root check),
+//     (runtime/host_mount.h: opened without following symlinks after the root check),
 //     attached at <box dir>/m<i>/view;
 //   - overlay: that mount attached at m<i>/lower, an overlayfs on it at m<i>/view whose upper and
 //     work dirs are on a tmpfs of the mount's size at m<i>/scratch: the box's writes land there,

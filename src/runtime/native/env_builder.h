@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "image/store_puller.h"
 #include "policy/policy.h"
 #include "runtime/build_plan.h"
+#include "runtime/build_record.h"
 #include "runtime/native/cgroup_layout.h"
 
 namespace lsb::native {
@@ -35,13 +37,7 @@ struct BuiltEnvironment {
 };
 
 // What a derived image is, from <store>/builds/<key>.json (image ls / inspect, GET /v1/policies).
-struct BuildRecord {
-  std::string reference;  // the derived image
-  std::string policy, source_file, base, base_digest, python;
-  std::vector<std::string> steps;
-  std::vector<std::pair<std::string, std::string>> packages;  // name, version
-  std::vector<std::pair<std::string, std::string>> apt;       // build.apt's Debian packages: name, version
-};
+using lsb::BuildRecord;
 // The record of a stored image of kBuildRepository, by its reference's tag (the key).
 Result<BuildRecord> ReadBuildRecord(const std::string& store_root, const std::string& reference);
 // The record of the last build of the policy named `policy` in this store (GET /v1/policies/{name}):
@@ -65,6 +61,19 @@ class EnvironmentBuilder {
   uint64_t steps_run() const;
 
  private:
+  struct Run;
+  // The environment a build of the same spec on the same base gave this process, still stored.
+  std::optional<BuiltEnvironment> Memoized(image::Store& store, const BuildSpec& b, const std::string& memo_key,
+                                           size_t steps) const;
+  // One step: found stored (cached), or built into a layer and stored; `run` moves on to its image.
+  Status BuildStepOf(Run& run, const BuildStep& s, const std::string& label);
+  // A pip/run step in a build box (build_box.h): its changes as a layer tar; its diff id.
+  Result<std::string> RunCommandStep(Run& run, const BuildStep& s, const std::string& label, const std::string& dir,
+                                     const std::string& layer_tar);
+  // <store>/builds/<key>.json (and .log) when a step ran or none is there, and by-policy/<name>.json.
+  Status WriteRecords(Run& run, const image::ImageRoot& base, const std::vector<std::string>& descriptions,
+                      const BuiltEnvironment& env);
+
   std::shared_ptr<image::SharedStore> store_;
   BuilderSettings settings_;
   std::function<const CgroupLayout&()> layout_;

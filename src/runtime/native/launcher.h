@@ -80,7 +80,7 @@ struct LaunchOptions {
   // follows once init reads.
   std::string first_frames;
   // Fds init inherits at their numbers (the rest are closed at exec): detached mounts of
-  // container.mounts (host_mounts.h), named by number in the setup.
+  // container.mounts (runtime/host_mount.h), named by number in the setup.
   std::vector<int> keep_fds;
   // Runs in the parent after the id maps are written, while the child makes its namespaces.
   // Returns the cgroup v1 `tasks` files opened by the parent (BoxCgroups::SelfAttachFiles): the

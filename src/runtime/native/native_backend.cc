@@ -17,8 +17,8 @@
 #include "runtime/native/box_root.h"
 #include "runtime/native/cgroup_layout.h"
 #include "runtime/native/init_binary.h"
-#include "runtime/native/host_mounts.h"
 #include "runtime/native/launcher.h"
+#include "runtime/host_mount.h"
 #include "runtime/mount_roots.h"
 #include "runtime/native/native_box.h"
 #include "runtime/native/native_controls.h"
@@ -87,7 +87,7 @@ NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)), image
   }
 }
 
-Result<BuiltEnvironment> NativeBackend::BuildEnvironment(const Policy& policy, const EnvironmentBuilder::Progress& progress) {
+Result<EnvironmentBuild> NativeBackend::BuildEnvironment(const Policy& policy, const BuildProgress& progress) {
   if (policy.build.empty()) return Error{"policy '" + policy.name + "' has no container.build"};
   if (!builder_)
     return Error{"container.build needs the image store (--store DIR, $LLM_SANDBOX_IMAGE_STORE or the default store); "
@@ -101,9 +101,22 @@ Result<BuiltEnvironment> NativeBackend::BuildEnvironment(const Policy& policy, c
                  " here, not an image of the store; a build needs an image (pull or import one, e.g. python:3.12-slim)"};
   BuildReport report(opts_.build_event, progress, policy, "native");
   auto built = builder_->Build(policy, *base.image, report.progress());
-  if (built.ok()) report.Done(built->reference, built->steps, built->steps_built);
-  else report.Failed(built.error().message);
-  return built;
+  if (!built.ok()) {
+    report.Failed(built.error().message);
+    return built.error();
+  }
+  report.Done(built->reference, built->steps, built->steps_built);
+  return EnvironmentBuild{built->reference, built->root.manifest_digest, built->steps, built->steps_built,
+                          built->log_path, ""};
+}
+
+std::optional<BuildRecord> NativeBackend::BuildRecordOf(const Policy& policy) const {
+  // The builder's store: a process without one (a fixed image source) has built nothing.
+  auto store = std::dynamic_pointer_cast<const image::SharedStore>(opts_.image_source);
+  if (policy.build.empty() || !store) return std::nullopt;
+  auto record = ReadPolicyBuildRecord(store->root(), policy.name);
+  if (!record.ok()) return std::nullopt;
+  return std::move(record).value();
 }
 
 const CgroupLayout& NativeBackend::Layout() const {
@@ -446,7 +459,7 @@ Result<std::unique_ptr<Box>> NativeBackend::Launch(const LaunchPlan& plan, const
   // Before the root is mounted: from here on the store keeps the image's layers (store_lease.h).
   auto lease = image::ImageLease::Take(setup.layers);
   if (!lease.ok()) return lease.error();
-  // container.mounts: detached, id-mapped mounts init attaches (host_mounts.h); the fds live until
+  // container.mounts: detached, id-mapped mounts init attaches (runtime/host_mount.h); the fds live until
   // init has its copies.
   std::vector<UniqueFd> mount_fds;
   if (!box_setup.mounts.empty()) {

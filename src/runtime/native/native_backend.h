@@ -119,7 +119,9 @@ class NativeBackend : public Backend {
   void PoliciesReloaded() override;
   // container.build (env_builder.h): the policy's environment, built now unless stored already.
   // An error when the policy has no build or its image is not from the image store.
-  Result<BuiltEnvironment> BuildEnvironment(const Policy& policy, const EnvironmentBuilder::Progress& progress);
+  Result<EnvironmentBuild> BuildEnvironment(const Policy& policy, const BuildProgress& progress) override;
+  // The image store's record of the policy's last build (<store>/builds/by-policy/<name>.json).
+  std::optional<BuildRecord> BuildRecordOf(const Policy& policy) const override;
   // Build steps run by this backend's boxes since it was made (tests, the daemon's log).
   uint64_t build_steps_run() const { return builder_ ? builder_->steps_run() : 0; }
   std::string RefusalFix(const Policy& policy) const override;

@@ -1,4 +1,4 @@
-#include "runtime/native/host_mounts.h"
+#include "runtime/host_mount.h"
 
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -13,7 +13,7 @@
 
 #include "base/io.h"
 
-namespace lsb::native {
+namespace lsb {
 namespace {
 
 // A user namespace whose only mapping is `from` -> `to` (uid and gid): the id map of an idmapped
@@ -80,4 +80,4 @@ Result<UniqueFd> OpenHostMount(const std::string& real_source, uid_t host_uid, g
   return tree;
 }
 
-}  // namespace lsb::native
+}  // namespace lsb
