@@ -9,6 +9,7 @@
 namespace lsb::policy_parser {
 
 void SectionParser::Commands(const Field& f) {
+  if (f.key.Scalar() != "allow" && f.key.Scalar() != "deny") return Unread(f);
   auto items = r_.ScalarList(f);
   if (!items) return;
   std::vector<std::string>& list = f.key.Scalar() == "allow" ? p_.allow : p_.deny;

@@ -63,6 +63,8 @@ void SectionParser::Container(const Field& f) {
     p_.positions[f.path] = r_.Pos(f.mark());
     r_.ForEachKnownKey(f, kBuildKeys, [&](const Field& b) { Build(b); });
     BuildNetworkDefaults(f);
+  } else {
+    Unread(f);
   }
 }
 

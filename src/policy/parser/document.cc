@@ -34,7 +34,7 @@ void SectionParser::Document(const YAML::Node& root) {
     return;
   }
   bool have_version = false, have_name = false;
-  r_.ForEachKnownKey(top, kTopKeys, [&](const Field& f) {
+  r_.ForEachKnownKey(top, TopKeys(), [&](const Field& f) {
     const std::string& key = f.path;
     if (key == "version") {
       have_version = true;
@@ -48,19 +48,21 @@ void SectionParser::Document(const YAML::Node& root) {
       Choice(f, {"auto", "native", "docker"}, p_.backend,
              "auto lets llm-sandbox pick one at run time");
     } else if (key == "container") {
-      r_.ForEachKnownKey(f, kContainerKeys, [&](const Field& c) { Container(c); });
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kContainer), [&](const Field& c) { Container(c); });
     } else if (key == "network") {
-      r_.ForEachKnownKey(f, kNetworkKeys, [&](const Field& n) { Network(n); });
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kNetwork), [&](const Field& n) { Network(n); });
     } else if (key == "commands") {
-      r_.ForEachKnownKey(f, kCommandsKeys, [&](const Field& c) { Commands(c); });
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kCommands), [&](const Field& c) { Commands(c); });
     } else if (key == "languages") {
       Languages(f);
     } else if (key == "resources") {
-      r_.ForEachKnownKey(f, kResourcesKeys, [&](const Field& c) { Resources(c); });
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kResources), [&](const Field& c) { Resources(c); });
     } else if (key == "monitoring") {
-      r_.ForEachKnownKey(f, kMonitoringKeys, [&](const Field& m) { Monitoring(m); });
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kMonitoring), [&](const Field& m) { Monitoring(m); });
     } else if (key == "session") {
-      r_.ForEachKnownKey(f, kSessionKeys, [&](const Field& m) { SessionSetup(m); });
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kSession), [&](const Field& m) { SessionSetup(m); });
+    } else {
+      Unread(f);
     }
   });
   if (!have_version) {

@@ -14,6 +14,7 @@ void SectionParser::Monitoring(const Field& f) {
     if (auto b = r_.Bool(f)) Set(f, p_.trace, *b);
     return;
   }
+  if (f.key.Scalar() != "alerts") return Unread(f);
   // alerts: {RULE: info|warning|critical|off}; the rule names are fixed.
   std::vector<std::string> rules, levels;
   for (const auto& r : protocol::AlertRules()) rules.push_back(r.name);

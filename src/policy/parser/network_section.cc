@@ -18,8 +18,10 @@ void SectionParser::Network(const Field& f) {
     if (auto b = r_.Bool(f)) Set(f, p_.network_enabled, *b);
   } else if (key == "secrets") {
     Secrets(f);
-  } else {
+  } else if (key == "allow" || key == "deny") {
     NetworkList(f, key == "allow" ? p_.network_allow : p_.network_deny);
+  } else {
+    Unread(f);
   }
 }
 

@@ -61,6 +61,8 @@ void SectionParser::Resources(const Field& f) {
     } else {
       Set(f, p_.open_files, v);
     }
+  } else {
+    Unread(f);
   }
 }
 

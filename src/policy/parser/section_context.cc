@@ -55,4 +55,10 @@ void SectionParser::Bad(const Field& f, const std::string& message, const std::s
   r_.Report(f.mark(), f.path + ": " + message, hint);
 }
 
+void SectionParser::Unread(const Field& f) {
+  r_.Report(f.key.Mark(), f.path + ": this llm-sandbox knows the key but does not read it",
+            "remove it; a control's row in policy/controls.h needs its parsing in policy/parser/ "
+            "(docs/architecture.md \"How to add a control\")");
+}
+
 }  // namespace lsb::policy_parser

@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "policy/build_rules.h"
+#include "policy/controls.h"
 #include "policy/policy.h"
 #include "policy/yaml_reader.h"
 
@@ -44,6 +45,9 @@ class SectionParser {
   // One of `options`, with a did-you-mean for a near miss; `note` ends the hint.
   void Choice(const Field& f, const std::vector<std::string>& options, std::string& slot, const std::string& note);
   void Bad(const Field& f, const std::string& message, const std::string& hint);
+  // A key its section's list takes (a controls.h row) that no code here reads: refused, so a row
+  // added without its parsing fails closed instead of being ignored.
+  void Unread(const Field& f);
 
   // The top level (document.cc).
   void Version(const Field& f);

@@ -13,6 +13,7 @@ constexpr size_t kMaxSessionSetupBytes = 64 << 10;
 }  // namespace
 
 void SectionParser::SessionSetup(const Field& f) {
+  if (f.key.Scalar() != "setup") return Unread(f);
   auto code = r_.String(f);
   if (!code) return;
   if (code->size() > kMaxSessionSetupBytes) {
