@@ -14,7 +14,9 @@ void SectionParser::Container(const Field& f) {
   if (key == "image") {
     if (auto s = r_.String(f)) Set(f, p_.image, *s);
   } else if (key == "runtime") {
-    Choice(f, {"runc", "runsc"}, p_.runtime, "runsc is gVisor, Docker backend only");
+    std::string text;
+    Choice(f, ContainerRuntimeSpellings(), text, "runsc is gVisor, Docker backend only");
+    if (auto runtime = ParseContainerRuntime(text)) p_.runtime = *runtime;
   } else if (key == "pull") {
     Choice(f, {"missing", "always", "never"}, p_.pull,
            "when the native backend fetches an image its store lacks; missing is the default");

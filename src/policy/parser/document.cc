@@ -45,8 +45,9 @@ void SectionParser::Document(const YAML::Node& root) {
     } else if (key == "description") {
       if (auto s = r_.String(f)) Set(f, p_.description, *s);
     } else if (key == "backend") {
-      Choice(f, {"auto", "native", "docker"}, p_.backend,
-             "auto lets llm-sandbox pick one at run time");
+      std::string text;
+      Choice(f, BackendKindSpellings(), text, "auto lets llm-sandbox pick one at run time");
+      if (auto kind = ParseBackendKind(text)) p_.backend = *kind;
     } else if (key == "container") {
       r_.ForEachKnownKey(f, SectionKeys(ControlSection::kContainer), [&](const Field& c) { Container(c); });
     } else if (key == "network") {
