@@ -344,7 +344,7 @@ int RunCommand(const Args& args) {
   if (auto st = WireImageStore(a.store, a.pull, bo); !st.ok()) return Fail(st.error().message);
   bo.egress = a.egress;
   bo.build_progress = [](const std::string& line) { std::fprintf(stderr, "llm-sandbox: build %s\n", line.c_str()); };
-  auto backend = MakeBackend(a.backend.empty() ? policy->backend : a.backend, bo);
+  auto backend = MakeBackend(a.backend.empty() ? Spelling(policy->backend) : a.backend, bo);
   if (!backend.ok()) return Fail(backend.error().message);
   auto cancel = CancelOnSignal::Install();
   if (!cancel.ok()) return Fail(cancel.error().message);

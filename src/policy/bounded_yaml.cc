@@ -49,7 +49,7 @@ class ShapeCounter : public YAML::EventHandler {
   size_t nodes_ = 0;
 };
 
-// YAML::Load reads the first document and the policy parser counts up to three (policy_parser.cc
+// YAML::Load reads the first document and the policy parser counts up to three (parser/document_count.cc
 // CountDocuments); a bounded number of rounds also keeps clear of yaml-cpp 0.7's endless
 // HandleNextDocument on a stray ',' (fuzz/regressions/policy_parser/yaml-cpp-loadall-hang-*).
 constexpr int kDocumentsChecked = 3;

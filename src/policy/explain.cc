@@ -76,8 +76,8 @@ class RowWriter {
       case Control::kSessionSetup:
         if (WrittenInPolicy(p_, c)) Add(c, std::to_string(p_.session_setup.size()) + " bytes of Python");
         return;
-      case Control::kBackend: return Add(c, p_.backend);
-      case Control::kRuntime: return Add(c, p_.runtime);
+      case Control::kBackend: return Add(c, Spelling(p_.backend));
+      case Control::kRuntime: return Add(c, Spelling(p_.runtime));
       case Control::kGvisorAcceptWeaker:
         if (WrittenInPolicy(p_, c)) Add(c, Flag(p_.gvisor_accept_weaker));
         return;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/backend_choice.h"
 #include "protocol/wire_values.h"
 
 namespace lsb {
@@ -100,8 +101,8 @@ struct Policy {
   std::string description;  // free text, optional (policy/builtin_descriptions.h fills a known few)
   std::string source_file;
 
-  std::string backend = "auto";  // auto | native | docker
-  std::string runtime = "runc";  // runc | runsc (Docker only); YAML: container.runtime
+  BackendKind backend = BackendKind::kAuto;
+  ContainerRuntime runtime = ContainerRuntime::kRunc;  // Docker only; YAML: container.runtime
   // container.gvisor_accept_weaker: under runsc, Landlock and seccomp user notification do not
   // exist, so commands are not enforced inside the box and exec/connect are not watched. The
   // loader refuses runtime runsc unless the policy sets this to true.

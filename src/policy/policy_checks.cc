@@ -39,7 +39,7 @@ void CheckNetwork(const Policy& p, const Report& report) {
              "add enabled: true under network:, or remove the lists");
     return;
   }
-  if (p.backend == "docker" && p.runtime == "runsc" && !p.NetworkUnfiltered())
+  if (p.backend == BackendKind::kDocker && p.runtime == ContainerRuntime::kRunsc && !p.NetworkUnfiltered())
     report(PosOf(p, {"network.allow", "network.enabled"}),
            "network: under container.runtime runsc the box's sockets are gVisor's own network stack, which the "
            "egress proxy cannot reach, so network.allow/deny/secrets are not enforced there (docs/network.md)",
@@ -82,14 +82,14 @@ std::vector<PolicyDiagnostic> CheckPolicyConsistency(const Policy& p,
            "remove it from one of the two lists; a path is either allowed or denied");
   }
 
-  if (p.runtime == "runsc") {
+  if (p.runtime == ContainerRuntime::kRunsc) {
     if (!p.gvisor_accept_weaker) {
       report(PosOf(p, {"container.runtime"}),
              "container.runtime: runsc (gVisor) cannot enforce commands or watch exec/connect: Landlock and "
              "seccomp user notification do not exist under gVisor",
              "add 'gvisor_accept_weaker: true' under container: to accept that explicitly, or use runtime: runc");
     }
-    if (p.backend == "native") {
+    if (p.backend == BackendKind::kNative) {
       report(PosOf(p, {"container.runtime"}), "container.runtime: runsc needs the docker backend, but backend is native",
              "write backend: docker (or auto), or runtime: runc");
     }
@@ -100,7 +100,7 @@ std::vector<PolicyDiagnostic> CheckPolicyConsistency(const Policy& p,
   }
 
   CheckNetwork(p, report);
-  if (p.image == "host" && p.backend == "docker") {
+  if (p.image == "host" && p.backend == BackendKind::kDocker) {
     report(PosOf(p, {"container.image", "backend"}),
            "container.image: 'host' (the host's system directories) exists only on the native backend",
            "name a Docker image, e.g. image: python:3.12-slim, or write backend: native (or auto)");

@@ -1,4 +1,4 @@
-// Files and names -> Policy. Parsing itself is in policy_parser.cc.
+// Files and names -> Policy. Parsing itself is in policy/parser/ (document.cc).
 #include "policy/policy_loader.h"
 
 #include <cstdlib>

@@ -1,7 +1,9 @@
 #include "runtime/backend_select.h"
 
 #include <cstdlib>
+#include <optional>
 
+#include "policy/backend_choice.h"
 #include "runtime/docker/docker_backend.h"
 #include "runtime/native/fork_server.h"
 #include "runtime/native/init_binary.h"
@@ -71,14 +73,16 @@ std::string DockerCannotServe(docker::DockerBackend& b, const std::vector<Policy
 
 }  // namespace
 
-std::vector<std::string> BackendNames() { return {"auto", "native", "docker"}; }
+std::vector<std::string> BackendNames() { return BackendKindSpellings(); }
 
 Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const BackendOptions& opts, std::string* why) {
   auto say = [&](std::string s) {
     if (why) *why = std::move(s);
   };
-  if (name == "native" || ((name == "auto" || name.empty()) && !opts.auto_docker)) return MakeNative(opts);
-  if (name == "auto" || name.empty()) {
+  // "" is auto; a name that is no backend's falls through to the error at the end.
+  const std::optional<BackendKind> kind = name.empty() ? BackendKind::kAuto : ParseBackendKind(name);
+  if (kind == BackendKind::kNative || (kind == BackendKind::kAuto && !opts.auto_docker)) return MakeNative(opts);
+  if (kind == BackendKind::kAuto) {
     if (opts.fork_server) {  // the fork server is the native backend's: asking for it is choosing it
       say("auto: native (the fork server is the native backend's)");
       return MakeNative(opts);
@@ -98,7 +102,7 @@ Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const Back
         std::to_string(opts.policies.size()) + " policies)");
     return std::unique_ptr<Backend>(std::move(*b));
   }
-  if (name == "docker") {
+  if (kind == BackendKind::kDocker) {
     if (opts.fork_server)
       return Error{"--fork-server is the native backend's (a python box forked from a warm interpreter); the Docker "
                    "backend pools containers instead: drop --fork-server or choose --backend native"};

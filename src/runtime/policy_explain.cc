@@ -23,7 +23,7 @@ std::string FormatExplanation(const Policy& policy) {
     out += "description: " + policy.description +
            (policy.positions.count("description") ? "" : "  [(built in): policy/builtin_descriptions.cc]") + "\n";
   }
-  out += "backend: " + policy.backend + ", runtime: " + policy.runtime +
+  out += "backend: " + Spelling(policy.backend) + ", runtime: " + Spelling(policy.runtime) +
          ". For each control: its setting and where it was set, then how the native and the Docker backend "
          "enforce it.\n";
   for (const auto& c : ExplainPolicy(policy)) {
@@ -46,8 +46,8 @@ nlohmann::json ExplanationJson(const Policy& policy) {
   return {{"policy", policy.name},
           {"description", policy.description},
           {"file", policy.source_file},
-          {"backend", policy.backend},
-          {"runtime", policy.runtime},
+          {"backend", Spelling(policy.backend)},
+          {"runtime", Spelling(policy.runtime)},
           {"controls", controls}};
 }
 

@@ -58,7 +58,7 @@ void AddPolicyRoutes(Router& router, ServerContext& ctx) {
       // Only the languages this policy can actually run (interpreter allowed, not denied).
       json langs = RunnableLanguages(p);
       const Runnability& r = runnable->at(name);
-      json entry = {{"name", name}, {"description", p.description}, {"backend", p.backend},
+      json entry = {{"name", name}, {"description", p.description}, {"backend", Spelling(p.backend)},
                     {"network", p.network_enabled}, {"languages", langs},
                     {"default", name == ctx.limits.default_policy}, {"runnable", r.runnable}};
       if (!r.runnable) entry["reason"] = r.reason;

@@ -72,7 +72,7 @@ TEST(DockerSpec, NetworkOnRunscAndCustomSeccomp) {
   Policy p = SeedLike();
   p.network_enabled = true;
   p.network_allow = {"*"};  // the bridge: only allow ["*"] joins it
-  p.runtime = "runsc";
+  p.runtime = ContainerRuntime::kRunsc;
   p.memory_bytes = 0;
   p.cpu = 0;
   SpecInputs in{.image = "img", .init_host_path = "/init", .owner = "o", .pooled = true,
@@ -94,7 +94,7 @@ TEST(DockerSpec, PidsLimitUnderRunscIsGvisorsNprocWithAHostCeiling) {
   EXPECT_EQ(runc["PidsLimit"], 64);
   for (const auto& u : runc["Ulimits"]) EXPECT_NE(u["Name"], "nproc") << "runc: NPROC would count host-wide";
   Policy p = SeedLike();
-  p.runtime = "runsc";
+  p.runtime = ContainerRuntime::kRunsc;
   auto h = BuildContainerSpec(p, in)["HostConfig"];
   EXPECT_EQ(h["PidsLimit"], 64 * kGvisorHostPidsPerTask + kGvisorHostPidsBase);
   bool nproc = false;
@@ -120,7 +120,7 @@ TEST(DockerSpec, MasksHostBootIdentityOnRunc) {
                         "/sys/firmware"})
     EXPECT_TRUE(masked.count(p)) << p;
   Policy g = SeedLike();
-  g.runtime = "runsc";
+  g.runtime = ContainerRuntime::kRunsc;
   EXPECT_FALSE(BuildContainerSpec(g, in)["HostConfig"].contains("MaskedPaths"));
 }
 

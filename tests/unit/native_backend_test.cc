@@ -71,7 +71,7 @@ TEST(NativeBackend, CheckNamesUnmappedImageAndRuntime) {
   NativeBackend b(o);
   Policy p = HostPolicy();
   p.image = "ruby:3";
-  p.runtime = "runsc";
+  p.runtime = ContainerRuntime::kRunsc;
   auto st = b.Check(p);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("container.image: container.image 'ruby:3' is not in the image map"), std::string::npos)

@@ -104,7 +104,7 @@ TEST(PolicyControls, ExplainRowsFollowTheTable) {
 TEST(PolicyControls, NativeRefusesWhatItCannotEnforceByName) {
   native::NativeBackend backend(native::NativeOptions{});
   Policy p = Rich();
-  p.runtime = "runsc";
+  p.runtime = ContainerRuntime::kRunsc;
   p.gvisor_accept_weaker = true;
   auto refused = backend.RefusedControls(p);
   ASSERT_EQ(refused.size(), 1u);
@@ -124,7 +124,7 @@ TEST(PolicyControls, DockerRefusesWhatItCannotEnforceByName) {
   EXPECT_EQ(image.verdict, Verdict::kRefused);
 
   Policy gvisor = Rich();
-  gvisor.runtime = "runsc";
+  gvisor.runtime = ContainerRuntime::kRunsc;
   gvisor.gvisor_accept_weaker = true;
   std::vector<std::string> refused;
   for (const ControlRow& row : ControlRows(gvisor))

@@ -51,8 +51,8 @@ TEST(PolicyLoader, SeedIsByteIdenticalToTheShippedCopy) {
 
 TEST(PolicyLoader, DefaultsWhenLeftOut) {
   Policy p = MustParse("version: \"1.0\"\nname: minimal\n");
-  EXPECT_EQ(p.backend, "auto");
-  EXPECT_EQ(p.runtime, "runc");
+  EXPECT_EQ(p.backend, BackendKind::kAuto);
+  EXPECT_EQ(p.runtime, ContainerRuntime::kRunc);
   EXPECT_FALSE(p.gvisor_accept_weaker);
   EXPECT_EQ(p.image, "host");
   EXPECT_TRUE(p.read_only);
@@ -111,8 +111,8 @@ resources:
 monitoring:
   trace: true
 )");
-  EXPECT_EQ(p.backend, "docker");
-  EXPECT_EQ(p.runtime, "runsc");
+  EXPECT_EQ(p.backend, BackendKind::kDocker);
+  EXPECT_EQ(p.runtime, ContainerRuntime::kRunsc);
   EXPECT_TRUE(p.gvisor_accept_weaker);
   ASSERT_EQ(p.tmpfs.size(), 2u);
   EXPECT_EQ(p.tmpfs[0].mode, 0700u);

@@ -23,7 +23,7 @@ class RuncOnlyBackend : public Backend {
   Enforcement DescribeControl(const ControlRow&, const Policy&) const override { return Enforced("test double"); }
   Status Check(const Policy& policy) const override {
     ++checks;
-    if (policy.runtime == "runsc") return Error{"the native backend cannot enforce policy '" + policy.name + "'"};
+    if (policy.runtime == ContainerRuntime::kRunsc) return Error{"the native backend cannot enforce policy '" + policy.name + "'"};
     return OkStatus();
   }
   Result<std::unique_ptr<Box>> Start(const Policy&, const protocol::BoxSetup&, const BoxOwner&) override {
@@ -74,7 +74,7 @@ TEST_F(PolicyRunnabilityTest, MarksWhatTheBackendCannotRunWithTheFixOncePerSnaps
 // The wording of each real backend's fix is its own.
 TEST(BackendRefusalFix, EachBackendSaysHowToGetWhatItRefused) {
   Policy gv;
-  gv.runtime = "runsc";
+  gv.runtime = ContainerRuntime::kRunsc;
   Policy net;  // issue 19: the network and its secrets are served now: no fix of its own
   net.network_enabled = true;
   net.network_secrets = {NetworkSecret{"api.example.com", "Authorization", "${T}"}};

@@ -8,7 +8,7 @@
 namespace lsb::docker {
 
 uint64_t HostPidsLimit(const Policy& policy) {
-  if (policy.runtime != "runsc") return policy.pids;
+  if (policy.runtime != ContainerRuntime::kRunsc) return policy.pids;
   // gVisor: every task of the box is backed by host threads of the Sentry (and, on the ptrace
   // platform, a stub per address space): measured 48 host pids for an idle box and ~790 for a box
   // at 128 tasks. At pids.max the Sentry's Go runtime cannot start a thread and the whole sandbox
@@ -54,12 +54,12 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
       {"Init", false},        // our init is PID 1, not the engine's tini
       {"AutoRemove", false},  // we remove it ourselves, after reading OOMKilled
       {"Privileged", false},
-      {"Runtime", policy.runtime.empty() ? "runc" : policy.runtime},
+      {"Runtime", Spelling(policy.runtime)},
   };
   // Core dumps never leave the box; init sets the program's own limits (RunSpec), core 0 included,
   // so on Podman (see SpecInputs::podman) the program's limits are the same without this.
   if (!in.podman) host["Ulimits"] = json::array({json{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}}});
-  if (policy.runtime != "runsc") {
+  if (policy.runtime != ContainerRuntime::kRunsc) {
     // The engine's default masked paths (moby 20.10 oci/defaults.go; a list given here replaces
     // them) plus the host's boot parameters and boot id (/proc/cmdline can carry tokens;
     // the native backend masks the same). gVisor's /proc is its own and shows none of these.
@@ -68,7 +68,7 @@ nlohmann::json BuildContainerSpec(const Policy& policy, const SpecInputs& in) {
                                        "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/proc/cmdline",
                                        "/proc/bootconfig", "/proc/sys/kernel/random/boot_id"});
   }
-  if (policy.runtime == "runsc") {
+  if (policy.runtime == ContainerRuntime::kRunsc) {
     // Under gVisor the policy's pids limit is the Sentry's own RLIMIT_NPROC (it counts the box's
     // tasks, init included, and refuses fork with EAGAIN); the host's pids.max only bounds the
     // Sentry's threads (see HostPidsLimit). runc must not get this: there RLIMIT_NPROC counts

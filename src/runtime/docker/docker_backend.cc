@@ -99,13 +99,14 @@ Status DockerBackend::Check(const Policy& policy) const {
   // What the Docker backend cannot do anywhere (docker_controls.cc), then what this engine lacks.
   std::vector<std::string> problems;
   for (const ControlSupport& c : RefusedControls(policy)) problems.push_back(c.control + ": " + c.how);
-  if (std::find(runtimes_.begin(), runtimes_.end(), policy.runtime) == runtimes_.end())
-    problems.push_back("container.runtime '" + policy.runtime + "' is not registered with the engine at " +
+  if (std::find(runtimes_.begin(), runtimes_.end(), Spelling(policy.runtime)) == runtimes_.end())
+    problems.push_back("container.runtime '" + Spelling(policy.runtime) + "' is not registered with the engine at " +
                        engine_->endpoint().ToString() +
-                       (policy.runtime == "runsc" ? " (install Debian's runsc and run scripts/ensure-docker.sh, which "
-                                                    "adds it to /etc/docker/daemon.json, then restart dockerd)"
-                                                  : ""));
-  if (!engine_seccomp_ && policy.runtime != "runsc")
+                       (policy.runtime == ContainerRuntime::kRunsc
+                            ? " (install Debian's runsc and run scripts/ensure-docker.sh, which "
+                              "adds it to /etc/docker/daemon.json, then restart dockerd)"
+                            : ""));
+  if (!engine_seccomp_ && policy.runtime != ContainerRuntime::kRunsc)
     problems.push_back("container.seccomp: the engine at " + engine_->endpoint().ToString() +
                        " reports no seccomp support (SecurityOptions lacks name=seccomp)");
   // A build step's only network is its egress proxy, which this process makes inside the build
@@ -138,7 +139,7 @@ Status DockerBackend::Check(const Policy& policy) const {
   }
   // Fail closed: the bridge would give a box every name, which only allow: ["*"] asks for; any
   // other network is the egress proxy's socket made in the container's namespace (egress_attach.h).
-  if (policy.network_enabled && !policy.NetworkUnfiltered() && policy.runtime != "runsc") {
+  if (policy.network_enabled && !policy.NetworkUnfiltered() && policy.runtime != ContainerRuntime::kRunsc) {
     if (engine_->endpoint().kind != Endpoint::Kind::kUnix)
       problems.push_back("network: network.allow/deny/secrets need the engine on this host (the daemon makes the egress "
                          "proxy's socket in the container's network namespace); " + engine_->endpoint().ToString() +
@@ -232,7 +233,7 @@ Result<nlohmann::json> DockerBackend::SpecFor(const Policy& policy, bool pooled)
   in.init_volume_file = init_source_.file;
   in.owner = owner_;
   in.pooled = pooled;
-  if (policy.runtime != "runsc") in.seccomp_opt = seccomp_opt_;
+  if (policy.runtime != ContainerRuntime::kRunsc) in.seccomp_opt = seccomp_opt_;
   in.podman = engine_->is_podman();
   return BuildContainerSpec(policy, in);
 }
@@ -291,7 +292,7 @@ std::optional<PoolStats> DockerBackend::OwnPoolStats() const {
 }
 
 std::string DockerBackend::RefusalFix(const Policy& policy) const {
-  if (policy.runtime == "runsc")
+  if (policy.runtime == ContainerRuntime::kRunsc)
     return "register gVisor's runsc with the engine (scripts/ensure-docker.sh adds it to /etc/docker/daemon.json), "
            "then restart dockerd and this daemon";
   return Backend::RefusalFix(policy);
@@ -388,7 +389,7 @@ Result<protocol::BoxSetup> DockerBackend::SetupFor(const Policy& policy) const {
   LSB_ASSIGN_OR_RETURN(s.mounts, ResolveHostMounts(s.mounts, opts_.mount_roots));
   // Only under runsc, and only when the policy said so: init then runs without Landlock and the
   // seccomp watch (gVisor has neither) and names them in kReady instead of refusing.
-  s.gvisor_accept_weaker = policy.runtime == "runsc" && policy.gvisor_accept_weaker;
+  s.gvisor_accept_weaker = policy.runtime == ContainerRuntime::kRunsc && policy.gvisor_accept_weaker;
   // A filtered network: init points the proxy variables at the socket egress_attach.h makes and
   // lets TCP connect only to its port (as on native).
   if (policy.network_enabled && !policy.NetworkUnfiltered()) s.egress_proxy = protocol::kEgressProxyAddress;

@@ -11,7 +11,7 @@
 namespace lsb::docker {
 namespace {
 
-bool Gvisor(const Policy& p) { return p.runtime == "runsc"; }
+bool Gvisor(const Policy& p) { return p.runtime == ContainerRuntime::kRunsc; }
 
 // Under gVisor a control that needs Landlock or seccomp user notification is not enforced; the
 // policy accepted that with container.gvisor_accept_weaker (the loader refuses runsc otherwise).
@@ -178,15 +178,14 @@ Enforcement DescribeControl(const ControlRow& row, const Policy& p) {
                               "timeout and output alerts remain");
       return Enforced(InitEnforces(row.control, p));
     case Control::kBackend:
-      return Enforced(p.backend == "native" ? "not selected: this policy runs on the native backend only"
-                                            : "the Docker Engine API over its unix socket (or DOCKER_HOST)");
+      return Enforced(p.backend == BackendKind::kNative ? "not selected: this policy runs on the native backend only"
+                                                        : "the Docker Engine API over its unix socket (or DOCKER_HOST)");
     case Control::kRuntime:
       if (Gvisor(p) && !p.gvisor_accept_weaker)
         return Refused("runsc: gVisor has no Landlock and no seccomp user notification, so commands.allow/deny are not "
                        "enforced inside the box and exec/network attempts are not reported; set "
                        "container.gvisor_accept_weaker: true to accept that");
-      if (p.runtime != "runc" && !Gvisor(p)) return Refused("'" + p.runtime + "': the Docker backend runs runc or runsc");
-      return Enforced("HostConfig.Runtime \"" + p.runtime + "\"" +
+      return Enforced("HostConfig.Runtime \"" + Spelling(p.runtime) + "\"" +
                       (Gvisor(p) ? " (gVisor: a user-space kernel between the program and the host)" : ""));
     case Control::kGvisorAcceptWeaker:
       if (Gvisor(p))

@@ -278,7 +278,7 @@ size_t NativeBackend::RemoveStaleGroups() const {
 }
 
 std::string NativeBackend::RefusalFix(const Policy& policy) const {
-  if (policy.runtime == "runsc")
+  if (policy.runtime == ContainerRuntime::kRunsc)
     return "run the daemon with --backend docker on an engine where gVisor's runtime runsc is registered "
            "(scripts/ensure-docker.sh adds it)";
   return Backend::RefusalFix(policy);

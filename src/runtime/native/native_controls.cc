@@ -146,12 +146,11 @@ Enforcement DescribeControl(const ControlRow& row, const Policy& p) {
     case Control::kTrace:
       return Enforced(InitEnforces(row.control, p));
     case Control::kBackend:
-      return Enforced(p.backend == "docker" ? "not selected: this policy runs on the docker backend only"
-                                            : "needs no daemon: unprivileged user namespaces on the host");
+      return Enforced(p.backend == BackendKind::kDocker ? "not selected: this policy runs on the docker backend only"
+                                                        : "needs no daemon: unprivileged user namespaces on the host");
     case Control::kRuntime:
-      if (p.runtime == "runsc")
+      if (p.runtime == ContainerRuntime::kRunsc)
         return Refused("runsc is a Docker runtime; the native backend does not run gVisor (use backend: docker)");
-      if (p.runtime != "runc") return Refused("'" + p.runtime + "' is not a runtime the native backend knows");
       return Enforced("not applicable: runc/runsc choose a Docker runtime");
     case Control::kGvisorAcceptWeaker:
       return Enforced("not applicable: the native backend does not run gVisor; every control is enforced as written");

@@ -1,0 +1,197 @@
+// YAML text -> Policy: the top-level document (version, name, each section in file order), then
+// the steps after the whole file is read (presets expanded, defaults applied, checks across fields).
+#include <algorithm>
+#include <optional>
+#include <cctype>
+#include <sstream>
+#include <tuple>
+
+#include <yaml-cpp/yaml.h>
+
+#include "policy/bounded_yaml.h"
+#include "policy/builtin_descriptions.h"
+#include "policy/command_presets.h"
+#include "policy/languages.h"
+#include "policy/parser/document_count.h"
+#include "policy/parser/section_context.h"
+#include "policy/parser/section_keys.h"
+#include "policy/policy_checks.h"
+#include "policy/policy_loader.h"
+
+namespace lsb {
+namespace policy_parser {
+
+void SectionParser::Document(const YAML::Node& root) {
+  Field top{"", YAML::Node(), root};
+  if (!root || root.IsNull()) {
+    r_.Report(SourcePos{r_.file(), 1, 1}, "the policy is empty",
+              "start from policies/code-sandbox.yaml; a policy needs at least version: \"1.0\" and name:");
+    return;
+  }
+  if (!root.IsMap()) {
+    r_.Report(root.Mark(), "a policy is a mapping of sections, got " + YamlReader::KindOf(root),
+              "start from policies/code-sandbox.yaml (version, name, container, network, commands, resources)");
+    return;
+  }
+  bool have_version = false, have_name = false;
+  r_.ForEachKnownKey(top, TopKeys(), [&](const Field& f) {
+    const std::string& key = f.path;
+    if (key == "version") {
+      have_version = true;
+      Version(f);
+    } else if (key == "name") {
+      have_name = true;
+      Name(f);
+    } else if (key == "description") {
+      if (auto s = r_.String(f)) Set(f, p_.description, *s);
+    } else if (key == "backend") {
+      std::string text;
+      Choice(f, BackendKindSpellings(), text, "auto lets llm-sandbox pick one at run time");
+      if (auto kind = ParseBackendKind(text)) p_.backend = *kind;
+    } else if (key == "container") {
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kContainer), [&](const Field& c) { Container(c); });
+    } else if (key == "network") {
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kNetwork), [&](const Field& n) { Network(n); });
+    } else if (key == "commands") {
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kCommands), [&](const Field& c) { Commands(c); });
+    } else if (key == "languages") {
+      Languages(f);
+    } else if (key == "resources") {
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kResources), [&](const Field& c) { Resources(c); });
+    } else if (key == "monitoring") {
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kMonitoring), [&](const Field& m) { Monitoring(m); });
+    } else if (key == "session") {
+      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kSession), [&](const Field& m) { SessionSetup(m); });
+    } else {
+      Unread(f);
+    }
+  });
+  if (!have_version) {
+    r_.Report(root.Mark(), "missing key 'version'", "add version: \"1.0\" at the top of the file");
+  }
+  if (!have_name) {
+    r_.Report(root.Mark(), "missing key 'name'",
+              "add name: NAME at the top; a policy is looked up by name as NAME.yaml");
+  }
+}
+
+void SectionParser::Version(const Field& f) {
+  auto s = r_.String(f);
+  if (!s) return;
+  if (*s != "1.0") {
+    r_.Report(f.mark(), "version: unsupported policy version '" + *s + "'",
+              "this llm-sandbox reads version \"1.0\"; write version: \"1.0\"");
+    return;
+  }
+  Set(f, p_.version, *s);
+}
+
+void SectionParser::Name(const Field& f) {
+  auto s = r_.String(f);
+  if (!s) return;
+  bool ok = s->size() <= 64 && std::isalnum(static_cast<unsigned char>((*s)[0])) &&
+            std::all_of(s->begin(), s->end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
+  if (!ok) {
+    r_.Report(f.mark(), "name: '" + *s + "' is not a valid policy name",
+              "use letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64 "
+              "characters (it names the file NAME.yaml)");
+    return;
+  }
+  Set(f, p_.name, *s);
+}
+
+}  // namespace policy_parser
+
+namespace {
+
+constexpr uint64_t kDefaultMemory = 512ull << 20;
+constexpr double kDefaultCpu = 1.0;
+
+// File order reads best: a person fixes a file top to bottom.
+void SortByPosition(std::vector<PolicyDiagnostic>& diagnostics) {
+  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
+    return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+  });
+}
+
+// YAML text -> one document's root; nullopt once a diagnostic says why there is none.
+std::optional<YAML::Node> LoadOneDocument(std::string_view yaml_text, YamlReader& reader) {
+  // Over a size, depth or node limit: refused before yaml-cpp builds (or recurses into) anything.
+  // A syntax error is left to YAML::Load below, which reports it in the words users know.
+  if (auto refused = CheckYamlBounds(yaml_text); refused && refused->kind != YamlErrorKind::kSyntax) {
+    reader.Report(refused->mark, "the policy is refused: " + refused->message,
+                  "a policy is a few levels of plain mappings and lists; check for runaway [ or { or a "
+                  "generated file");
+    return std::nullopt;
+  }
+  try {
+    const std::string text(yaml_text);
+    YAML::Node root = YAML::Load(text);
+    // YAML::Load alone would silently drop everything after the first "---".
+    policy_parser::DocumentCount docs = policy_parser::CountDocuments(text, 3);
+    if (docs.documents > 1) {
+      reader.Report(docs.second, "the file holds " + std::string(docs.documents > 2 ? "3 or more" : "2") +
+                                     " YAML documents (or a stray ',' outside [ ] or { })",
+                    "keep one policy per file (remove the second '---' and what follows)");
+      return std::nullopt;
+    }
+    return root;
+  } catch (const YAML::ParserException& e) {
+    reader.Report(e.mark, "YAML syntax error: " + e.msg,
+                  "check the indentation (spaces, not tabs) and quoting near here; a mapping is 'key: value' "
+                  "with a space after the colon");
+  } catch (const YAML::Exception& e) {
+    reader.Report(e.mark, "YAML error: " + e.msg, "check the file is valid YAML");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+PolicyParse ParsePolicyDetailed(std::string_view yaml_text, const std::string& file_name) {
+  PolicyParse out;
+  YamlReader reader(file_name, yaml_text);
+  std::optional<YAML::Node> root = LoadOneDocument(yaml_text, reader);
+  if (!root) {
+    out.diagnostics = reader.diagnostics();
+    return out;
+  }
+
+  Policy policy;
+  policy.source_file = file_name;
+  {
+    size_t slash = file_name.rfind('/');
+    policy.build.policy_dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file_name.substr(0, slash);
+  }
+  policy.cpu = kDefaultCpu;
+  policy.memory_bytes = kDefaultMemory;
+  policy.image = "host";
+  policy.languages = BuiltinLanguages();
+  policy_parser::SectionParser parser(reader, policy);
+  parser.Document(*root);
+  if (!reader.diagnostics().empty()) {
+    out.diagnostics = reader.diagnostics();
+    SortByPosition(out.diagnostics);
+    return out;
+  }
+  ExpandCommandPresets(policy);
+  ApplyBuiltinDescription(policy);
+  // Left out: commands.allow is the default language's interpreter, so a minimal policy runs.
+  if (!policy.positions.count("commands.allow")) {
+    if (const Language* lang = policy.FindLanguage(policy.default_language); lang && !lang->command.empty()) {
+      policy.allow.push_back(lang->command[0]);
+    }
+  }
+  out.diagnostics = CheckPolicyConsistency(policy, parser.explicit_languages());
+  SortByPosition(out.diagnostics);
+  if (out.diagnostics.empty()) out.policy = std::move(policy);
+  return out;
+}
+
+Result<Policy> ParsePolicyText(std::string_view yaml_text, const std::string& file_name) {
+  PolicyParse parsed = ParsePolicyDetailed(yaml_text, file_name);
+  if (!parsed.policy) return Error{FormatDiagnostics(parsed.diagnostics)};
+  return std::move(*parsed.policy);
+}
+
+}  // namespace lsb
