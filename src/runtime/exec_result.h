@@ -50,7 +50,7 @@ struct ExecResult {
   std::string trust = "execution";
   // Rich outputs (docs/api.md): each an object {mime type: data} or {"error": why}, checked.
   std::vector<nlohmann::json> outputs;
-  std::optional<nlohmann::json> changes;  // the request's change set (scheduler/change_set.h)
+  std::optional<nlohmann::json> changes;  // the request's change set (scheduler/changes/change_set.h)
   std::vector<CollectedFile> collected;  // the request's `collect`, in pattern order ("collected" in JSON when asked)
 
   nlohmann::json ToJson() const;

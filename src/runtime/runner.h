@@ -38,10 +38,10 @@ struct ExecRequest {
   std::vector<std::string> command;
   // Glob patterns of files returned after the program ends (scheduler/workspace_io.h).
   std::vector<std::string> collect;
-  // A change set after the run (scheduler/change_set.h): nullopt none, "" every writable path,
+  // A change set after the run (scheduler/changes/change_set.h): nullopt none, "" every writable path,
   // else that directory (checked with CheckSandboxDir).
   std::optional<std::string> changes;
-  // Rich outputs (scheduler/rich_outputs.h): false turns them off for this run.
+  // Rich outputs (scheduler/driver/rich_outputs.h): false turns them off for this run.
   bool outputs = true;
   // Arguments put before the language's "{file}" (the one-shot rich-outputs prelude: "-c" CODE
   // ...); only for a language whose command ends in "{file}", never with `command`.

@@ -37,7 +37,7 @@ class BoxRegistry {
   // The warm pool one-shot executions take their boxes from (scheduler/one_shot_pool.h); null: none.
   void set_pool(OneShotPool* p) { pool_ = p; }
   OneShotPool* pool() const { return pool_; }
-  // The warm python session boxes sessions with a setup start from (scheduler/session_pool.h).
+  // The warm python session boxes sessions with a setup start from (scheduler/session/session_pool.h).
   void set_session_pool(SessionPool* p) { session_pool_ = p; }
   SessionPool* session_pool() const { return session_pool_; }
 

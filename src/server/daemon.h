@@ -47,7 +47,7 @@ struct DaemonConfig {
   // kept by the backend when it pools itself (Docker's containers), else by the one-shot pool.
   size_t pool_size = 2;
   // Warm python session boxes kept per (policy, setup) key (--session-pool; 0 = none):
-  // scheduler/session_pool.h.
+  // scheduler/session/session_pool.h.
   size_t session_pool = 0;
   bool prebuild = false;           // --prebuild: every policy's container.build before listening
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)

@@ -42,7 +42,7 @@ struct ExecuteBody {
   std::vector<FileBody> files;
   std::vector<std::string> command;  // instead of code (exactly one of them)
   std::vector<std::string> collect;  // glob patterns of files returned after the run
-  bool outputs = true;               // rich outputs (scheduler/rich_outputs.h); false: none
+  bool outputs = true;               // rich outputs (scheduler/driver/rich_outputs.h); false: none
   std::optional<std::string> changes;  // a change set: "" every writable path, else that directory
 };
 

@@ -1,5 +1,5 @@
 // POST /v1/sessions/{id}/fork {"count": N} (docs/api.md "Fork"): N new sessions, each in its own
-// box, that start with the parent's interpreter state and files (scheduler/session_fork.h says
+// box, that start with the parent's interpreter state and files (scheduler/session/session_fork.h says
 // how, and what is not carried). The parent is busy (409 for others) while its state is saved;
 // the children open concurrently on the executor. All or nothing: when one child fails, the
 // others are closed and the error is the answer. Owned like every session: the children are the

@@ -1,7 +1,7 @@
 // POST /v1/sessions/{id}/pause and /resume (docs/api.md "Pause and resume"): pause saves a python
 // session's state (the globals that pickle, its modules, the files of its writable paths: the
-// fork's export, scheduler/session_fork.h) to the daemon's state directory
-// (scheduler/paused_sessions.h) and ends its box, freeing its memory; resume rebuilds it, with
+// fork's export, scheduler/session/session_fork.h) to the daemon's state directory
+// (scheduler/session/paused_sessions.h) and ends its box, freeing its memory; resume rebuilds it, with
 // the same id, in a new box, in this daemon or a later one. Processes do not survive: CRIU could
 // checkpoint them, but it needs privileges the daemon does not have inside a user namespace (see
 // docs/architecture.md "Session fork"), so nothing claims they do. Owned: another token's paused

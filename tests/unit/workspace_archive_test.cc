@@ -1,4 +1,4 @@
-// Archives into a box, read on the host (scheduler/archive_in.h): every refusal of a hostile
+// Archives into a box, read on the host (scheduler/archive/archive_in.h): every refusal of a hostile
 // archive, every bound, and what a good tar / tar.gz / tar.zst / zip becomes.
 #include <sys/stat.h>
 #include <zlib.h>

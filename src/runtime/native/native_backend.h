@@ -62,7 +62,7 @@ struct NativeOptions {
   // becomes a fork of an interpreter started once, not a new one (serve --fork-server). Boxes it
   // cannot make (network on, container.mounts) start as usual.
   bool fork_server = false;
-  // The one-shot prelude's source (scheduler/rich_outputs.h), compiled once by each fork server.
+  // The one-shot prelude's source (scheduler/driver/rich_outputs.h), compiled once by each fork server.
   std::string fork_server_prelude;
 };
 
