@@ -213,12 +213,13 @@ using Took = Result<bool>;
 Took ListenOption(const std::string& v, server::DaemonConfig& c) {
   size_t colon = v.rfind(':');
   if (colon == std::string::npos) return Error{"--listen wants HOST:PORT, got '" + v + "'"};
-  c.host = v.substr(0, colon);
-  if (c.host.size() > 2 && c.host.front() == '[' && c.host.back() == ']') c.host = c.host.substr(1, c.host.size() - 2);
+  std::string& host = c.http.host;
+  host = v.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   char* end = nullptr;
   unsigned long p = std::strtoul(v.c_str() + colon + 1, &end, 10);
   if (*end != '\0' || p > 65535 || colon + 1 == v.size()) return Error{"--listen: bad port in '" + v + "'"};
-  c.port = static_cast<uint16_t>(p);
+  c.http.port = static_cast<uint16_t>(p);
   return true;
 }
 
@@ -342,7 +343,7 @@ Took AccessOption(OptionCursor& o, ServeInputs& in) {
 
 // Slow clients (docs/api.md "Connection limits").
 Took ConnectionOption(OptionCursor& o, ServeInputs& in) {
-  server::DaemonConfig& c = in.c;
+  server::HttpServerOptions& c = in.c.http;
   const std::string a = o.arg();
   if (o.Is("--max-connections")) {
     if (!ParseCount(o.value(), &c.connections.max_total)) return Error{"--max-connections wants a positive integer"};
@@ -514,7 +515,7 @@ Status SettleWebhookSecret(ServeInputs& in) {
 Status SettleBodyLimits(ServeInputs& in) {
   auto sizes = server::ReconcileBodyLimits(in.max_body, in.max_file, in.c.limits.max_file_bytes);
   if (!sizes.ok()) return sizes.error();
-  in.c.max_body = sizes->max_body;
+  in.c.http.max_body = sizes->max_body;
   in.c.limits.max_file_bytes = sizes->max_file;
   if (!sizes->note.empty()) std::fprintf(stderr, "llm-sandbox serve: %s\n", sizes->note.c_str());
   return OkStatus();

@@ -82,8 +82,8 @@ void RaiseFdLimit(size_t max_connections) {
 
 // Refuses a daemon anyone could reach without a token.
 Status CheckExposure(const DaemonConfig& config) {
-  if (!config.tokens.empty() || IsLoopback(config.host)) return OkStatus();
-  return Error{"refusing to listen on " + config.host +
+  if (!config.tokens.empty() || IsLoopback(config.http.host)) return OkStatus();
+  return Error{"refusing to listen on " + config.http.host +
                " without tokens: anyone who reaches it could run code. Give --token-file FILE or set "
                "LLM_SANDBOX_TOKENS, or listen on 127.0.0.1"};
 }
@@ -258,23 +258,9 @@ HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const e2b::Front
   };
 }
 
-HttpServerOptions ListenOptions(const DaemonConfig& config) {
-  HttpServerOptions hopts;
-  hopts.host = config.host;
-  hopts.port = config.port;
-  hopts.max_body = config.max_body;
-  hopts.connections = config.connections;
-  hopts.header_timeout_ms = config.header_timeout_ms;
-  hopts.body_timeout_ms = config.body_timeout_ms;
-  hopts.write_timeout_ms = config.write_timeout_ms;
-  hopts.keepalive_timeout_ms = config.keepalive_timeout_ms;
-  hopts.min_transfer_rate = config.min_transfer_rate;
-  return hopts;
-}
-
 void LogListening(const DaemonConfig& config, DaemonCore& core, uint16_t port) {
   auto& ctx = core.context();
-  Log("listening on http://" + config.host + ":" + std::to_string(port) + " (backend " + core.backend().name() +
+  Log("listening on http://" + config.http.host + ":" + std::to_string(port) + " (backend " + core.backend().name() +
       ", " + std::to_string(ctx.policies.Snapshot()->size()) + " policies from " + config.policies_dir + ", " +
       std::to_string(ctx.executor.workers()) + " workers, queue " + std::to_string(ctx.executor.queue_limit()) +
       (config.tokens.empty() ? ", no auth" : ", bearer tokens") +
@@ -480,8 +466,8 @@ int RunDaemon(DaemonConfig config) {
   (*core)->AttachImages(std::move(*images));
 
   WebGuard web_guard(WebGuardConfig{!config.tokens.empty(), config.allowed_origins});
-  RaiseFdLimit(config.connections.max_total);
-  auto server = HttpServer::Listen(ListenOptions(config), FrontDoor((*core)->context(), (*core)->router(), (*core)->e2b(), web_guard));
+  RaiseFdLimit(config.http.connections.max_total);
+  auto server = HttpServer::Listen(config.http, FrontDoor((*core)->context(), (*core)->router(), (*core)->e2b(), web_guard));
   if (!server.ok()) return fail(server.error());
   LogListening(config, **core, (*server)->port());
   std::thread acceptor([&] { (*server)->Serve(); });

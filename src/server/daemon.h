@@ -18,6 +18,7 @@
 #include "scheduler/session/session_pool.h"
 #include "server/connection_table.h"
 #include "server/e2b/front_door.h"
+#include "server/http_server.h"
 #include "server/router.h"
 #include "server/server_context.h"
 
@@ -25,8 +26,9 @@ namespace lsb::server {
 
 struct DaemonConfig {
   egress::EgressOptions egress;    // --egress-*: the native backend's egress proxy (docs/network.md)
-  std::string host = "127.0.0.1";
-  uint16_t port = 8080;
+  // Where it listens (--listen), the body limit (serve derives it from the file limit,
+  // body_limits.h) and the slow-client limits (docs/api.md "Connection limits").
+  HttpServerOptions http;
   std::string policies_dir;        // "" = DefaultPolicyDir()
   std::string images_file;
   std::vector<std::string> mount_roots;  // --mount-root: where container.mounts' sources may be
@@ -52,18 +54,10 @@ struct DaemonConfig {
   bool prebuild = false;           // --prebuild: every policy's container.build before listening
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency
-  uint64_t max_body = 10u << 20;  // serve derives it from the file limit (body_limits.h)
   size_t max_sessions = 64;
   int shutdown_grace_ms = 10000;
   std::set<std::string> tokens;
   std::set<std::string> allowed_origins;  // --allow-origin, normalized (web_guard.h)
-  // Slow clients (docs/api.md "Connection limits"): see HttpServerOptions for the meaning.
-  ConnLimits connections;
-  int header_timeout_ms = 10000;
-  int body_timeout_ms = 10000;
-  int write_timeout_ms = 10000;
-  int keepalive_timeout_ms = 30000;
-  uint64_t min_transfer_rate = 64u << 10;
   ServerLimits limits;
   ExecutionStoreLimits async_results;   // kept asynchronous results (--async-keep, --async-keep-bytes)
   // Paused sessions (docs/api.md "Pause and resume"): "" = <state dir>/paused-sessions; "none" = off (501).

@@ -57,14 +57,7 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
                                    const std::string& where) {
   auto base = ResolvePolicy(ctx, body.policy, where + "policy");
   if (!base.ok()) return base.error();
-  PolicyOverrides o;
-  o.cpu = body.cpu;
-  o.memory_bytes = body.memory_bytes;
-  o.timeout_ms = body.timeout_ms;
-  o.timeout_grace_ms = body.timeout_grace_ms;
-  o.network_enabled = body.network;
-  o.network_allow = body.network_allow;
-  auto tight = TightenPolicy(**base, o);  // refused before any box is started
+  auto tight = TightenPolicy(**base, body.overrides);  // refused before any box is started
   if (!tight.ok()) return FromTightening(tight.error(), where);
   ExecutionPlan plan{std::move(*tight), {}, {}, owner, ctx.NewExecutionId()};
   plan.request.code = std::move(body.code);

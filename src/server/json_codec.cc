@@ -209,10 +209,10 @@ Problem ParseRunStrings(const json& j, const std::string& where, ExecuteBody& b)
   b.stdin_data = *in;
   auto t = OptSeconds(j, "timeout", where);
   if (!t.ok()) return t.error();
-  b.timeout_ms = *t;
+  b.overrides.timeout_ms = *t;
   auto grace = OptGrace(j, "timeout_grace", where);
   if (!grace.ok()) return grace.error();
-  b.timeout_grace_ms = *grace;
+  b.overrides.timeout_grace_ms = *grace;
   return std::nullopt;
 }
 
@@ -221,28 +221,28 @@ Problem ParseResources(const json& j, const std::string& where, ExecuteBody& b) 
   if (Present(j, "memory")) {
     const json& m = j.at("memory");
     if (m.is_number_unsigned() || (m.is_number_integer() && m.get<int64_t>() > 0)) {
-      b.memory_bytes = m.get<uint64_t>();
+      b.overrides.memory_bytes = m.get<uint64_t>();
     } else if (m.is_string()) {
       auto v = units::ParseBytes(m.get<std::string>());
       if (!v.ok()) return Field(where, "memory", v.error().message);
-      b.memory_bytes = *v;
+      b.overrides.memory_bytes = *v;
     } else {
       return Field(where, "memory", "must be a size such as \"128M\" or a number of bytes");
     }
-    if (*b.memory_bytes == 0) return Field(where, "memory", "must be positive");
+    if (*b.overrides.memory_bytes == 0) return Field(where, "memory", "must be positive");
   }
   if (Present(j, "cpu")) {
     const json& c = j.at("cpu");
     if (c.is_number()) {
-      b.cpu = c.get<double>();
+      b.overrides.cpu = c.get<double>();
     } else if (c.is_string()) {
       auto v = units::ParseCpu(c.get<std::string>());
       if (!v.ok()) return Field(where, "cpu", v.error().message);
-      b.cpu = *v;
+      b.overrides.cpu = *v;
     } else {
       return Field(where, "cpu", "must be a number of cores such as 0.5 or a string such as \"500m\"");
     }
-    if (!std::isfinite(*b.cpu) || *b.cpu <= 0) return Field(where, "cpu", "must be positive");
+    if (!std::isfinite(*b.overrides.cpu) || *b.overrides.cpu <= 0) return Field(where, "cpu", "must be positive");
   }
   return std::nullopt;
 }
@@ -251,7 +251,7 @@ Problem ParseResources(const json& j, const std::string& where, ExecuteBody& b) 
 Problem ParseNetworkAndEnv(const json& j, const std::string& where, ExecuteBody& b) {
   if (Present(j, "network")) {
     if (!j.at("network").is_boolean()) return Field(where, "network", "must be true or false");
-    b.network = j.at("network").get<bool>();
+    b.overrides.network_enabled = j.at("network").get<bool>();
   }
   if (Present(j, "network_allow")) {
     // Narrows the policy's network.allow (policy/tighten.h checks each entry is within it).
@@ -263,7 +263,7 @@ Problem ParseNetworkAndEnv(const json& j, const std::string& where, ExecuteBody&
         return Field(where, "network_allow", "must be a list of names such as \"pypi.org\" or \"*.github.com:443\"");
       entries.push_back(e.get<std::string>());
     }
-    b.network_allow = std::move(entries);
+    b.overrides.network_allow = std::move(entries);
   }
   if (Present(j, "env")) {
     const json& e = j.at("env");

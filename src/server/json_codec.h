@@ -14,6 +14,7 @@
 #include "base/bounded_json.h"
 #include "base/time_format.h"
 #include "policy/policy.h"
+#include "policy/tighten.h"
 #include "runtime/exec_result.h"
 #include "scheduler/session/session.h"
 #include "server/api_error.h"
@@ -32,12 +33,9 @@ struct ExecuteBody {
   std::string language;
   std::string policy;
   std::optional<std::string> stdin_data;
-  std::optional<uint64_t> timeout_ms;
-  std::optional<uint64_t> timeout_grace_ms;  // may be 0: SIGKILL at the timeout, no SIGTERM first
-  std::optional<uint64_t> memory_bytes;
-  std::optional<double> cpu;
-  std::optional<bool> network;
-  std::optional<std::vector<std::string>> network_allow;  // may only narrow network.allow
+  // timeout, timeout_grace (may be 0: SIGKILL at the timeout), memory, cpu, network and
+  // network_allow: the request's narrowing of its policy, applied by TightenPolicy.
+  PolicyOverrides overrides;
   std::map<std::string, std::string> env;
   std::vector<FileBody> files;
   std::vector<std::string> command;  // instead of code (exactly one of them)

@@ -90,9 +90,9 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   auto body = ParseExecuteBody(*j, true);
   if (!body.ok()) return ErrorResponse(body.error());
   sched::Session& session = **s;
-  if (body->timeout_ms) {
+  if (body->overrides.timeout_ms) {
     PolicyOverrides o;
-    o.timeout_ms = body->timeout_ms;
+    o.timeout_ms = body->overrides.timeout_ms;
     auto t = TightenPolicy(session.policy(), o);
     if (!t.ok()) return ErrorResponse(FromTightening(t.error(), ""));
   }
@@ -101,7 +101,7 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   er.language = std::move(body->language);
   er.stdin_data = std::move(body->stdin_data);
   er.env = std::move(body->env);
-  er.timeout_ms = body->timeout_ms;
+  er.timeout_ms = body->overrides.timeout_ms;
   er.command = std::move(body->command);
   er.outputs = body->outputs;
   auto collect = PlanCollect(ctx, session.policy(), std::move(body->collect), "");

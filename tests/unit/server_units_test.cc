@@ -53,9 +53,9 @@ TEST(JsonCodec, ExecuteBodyFieldsAndTheirErrors) {
                                          {"cpu", "500m"}, {"env", {{"A", "b"}}}, {"stdin", "x"}},
                                     false);
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(*b->timeout_ms, 2500u);
-  EXPECT_EQ(*b->memory_bytes, 128u << 20);
-  EXPECT_DOUBLE_EQ(*b->cpu, 0.5);
+  EXPECT_EQ(*b->overrides.timeout_ms, 2500u);
+  EXPECT_EQ(*b->overrides.memory_bytes, 128u << 20);
+  EXPECT_DOUBLE_EQ(*b->overrides.cpu, 0.5);
   EXPECT_EQ(b->env.at("A"), "b");
 
   struct Case {
