@@ -1,10 +1,11 @@
-// llm-sandbox policy check FILE... | policy explain [--json] FILE|NAME
+// llm-sandbox policy check FILE... | policy explain [--json] FILE|NAME | policy controls [--json]
 #include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "policy/controls.h"
 #include "runtime/policy_explain.h"
 #include "policy/policy_loader.h"
 
@@ -14,11 +15,14 @@ namespace {
 constexpr const char* kUsage =
     "usage: llm-sandbox policy check FILE|NAME...\n"
     "       llm-sandbox policy explain [--json] FILE|NAME\n"
+    "       llm-sandbox policy controls [--json]\n"
     "\n"
     "  check     validate policies: prints 'ok: NAME (FILE)' for each good one; every error goes to\n"
     "            stderr as FILE:LINE:COLUMN: message, with a hint. Exit 0 if all are valid, 1 if not.\n"
     "  explain   print, for each control, its setting and how the native and the Docker backend\n"
     "            enforce it, or why they cannot. --json prints the same as JSON.\n"
+    "  controls  list every control a policy can set: its key, default, whether a request may lower\n"
+    "            it, and what it is (a Markdown table; --json: the same as JSON).\n"
     "\n"
     "A NAME (no '/', no .yaml) is looked up as NAME.yaml in $LLM_SANDBOX_POLICY_DIR (colon-separated),\n"
     "./policies and /etc/llm-sandbox/policies. Every field is documented in docs/policy.md.\n";
@@ -81,6 +85,28 @@ int Explain(const Args& args) {
   return 0;
 }
 
+int Controls(const Args& args) {
+  bool as_json = false;
+  for (const auto& a : args) {
+    if (IsHelp(a)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a != "--json") return Usage("controls takes only --json, not '" + a + "'");
+    as_json = true;
+  }
+  if (!as_json) {
+    std::fputs(ControlsMarkdown().c_str(), stdout);
+    return 0;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const ControlInfo& c : AllControls())
+    out.push_back({{"control", c.key}, {"section", SectionName(c.section)}, {"default", c.default_value},
+                   {"request_may_lower", c.narrowing == Narrowing::kLower}, {"doc", c.doc}});
+  std::fputs((out.dump(2) + "\n").c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int PolicyCommand(const Args& args) {
@@ -93,6 +119,7 @@ int PolicyCommand(const Args& args) {
   }
   if (sub == "check") return Check(rest);
   if (sub == "explain") return Explain(rest);
+  if (sub == "controls") return Controls(rest);
   return Usage("unknown subcommand '" + sub + "'");
 }
 

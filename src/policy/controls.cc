@@ -50,6 +50,16 @@ std::vector<std::string> KeysOfSection(ControlSection section) {
   return keys;
 }
 
+std::string ControlsMarkdown() {
+  std::string out = "| control | default | a request may | what it is |\n|---|---|---|---|\n";
+  for (const ControlInfo& c : kControls) {
+    const char* narrowing = c.narrowing == Narrowing::kLower ? "lower it" : "-";
+    out += "| `" + std::string(c.key) + "` | " + std::string(c.default_value) + " | " + narrowing + " | " +
+           std::string(c.doc) + " |\n";
+  }
+  return out;
+}
+
 bool WrittenInPolicy(const Policy& policy, Control control) {
   const std::string key = KeyOf(control);
   // The key itself, or one under it: "container.tmpfs./tmp", "commands.allow[0]".

@@ -95,6 +95,10 @@ std::string_view SectionName(ControlSection section);
 // The keys a section takes, in the table's order (the parser's list of known keys for it).
 std::vector<std::string> KeysOfSection(ControlSection section);
 
+// The table as Markdown, one row per control (key, default, whether a request may lower it, doc):
+// `llm-sandbox policy controls` prints it and docs/policy.md holds it, checked equal by a test.
+std::string ControlsMarkdown();
+
 // Whether the policy's file wrote the control (or, for a mapping, any key under it).
 bool WrittenInPolicy(const Policy& policy, Control control);
 
