@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -41,6 +42,19 @@ class SectionParser {
   void Set(const Field& f, T& slot, T value) {
     slot = std::move(value);
     p_.positions[f.path] = r_.Pos(f.mark());
+  }
+  // What is wrong with a value: Bad's message (after the field's path) and hint.
+  struct Problem {
+    std::string message;
+    std::string hint;
+  };
+  // Sets `slot` to the value read (nullopt: reported already) unless `check` finds a Problem,
+  // which is reported instead; the read-check-set most scalar controls follow.
+  template <typename T, typename Check>
+  void SetIfValid(const Field& f, T& slot, std::optional<T> value, Check check) {
+    if (!value) return;
+    if (std::optional<Problem> problem = check(*value)) return Bad(f, problem->message, problem->hint);
+    Set(f, slot, std::move(*value));
   }
   // One of `options`, with a did-you-mean for a near miss; `note` ends the hint.
   void Choice(const Field& f, const std::vector<std::string>& options, std::string& slot, const std::string& note);
