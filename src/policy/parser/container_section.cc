@@ -11,17 +11,13 @@ namespace lsb::policy_parser {
 
 void SectionParser::Container(const Field& f) {
   const std::string key = f.key.Scalar();
-  if (key == "image") {
-    if (auto s = r_.String(f)) Set(f, p_.image, *s);
-  } else if (key == "runtime") {
+  if (key == "runtime") {
     std::string text;
     Choice(f, ContainerRuntimeSpellings(), text, "runsc is gVisor, Docker backend only");
     if (auto runtime = ParseContainerRuntime(text)) p_.runtime = *runtime;
   } else if (key == "pull") {
     Choice(f, {"missing", "always", "never"}, p_.pull,
            "when the native backend fetches an image its store lacks; missing is the default");
-  } else if (key == "gvisor_accept_weaker") {
-    if (auto b = r_.Bool(f)) Set(f, p_.gvisor_accept_weaker, *b);
   } else if (key == "read_only") {
     SetIfValid(f, p_.read_only, r_.Bool(f), [](bool b) -> std::optional<Problem> {
       if (b) return std::nullopt;
@@ -33,8 +29,6 @@ void SectionParser::Container(const Field& f) {
     Tmpfs(f);
   } else if (key == "mounts") {
     Mounts(f);
-  } else if (key == "user_namespace") {
-    if (auto b = r_.Bool(f)) Set(f, p_.user_namespace, *b);
   } else if (key == "seccomp") {
     SetIfValid(f, p_.seccomp, r_.String(f), [](const std::string& s) -> std::optional<Problem> {
       if (s == "default") return std::nullopt;

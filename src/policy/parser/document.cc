@@ -50,8 +50,12 @@ void SectionParser::Document(const YAML::Node& root) {
   bool have_version = false, have_name = false;
   r_.ForEachKnownKey(top, TopKeys(), [&](const Field& f) {
     const std::string& key = f.path;
+    if (SetPlain(f)) return;
     for (const auto& s : kSections) {
-      if (key == s.key) return r_.ForEachKnownKey(f, SectionKeys(s.section), [&](const Field& c) { (this->*s.read)(c); });
+      if (key != s.key) continue;
+      return r_.ForEachKnownKey(f, SectionKeys(s.section), [&](const Field& c) {
+        if (!SetPlain(c)) (this->*s.read)(c);
+      });
     }
     if (key == "version") {
       have_version = true;
@@ -59,8 +63,6 @@ void SectionParser::Document(const YAML::Node& root) {
     } else if (key == "name") {
       have_name = true;
       Name(f);
-    } else if (key == "description") {
-      if (auto s = r_.String(f)) Set(f, p_.description, *s);
     } else if (key == "backend") {
       std::string text;
       Choice(f, BackendKindSpellings(), text, "auto lets llm-sandbox pick one at run time");

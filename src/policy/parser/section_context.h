@@ -56,6 +56,9 @@ class SectionParser {
     if (std::optional<Problem> problem = check(*value)) return Bad(f, problem->message, problem->hint);
     Set(f, slot, std::move(*value));
   }
+  // A control with no check of its own (section_context.cc's table) read into its Policy field;
+  // false if `f` is none. Document() asks it first, so the sections see only the other keys.
+  bool SetPlain(const Field& f);
   // One of `options`, with a did-you-mean for a near miss; `note` ends the hint.
   void Choice(const Field& f, const std::vector<std::string>& options, std::string& slot, const std::string& note);
   void Bad(const Field& f, const std::string& message, const std::string& hint);
