@@ -42,6 +42,16 @@ struct YamlBoundsError {
 // them with its own words), except that a syntax error met on the way is returned as kSyntax.
 std::optional<YamlBoundsError> CheckYamlBounds(std::string_view text, const YamlLimits& limits = {});
 
+// What one event pass over `text` saw: the first limit it is over (then it stopped), and how many
+// documents it holds (counted up to 3), with the first node of the second (its "---" line if it
+// has none). Throws YAML::Exception at a syntax error, where YAML::Load would.
+struct YamlShape {
+  std::optional<YamlBoundsError> refused;
+  int documents = 0;
+  YAML::Mark second;
+};
+YamlShape ScanYaml(std::string_view text, const YamlLimits& limits = {});
+
 // CheckYamlBounds, then YAML::Load; errors read "FILE:LINE:COL: message".
 Result<YAML::Node> LoadBoundedYaml(std::string_view text, const std::string& file_name,
                                    const YamlLimits& limits = {});

@@ -41,14 +41,11 @@ void SectionParser::Build(const Field& f) {
       b.apt_sources.resize(kMaxAptSources);
     }
   } else if (key == "pip_index_url") {
-    auto s = r_.String(f);
-    if (!s) return;
-    auto url = ParseIndexUrl(*s);
-    if (!url.ok()) {
-      r_.Report(f.mark(), f.path + ": " + url.error().message, "write a URL such as https://pypi.org/simple");
-      return;
-    }
-    Set(f, b.pip_index_url, *s);
+    SetIfValid(f, b.pip_index_url, r_.String(f), [](const std::string& s) -> std::optional<Problem> {
+      auto url = ParseIndexUrl(s);
+      if (url.ok()) return std::nullopt;
+      return Problem{url.error().message, "write a URL such as https://pypi.org/simple"};
+    });
   } else if (key == "files") {
     BuildFiles(f);
   } else if (key == "network") {

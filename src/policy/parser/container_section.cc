@@ -11,54 +11,39 @@ namespace lsb::policy_parser {
 
 void SectionParser::Container(const Field& f) {
   const std::string key = f.key.Scalar();
-  if (key == "image") {
-    if (auto s = r_.String(f)) Set(f, p_.image, *s);
-  } else if (key == "runtime") {
+  if (key == "runtime") {
     std::string text;
     Choice(f, ContainerRuntimeSpellings(), text, "runsc is gVisor, Docker backend only");
     if (auto runtime = ParseContainerRuntime(text)) p_.runtime = *runtime;
   } else if (key == "pull") {
     Choice(f, {"missing", "always", "never"}, p_.pull,
            "when the native backend fetches an image its store lacks; missing is the default");
-  } else if (key == "gvisor_accept_weaker") {
-    if (auto b = r_.Bool(f)) Set(f, p_.gvisor_accept_weaker, *b);
   } else if (key == "read_only") {
-    auto b = r_.Bool(f);
-    if (!b) return;
-    if (!*b) {
-      r_.Report(f.mark(), "container.read_only: false is refused: the root is always read-only",
-                "remove the line or write true; a writable root would let a program write an executable "
-                "and run it. Add a tmpfs mount for the paths that must be writable");
-      return;
-    }
-    Set(f, p_.read_only, *b);
+    SetIfValid(f, p_.read_only, r_.Bool(f), [](bool b) -> std::optional<Problem> {
+      if (b) return std::nullopt;
+      return Problem{"false is refused: the root is always read-only",
+                     "remove the line or write true; a writable root would let a program write an executable "
+                     "and run it. Add a tmpfs mount for the paths that must be writable"};
+    });
   } else if (key == "tmpfs") {
     Tmpfs(f);
   } else if (key == "mounts") {
     Mounts(f);
-  } else if (key == "user_namespace") {
-    if (auto b = r_.Bool(f)) Set(f, p_.user_namespace, *b);
   } else if (key == "seccomp") {
-    auto s = r_.String(f);
-    if (!s) return;
-    if (*s != "default") {
-      r_.Report(f.mark(), "container.seccomp: unknown profile '" + *s + "'",
-                "write seccomp: default (the only profile: the sandbox never runs without its filter; "
-                "docs/policy.md lists what it refuses)");
-      return;
-    }
-    Set(f, p_.seccomp, *s);
+    SetIfValid(f, p_.seccomp, r_.String(f), [](const std::string& s) -> std::optional<Problem> {
+      if (s == "default") return std::nullopt;
+      return Problem{"unknown profile '" + s + "'",
+                     "write seccomp: default (the only profile: the sandbox never runs without its filter; "
+                     "docs/policy.md lists what it refuses)"};
+    });
   } else if (key == "user") {
     User(f);
   } else if (key == "workdir") {
-    auto s = r_.String(f);
-    if (!s) return;
-    std::string why;
-    if (!IsCleanAbsolutePath(*s, &why)) {
-      r_.Report(f.mark(), "container.workdir: '" + *s + "' " + why, "write an absolute path such as /tmp");
-      return;
-    }
-    Set(f, p_.workdir, *s);
+    SetIfValid(f, p_.workdir, r_.String(f), [](const std::string& s) -> std::optional<Problem> {
+      std::string why;
+      if (IsCleanAbsolutePath(s, &why)) return std::nullopt;
+      return Problem{"'" + s + "' " + why, "write an absolute path such as /tmp"};
+    });
   } else if (key == "env") {
     Env(f);
   } else if (key == "build") {

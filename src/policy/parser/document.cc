@@ -4,6 +4,7 @@
 #include <optional>
 #include <cctype>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 
 #include <yaml-cpp/yaml.h>
@@ -12,7 +13,6 @@
 #include "policy/builtin_descriptions.h"
 #include "policy/command_presets.h"
 #include "policy/languages.h"
-#include "policy/parser/document_count.h"
 #include "policy/parser/section_context.h"
 #include "policy/parser/section_keys.h"
 #include "policy/policy_checks.h"
@@ -33,35 +33,42 @@ void SectionParser::Document(const YAML::Node& root) {
               "start from policies/code-sandbox.yaml (version, name, container, network, commands, resources)");
     return;
   }
+  // The sections read key by key against their controls' keys (section_keys.h).
+  using Reader = void (SectionParser::*)(const Field&);
+  static constexpr struct {
+    std::string_view key;
+    ControlSection section;
+    Reader read;
+  } kSections[] = {
+      {"container", ControlSection::kContainer, &SectionParser::Container},
+      {"network", ControlSection::kNetwork, &SectionParser::Network},
+      {"commands", ControlSection::kCommands, &SectionParser::Commands},
+      {"resources", ControlSection::kResources, &SectionParser::Resources},
+      {"monitoring", ControlSection::kMonitoring, &SectionParser::Monitoring},
+      {"session", ControlSection::kSession, &SectionParser::SessionSetup},
+  };
   bool have_version = false, have_name = false;
   r_.ForEachKnownKey(top, TopKeys(), [&](const Field& f) {
     const std::string& key = f.path;
+    if (SetPlain(f)) return;
+    for (const auto& s : kSections) {
+      if (key != s.key) continue;
+      return r_.ForEachKnownKey(f, SectionKeys(s.section), [&](const Field& c) {
+        if (!SetPlain(c)) (this->*s.read)(c);
+      });
+    }
     if (key == "version") {
       have_version = true;
       Version(f);
     } else if (key == "name") {
       have_name = true;
       Name(f);
-    } else if (key == "description") {
-      if (auto s = r_.String(f)) Set(f, p_.description, *s);
     } else if (key == "backend") {
       std::string text;
       Choice(f, BackendKindSpellings(), text, "auto lets llm-sandbox pick one at run time");
       if (auto kind = ParseBackendKind(text)) p_.backend = *kind;
-    } else if (key == "container") {
-      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kContainer), [&](const Field& c) { Container(c); });
-    } else if (key == "network") {
-      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kNetwork), [&](const Field& n) { Network(n); });
-    } else if (key == "commands") {
-      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kCommands), [&](const Field& c) { Commands(c); });
     } else if (key == "languages") {
       Languages(f);
-    } else if (key == "resources") {
-      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kResources), [&](const Field& c) { Resources(c); });
-    } else if (key == "monitoring") {
-      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kMonitoring), [&](const Field& m) { Monitoring(m); });
-    } else if (key == "session") {
-      r_.ForEachKnownKey(f, SectionKeys(ControlSection::kSession), [&](const Field& m) { SessionSetup(m); });
     } else {
       Unread(f);
     }
@@ -76,28 +83,21 @@ void SectionParser::Document(const YAML::Node& root) {
 }
 
 void SectionParser::Version(const Field& f) {
-  auto s = r_.String(f);
-  if (!s) return;
-  if (*s != "1.0") {
-    r_.Report(f.mark(), "version: unsupported policy version '" + *s + "'",
-              "this llm-sandbox reads version \"1.0\"; write version: \"1.0\"");
-    return;
-  }
-  Set(f, p_.version, *s);
+  SetIfValid(f, p_.version, r_.String(f), [](const std::string& s) -> std::optional<Problem> {
+    if (s == "1.0") return std::nullopt;
+    return Problem{"unsupported policy version '" + s + "'", "this llm-sandbox reads version \"1.0\"; write version: \"1.0\""};
+  });
 }
 
 void SectionParser::Name(const Field& f) {
-  auto s = r_.String(f);
-  if (!s) return;
-  bool ok = s->size() <= 64 && std::isalnum(static_cast<unsigned char>((*s)[0])) &&
-            std::all_of(s->begin(), s->end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
-  if (!ok) {
-    r_.Report(f.mark(), "name: '" + *s + "' is not a valid policy name",
-              "use letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64 "
-              "characters (it names the file NAME.yaml)");
-    return;
-  }
-  Set(f, p_.name, *s);
+  SetIfValid(f, p_.name, r_.String(f), [](const std::string& s) -> std::optional<Problem> {
+    bool ok = s.size() <= 64 && std::isalnum(static_cast<unsigned char>(s[0])) &&
+              std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
+    if (ok) return std::nullopt;
+    return Problem{"'" + s + "' is not a valid policy name",
+                   "use letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64 "
+                   "characters (it names the file NAME.yaml)"};
+  });
 }
 
 }  // namespace policy_parser
@@ -116,22 +116,21 @@ void SortByPosition(std::vector<PolicyDiagnostic>& diagnostics) {
 
 // YAML text -> one document's root; nullopt once a diagnostic says why there is none.
 std::optional<YAML::Node> LoadOneDocument(std::string_view yaml_text, YamlReader& reader) {
-  // Over a size, depth or node limit: refused before yaml-cpp builds (or recurses into) anything.
-  // A syntax error is left to YAML::Load below, which reports it in the words users know.
-  if (auto refused = CheckYamlBounds(yaml_text); refused && refused->kind != YamlErrorKind::kSyntax) {
-    reader.Report(refused->mark, "the policy is refused: " + refused->message,
-                  "a policy is a few levels of plain mappings and lists; check for runaway [ or { or a "
-                  "generated file");
-    return std::nullopt;
-  }
   try {
-    const std::string text(yaml_text);
-    YAML::Node root = YAML::Load(text);
+    // Over a size, depth or node limit: refused before yaml-cpp builds (or recurses into) anything.
+    // A syntax error throws here as it would from YAML::Load, and is reported below.
+    YamlShape shape = ScanYaml(yaml_text);
+    if (shape.refused) {
+      reader.Report(shape.refused->mark, "the policy is refused: " + shape.refused->message,
+                    "a policy is a few levels of plain mappings and lists; check for runaway [ or { or a "
+                    "generated file");
+      return std::nullopt;
+    }
+    YAML::Node root = YAML::Load(std::string(yaml_text));
     // YAML::Load alone would silently drop everything after the first "---".
-    policy_parser::DocumentCount docs = policy_parser::CountDocuments(text, 3);
-    if (docs.documents > 1) {
-      reader.Report(docs.second, "the file holds " + std::string(docs.documents > 2 ? "3 or more" : "2") +
-                                     " YAML documents (or a stray ',' outside [ ] or { })",
+    if (shape.documents > 1) {
+      reader.Report(shape.second, "the file holds " + std::string(shape.documents > 2 ? "3 or more" : "2") +
+                                      " YAML documents (or a stray ',' outside [ ] or { })",
                     "keep one policy per file (remove the second '---' and what follows)");
       return std::nullopt;
     }

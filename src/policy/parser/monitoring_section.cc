@@ -10,10 +10,6 @@
 namespace lsb::policy_parser {
 
 void SectionParser::Monitoring(const Field& f) {
-  if (f.key.Scalar() == "trace") {
-    if (auto b = r_.Bool(f)) Set(f, p_.trace, *b);
-    return;
-  }
   if (f.key.Scalar() != "alerts") return Unread(f);
   // alerts: {RULE: info|warning|critical|off}; the rule names are fixed.
   std::vector<std::string> rules, levels;

@@ -14,9 +14,7 @@ namespace lsb::policy_parser {
 
 void SectionParser::Network(const Field& f) {
   const std::string key = f.key.Scalar();
-  if (key == "enabled") {
-    if (auto b = r_.Bool(f)) Set(f, p_.network_enabled, *b);
-  } else if (key == "secrets") {
+  if (key == "secrets") {
     Secrets(f);
   } else if (key == "allow" || key == "deny") {
     NetworkList(f, key == "allow" ? p_.network_allow : p_.network_deny);

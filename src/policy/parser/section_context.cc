@@ -1,6 +1,8 @@
 #include "policy/parser/section_context.h"
 
 #include <algorithm>
+#include <string_view>
+#include <variant>
 
 #include "policy/suggest.h"
 
@@ -36,6 +38,38 @@ bool IsCleanAbsolutePath(const std::string& path, std::string* why) {
 
 bool IsUnder(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+namespace {
+
+// The controls set as read (a bool or a string), by path; those with a check or sub-structure
+// are each section's own.
+struct PlainControl {
+  std::string_view path;
+  std::variant<bool Policy::*, std::string Policy::*> slot;
+};
+constexpr PlainControl kPlainControls[] = {
+    {"description", &Policy::description},
+    {"container.image", &Policy::image},
+    {"container.gvisor_accept_weaker", &Policy::gvisor_accept_weaker},
+    {"container.user_namespace", &Policy::user_namespace},
+    {"network.enabled", &Policy::network_enabled},
+    {"monitoring.trace", &Policy::trace},
+};
+
+}  // namespace
+
+bool SectionParser::SetPlain(const Field& f) {
+  for (const PlainControl& c : kPlainControls) {
+    if (f.path != c.path) continue;
+    if (auto* flag = std::get_if<bool Policy::*>(&c.slot)) {
+      if (auto b = r_.Bool(f)) Set(f, p_.**flag, *b);
+    } else if (auto s = r_.String(f)) {
+      Set(f, p_.*std::get<std::string Policy::*>(c.slot), *s);
+    }
+    return true;
+  }
+  return false;
 }
 
 void SectionParser::Choice(const Field& f, const std::vector<std::string>& options, std::string& slot, const std::string& note) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -42,6 +43,22 @@ class SectionParser {
     slot = std::move(value);
     p_.positions[f.path] = r_.Pos(f.mark());
   }
+  // What is wrong with a value: Bad's message (after the field's path) and hint.
+  struct Problem {
+    std::string message;
+    std::string hint;
+  };
+  // Sets `slot` to the value read (nullopt: reported already) unless `check` finds a Problem,
+  // which is reported instead; the read-check-set most scalar controls follow.
+  template <typename T, typename Check>
+  void SetIfValid(const Field& f, T& slot, std::optional<T> value, Check check) {
+    if (!value) return;
+    if (std::optional<Problem> problem = check(*value)) return Bad(f, problem->message, problem->hint);
+    Set(f, slot, std::move(*value));
+  }
+  // A control with no check of its own (section_context.cc's table) read into its Policy field;
+  // false if `f` is none. Document() asks it first, so the sections see only the other keys.
+  bool SetPlain(const Field& f);
   // One of `options`, with a did-you-mean for a near miss; `note` ends the hint.
   void Choice(const Field& f, const std::vector<std::string>& options, std::string& slot, const std::string& note);
   void Bad(const Field& f, const std::string& message, const std::string& hint);
