@@ -11,6 +11,7 @@
 #include "base/sha256.h"
 #include "base/unique_fd.h"
 #include "image/layer_writer.h"
+#include "inbox/inbox_sources.h"
 #include "policy/build_rules.h"
 
 namespace lsb {
@@ -22,56 +23,14 @@ std::string JoinWords(const std::vector<std::string>& v) {
   return out;
 }
 
-// The apt step, run as `sh -c SCRIPT llm-sandbox-apt N SOURCE_1..SOURCE_N PACKAGE...`: every
-// line and package is an argument ("$@"), never part of the script. apt's privilege drop to _apt
-// is turned off (the build box's root is uid 0 of a user namespace: there may be no _apt to become,
-// and the box is the sandbox); the proxy variables are given to apt's own option too. Lists and
-// caches are removed so that the layer holds the packages only.
-constexpr const char* kAptScript = R"(set -eu
-export DEBIAN_FRONTEND=noninteractive DEBCONF_NONINTERACTIVE_SEEN=true LC_ALL=C
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "llm-sandbox: build.apt needs apt-get in the image; it has none" >&2
-  exit 127
-fi
-n=$1; shift
-o="-o APT::Sandbox::User=root -o Dpkg::Use-Pty=0 -o Acquire::Retries=1 -o APT::Install-Recommends=false"
-if [ -n "${http_proxy:-}" ]; then o="$o -o Acquire::http::Proxy=$http_proxy"; fi
-if [ -n "${https_proxy:-}" ]; then o="$o -o Acquire::https::Proxy=$https_proxy"; fi
-if [ "$n" -gt 0 ]; then
-  d=$(mktemp -d /tmp/llm-sandbox-apt.XXXXXX)
-  mkdir "$d/parts"
-  : > "$d/sources.list"
-  while [ "$n" -gt 0 ]; do printf '%s\n' "$1" >> "$d/sources.list"; shift; n=$((n - 1)); done
-  o="$o -o Dir::Etc::SourceList=$d/sources.list -o Dir::Etc::SourceParts=$d/parts"
-fi
-apt-get $o update
-apt-get $o install -y --no-install-recommends -- "$@"
-apt-get $o clean
-rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/partial /var/log/apt/eipp.log.xz
-)";
-
-// Python's view of its distributions, and dpkg's status file for the apt packages asked for.
-constexpr const char* kReportScript = R"(import sys, json, importlib.metadata as m
-apt = {}
-try:
-    for block in open('/var/lib/dpkg/status', encoding='utf-8', errors='replace').read().split('\n\n'):
-        f = dict(l.split(': ', 1) for l in block.splitlines() if ': ' in l and not l.startswith(' '))
-        if f.get('Status', '').endswith(' installed'):
-            apt[f.get('Package', '')] = f.get('Version', '?')
-except OSError:
-    pass
-names = [a.split('=')[0].split(':')[0] for a in sys.argv[1:]]
-print(json.dumps({'python': sys.version.split()[0],
-                  'packages': sorted({(d.metadata['Name'] or '?', d.version or '?') for d in m.distributions()}),
-                  'apt': [[n, apt[n]] for n in names if n in apt]}))
-)";
-
 }  // namespace
 
 std::vector<BuildStep> PlanBuildSteps(const BuildSpec& b) {
   std::vector<BuildStep> steps;
   if (!b.apt.empty()) {
-    BuildStep s{"apt", "apt install " + JoinWords(b.apt), {"/bin/sh", "-c", kAptScript, "llm-sandbox-apt"}, nullptr};
+    // src/inbox/apt_install.sh: every line and package is an argument ("$@"), never part of the script.
+    BuildStep s{"apt", "apt install " + JoinWords(b.apt),
+                {"/bin/sh", "-c", std::string(inbox::AptInstallSource()), "llm-sandbox-apt"}, nullptr};
     s.argv.push_back(std::to_string(b.apt_sources.size()));
     s.argv.insert(s.argv.end(), b.apt_sources.begin(), b.apt_sources.end());
     s.argv.insert(s.argv.end(), b.apt.begin(), b.apt.end());
@@ -113,7 +72,8 @@ std::string BuildSpecMemoKey(const BuildSpec& b) {
 }
 
 std::vector<std::string> EnvironmentReportArgv(const std::vector<std::string>& apt) {
-  std::vector<std::string> argv = {"python3", "-B", "-c", kReportScript};
+  // src/inbox/build_report.py: python's view of its distributions, dpkg's of the apt packages.
+  std::vector<std::string> argv = {"python3", "-B", "-c", std::string(inbox::BuildReportSource())};
   argv.insert(argv.end(), apt.begin(), apt.end());
   return argv;
 }

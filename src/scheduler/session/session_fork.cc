@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/random_id.h"
+#include "inbox/inbox_sources.h"
 
 namespace lsb::sched {
 namespace {
@@ -13,66 +14,10 @@ using nlohmann::json;
 // an import runs may print too).
 constexpr std::string_view kReportMarker = "\x1elsb-fork ";
 
-// Runs in the parent's globals: every value pickled alone (so one that does not pickle is named,
-// not fatal), modules by name, the interpreter's top-level imports; then the report.
-constexpr const char* kExport = R"PY(
-def _lsb_fork_export(path, g):
-    import json, pickle, sys, types
-    values, modules, skipped = {}, {}, []
-    for k, v in list(g.items()):
-        if k.startswith('__') or k == '_lsb_fork_export':
-            continue
-        if isinstance(v, types.ModuleType):
-            modules[k] = v.__name__
-            continue
-        try:
-            values[k] = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:
-            skipped.append(k)
-    imported = sorted(n for n, m in list(sys.modules.items()) if m is not None and '.' not in n)
-    with open(path, 'wb') as f:
-        pickle.dump({'values': values, 'modules': modules, 'imported': imported}, f)
-    print('\x1elsb-fork ' + json.dumps({'values': sorted(values), 'modules': sorted(modules),
-                                         'skipped': sorted(skipped)}))
-try:
-    _lsb_fork_export(%PATH%, globals())
-finally:
-    del _lsb_fork_export
-)PY";
-
-constexpr const char* kImport = R"PY(
-def _lsb_fork_import(path, g):
-    import importlib, json, os, pickle
-    with open(path, 'rb') as f:
-        st = pickle.load(f)
-    os.unlink(path)
-    failed = []
-    for n in st['imported']:
-        try:
-            importlib.import_module(n)
-        except BaseException:
-            pass
-    for k, name in st['modules'].items():
-        try:
-            g[k] = importlib.import_module(name)
-        except BaseException:
-            failed.append(k)
-    for k, b in st['values'].items():
-        try:
-            g[k] = pickle.loads(b)
-        except BaseException:
-            failed.append(k)
-    print('\x1elsb-fork ' + json.dumps({'failed': sorted(failed)}))
-try:
-    _lsb_fork_import(%PATH%, globals())
-finally:
-    del _lsb_fork_import
-)PY";
-
 constexpr const char* kCleanup = "import os\ntry:\n    os.unlink(%PATH%)\nexcept OSError:\n    pass\n";
 
-std::string WithPath(const char* code, const std::string& path) {
-  std::string s = code;
+std::string WithPath(std::string_view code, const std::string& path) {
+  std::string s(code);
   std::string lit = json(path).dump();  // a JSON string is a python string literal here (ASCII path)
   for (size_t at; (at = s.find("%PATH%")) != std::string::npos;) s.replace(at, 6, lit);
   return s;
@@ -118,7 +63,10 @@ Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const 
                  "fork: policy '" + policy.name + "' has no writable path to carry the state through"};
   ForkExport ex;
   ex.state_path = policy.tmpfs.front().path + "/" + RandomHex(".lsb-fork-", 8);
-  LSB_ASSIGN_OR_RETURN(json report, RunSnippet(parent, WithPath(kExport, ex.state_path), "fork: saving the interpreter state"));
+  // src/inbox/fork_export.py, in the parent's globals: every value pickled alone (so one that does
+  // not pickle is named, not fatal), modules by name, the interpreter's top-level imports; then the report.
+  LSB_ASSIGN_OR_RETURN(json report, RunSnippet(parent, WithPath(inbox::ForkExportSource(), ex.state_path),
+                                               "fork: saving the interpreter state"));
   ex.values = StringsAt(report, "values");
   ex.modules = StringsAt(report, "modules");
   ex.skipped = StringsAt(report, "skipped");
@@ -159,7 +107,9 @@ Result<std::vector<UnpackedArchive>> ReadForkTrees(const Policy& policy, const s
 
 Result<ForkImport> ImportFork(Session& child, const ForkExport& state) {
   for (const auto& t : state.trees) LSB_TRY(child.PutArchive(t));
-  LSB_ASSIGN_OR_RETURN(json report, RunSnippet(child, WithPath(kImport, state.state_path), "fork: loading the state"));
+  // src/inbox/fork_import.py, in the child's globals: the imports, the modules, the values; then the report.
+  LSB_ASSIGN_OR_RETURN(json report,
+                       RunSnippet(child, WithPath(inbox::ForkImportSource(), state.state_path), "fork: loading the state"));
   return ForkImport{StringsAt(report, "failed")};
 }
 

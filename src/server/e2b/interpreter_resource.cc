@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/base64.h"
+#include "inbox/inbox_sources.h"
 #include "policy/env_rules.h"
 #include "server/e2b/chunk_queue.h"
 #include "server/e2b/front_door.h"
@@ -74,19 +75,10 @@ json E2bResult(const json& entry) {
 }
 
 // The cell's exception as E2B's error line: the interpreter keeps it as sys.last_* (as the
-// interactive interpreter does) until the next cell that does not fail; read by a helper.
+// interactive interpreter does) until the next cell that does not fail; read by a helper
+// (src/inbox/e2b_cell_error.py).
 std::optional<json> CellError(ServerContext& ctx, sched::Session& s) {
-  auto x = RunHelper(ctx, s, R"PY(if 1:
-    def _lsb_err():
-        import json, sys, traceback
-        t = sys.__dict__.get('last_type')
-        if t is None:
-            return ''
-        v, tb = sys.__dict__.get('last_value'), sys.__dict__.get('last_traceback')
-        return json.dumps({'name': t.__name__, 'value': str(v), 'traceback': ''.join(traceback.format_exception(t, v, tb))})
-    __import__('sys').stdout.write(_lsb_err())
-    del _lsb_err
-)PY");
+  auto x = RunHelper(ctx, s, std::string(inbox::E2bCellErrorSource()));
   if (!x.ok() || x->stdout_data.empty()) return std::nullopt;
   // Written in the box: only the expected shape is taken.
   json j = json::parse(x->stdout_data, nullptr, false);

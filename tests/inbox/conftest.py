@@ -1,0 +1,110 @@
+# Helpers for the in-box programs' tests: their files in src/inbox, loaded by path, and the session
+# driver run as the box runs it (`python3 -c RICH+MANIFEST+DRIVER`), spoken to over its wire
+# (src/scheduler/driver/python_driver.h).
+import importlib.util
+import os
+import re
+import secrets
+import select
+import subprocess
+import sys
+
+import pytest
+
+INBOX = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'src', 'inbox')
+
+
+def text(name):
+    # What the build embeds: the file minus its leading comment lines (cmake/embed_sources.cmake).
+    with open(os.path.join(INBOX, name), encoding='utf-8') as f:
+        lines = f.read().splitlines(keepends=True)
+    while lines and lines[0].startswith('#'):
+        lines.pop(0)
+    return ''.join(lines)
+
+
+def load(name):
+    # A file of definitions only (rich_output.py, manifest.py) as a module.
+    spec = importlib.util.spec_from_file_location('inbox_' + name.replace('.', '_'), os.path.join(INBOX, name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Driver:
+    def __init__(self, cwd):
+        source = text('rich_output.py') + text('manifest.py') + text('python_driver.py')
+        self.proc = subprocess.Popen([sys.executable, '-c', source], cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.marker = secrets.token_hex(8)
+        self._send(self.marker.encode() + b'\n')
+
+    def _send(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def _read_until(self, stream, pattern):
+        buf = b''
+        while True:
+            m = re.search(pattern, buf, re.S)
+            if m:
+                return buf[:m.start()], m
+            ready, _, _ = select.select([stream], [], [], 20)
+            assert ready, 'the driver did not answer within 20 s; got %r' % buf
+            chunk = os.read(stream.fileno(), 65536)
+            assert chunk, 'the driver exited; got %r' % buf
+            buf += chunk
+
+    def op(self, op, first, second=b''):
+        # "<op> <len first> <len second or a number>\n" first second; the reply: (status, stdout, stderr).
+        if isinstance(first, str):
+            first = first.encode()
+        if isinstance(second, int):
+            head, tail = b'%s %d %d\n' % (op, len(first), second), b''
+        else:
+            second = second.encode() if isinstance(second, str) else second
+            head, tail = b'%s %d %d\n' % (op, len(first), len(second)), second
+        self._send(head + first + tail)
+        m = re.escape(b'\x1e' + self.marker.encode())
+        out, status = self._read_until(self.proc.stdout, m + rb':(\d+)\n$')
+        err, _ = self._read_until(self.proc.stderr, m + rb'\n$')
+        return int(status.group(1)), out, err
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def records(blob):
+    # "<kind> <npath> <ndata>\n" path data, as (kind, path, data).
+    out, at = [], 0
+    while at < len(blob):
+        nl = blob.index(b'\n', at)
+        kind, n, m = blob[at:nl].split(b' ')
+        p = nl + 1 + int(n)
+        out.append((kind.decode(), blob[nl + 1:p].decode(), blob[p:p + int(m)]))
+        at = p + int(m)
+    return out
+
+
+def record(kind, path, data=b''):
+    p = path.encode()
+    return b'%s %d %d\n' % (kind.encode(), len(p), len(data)) + p + data
+
+
+@pytest.fixture
+def driver(tmp_path):
+    d = Driver(str(tmp_path))
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def root(tmp_path):
+    # A real path with no link in it: the driver compares paths with their realpath.
+    return os.path.realpath(str(tmp_path))
