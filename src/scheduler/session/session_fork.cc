@@ -108,8 +108,8 @@ Result<std::vector<UnpackedArchive>> ReadForkTrees(const Policy& policy, const s
 Result<ForkImport> ImportFork(Session& child, const ForkExport& state) {
   for (const auto& t : state.trees) LSB_TRY(child.PutArchive(t));
   // src/inbox/fork_import.py, in the child's globals: the imports, the modules, the values; then the report.
-  LSB_ASSIGN_OR_RETURN(json report,
-                       RunSnippet(child, WithPath(inbox::ForkImportSource(), state.state_path), "fork: loading the state"));
+  LSB_ASSIGN_OR_RETURN(json report, RunSnippet(child, WithPath(inbox::ForkImportSource(), state.state_path),
+                                               "fork: loading the state"));
   return ForkImport{StringsAt(report, "failed")};
 }
 
