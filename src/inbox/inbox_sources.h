@@ -11,12 +11,10 @@ std::string_view PythonDriverSource();    // python_driver.py: the session drive
 std::string_view RichOutputSource();      // rich_output.py: _lsb_rich_install
 std::string_view OneShotStageSource();    // one_shot_stage.py: _lsb_stage
 std::string_view OneShotPreludeSource();  // one_shot_prelude.py: the one-shot runner after _LSB_RICH
-std::string_view ManifestSource();        // manifest.py: _lsb_manifest (driver op "M")
 std::string_view ForkExportSource();      // fork_export.py: has %PATH%
 std::string_view ForkImportSource();      // fork_import.py: has %PATH%
 std::string_view ForkServerSource();      // fork_server.py: the fork server's zygote
 std::string_view E2bCommandCellSource();  // e2b_command_cell.py: has ARGS
-std::string_view E2bFsOpsSource();        // e2b_fs_ops.py
 std::string_view E2bCellErrorSource();    // e2b_cell_error.py
 std::string_view AptInstallSource();      // apt_install.sh: build.apt's step
 std::string_view BuildReportSource();     // build_report.py: the built image's report

@@ -1,5 +1,5 @@
 # The session driver (scheduler/driver/python_driver.h has the wire): run inside the box by the
-# image's python3 as `python3 -c RICH_OUTPUT+MANIFEST+DRIVER` (scheduler/driver/python_driver.cc).
+# image's python3 as `python3 -c RICH_OUTPUT+DRIVER` (scheduler/driver/python_driver.cc).
 # Dependency-free (os, sys, io, signal, traceback; ctypes only for a zygote): it runs under
 # `python3 -I -S` too. The user's code gets its own globals dict; the driver's state lives in
 # _lsb_main's locals.
@@ -52,151 +52,6 @@ def _lsb_main():
                 s.flush()
             except Exception:
                 pass
-
-    def checked(path):
-        if not path.startswith('/') or os.path.realpath(os.path.dirname(path)) != os.path.dirname(path):
-            raise PermissionError('the path has a symbolic link in it: ' + path)
-        return path
-
-    class _Over(Exception):
-        pass
-
-    # T's top is no directory (or has a link in its path): its own status, 6, so the host decides
-    # on the code, not on this text (an OSError: the message reads as before).
-    class _NotDir(OSError):
-        pass
-
-    def records(blob):
-        at = 0
-        while at < len(blob):
-            nl = blob.index(b'\n', at)
-            kind, n, m = blob[at:nl].split(b' ')
-            p = nl + 1 + int(n)
-            yield kind, blob[nl + 1:p].decode('utf-8', 'surrogateescape'), blob[p:p + int(m)]
-            at = p + int(m)
-
-    def record(out, kind, path, payload):
-        p = path.encode('utf-8', 'surrogateescape')
-        out += b'%s %d %d\n' % (kind, len(p), len(payload))
-        out += p
-        out += payload
-
-    def read_regular(path, limit):
-        fd = os.open(checked(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            st = os.fstat(fd)
-            if (st.st_mode & 0o170000) != 0o100000:
-                raise _Over('not a regular file')
-            if st.st_size > limit:
-                raise _Over('the file is %d bytes; the limit is %d' % (st.st_size, limit))
-            chunks, got = [], 0
-            while got <= limit:
-                c = os.read(fd, min(1 << 20, limit + 1 - got))
-                if not c:
-                    break
-                chunks.append(c)
-                got += len(c)
-            if got > limit:
-                raise _Over('the file grew past the limit of %d bytes' % limit)
-            return b''.join(chunks), st.st_mode
-        finally:
-            os.close(fd)
-
-    # Archive entries the host parsed and checked (archive_in.h): directories and files only.
-    def unpack(blob):
-        for kind, path, payload in records(blob):
-            try:
-                if kind == b'd':
-                    os.makedirs(path, exist_ok=True)
-                    if os.path.realpath(path) != path:
-                        raise PermissionError('the path has a symbolic link in it')
-                    continue
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(checked(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                try:
-                    os.fchmod(fd, 0o755 if kind == b'x' else 0o644)
-                    write_all(fd, payload)
-                finally:
-                    os.close(fd)
-            except OSError as e:
-                raise OSError('%s: %s' % (path, e.strerror or e))
-
-    # collect: the files matching each pattern, bounded in count and bytes; an 'e' record says
-    # why one could not be returned, an 'n' record names a pattern nothing matched.
-    def collect(patterns, limits):
-        import glob, itertools
-        max_files, max_total, max_file = (int(x) for x in limits.split())
-        out, files, total = bytearray(), 0, 0
-        for pat in patterns.decode('utf-8', 'surrogateescape').split('\n'):
-            found = sorted(itertools.islice(glob.iglob(pat), max_files + 1))
-            if not found:
-                record(out, b'n', pat, b'no file matches')
-            for path in found:
-                if files >= max_files:
-                    record(out, b'e', path, b'more than %d files matched; the rest are not returned' % max_files)
-                    return out
-                try:
-                    data, _ = read_regular(path, min(max_file, max_total - total))
-                except (_Over, OSError) as e:
-                    why = str(e)
-                    if isinstance(e, _Over) and 'limit' in why and max_total - total < max_file:
-                        why += ' (what collect returns in all: %d bytes)' % max_total
-                    record(out, b'e', path, why.encode('utf-8', 'replace'))
-                    continue
-                files += 1
-                total += len(data)
-                record(out, b'f', path, data)
-        return out
-
-    # A directory's tree (no link followed): 'd' directories, 'f'/'x' files, 's' skipped entries.
-    def tree(top, limits):
-        top = top.decode('utf-8', 'surrogateescape')
-        max_entries, max_bytes = (int(x) for x in limits.split())
-        if os.path.realpath(top) != top or not os.path.isdir(top):
-            raise _NotDir(2, 'not a directory (or a path with a symbolic link in it): ' + top)
-        out, entries, total = bytearray(), 0, 0
-        for d, dirs, names in os.walk(top):
-            dirs.sort()
-            for n in sorted(dirs + names):
-                path = d + '/' + n
-                entries += 1
-                if entries > max_entries:
-                    raise _Over('%s has more than %d entries' % (top, max_entries))
-                st = os.lstat(path)
-                kind = st.st_mode & 0o170000
-                if kind == 0o040000:
-                    record(out, b'd', path, b'')
-                elif kind == 0o100000:
-                    if total + st.st_size > max_bytes:
-                        raise _Over('%s holds more than %d bytes of files' % (top, max_bytes))
-                    data, mode = read_regular(path, max_bytes - total)
-                    total += len(data)
-                    record(out, b'x' if mode & 0o111 else b'f', path, data)
-                else:
-                    record(out, b's', path, b'')
-        return out
-
-    # A, G, T: archive entries in, collect, a directory's tree out (record-framed both ways).
-    def record_op(op, first, data):
-        status = 0
-        try:
-            if op == b'A':
-                unpack(first)
-            elif op == b'M':  # a manifest of the roots for a change set (manifest_source.cc)
-                write_all(1, bytes(_lsb_manifest(first, data)))
-            else:
-                write_all(1, bytes(collect(first, data) if op == b'G' else tree(first, data)))
-        except (_Over, OverflowError) as e:
-            status = 3
-            sys.stderr.write(str(e))
-        except _NotDir as e:
-            status = 6
-            sys.stderr.write(str(e))
-        except OSError as e:
-            status = 4
-            sys.stderr.write(str(e))
-        flush()
-        return status
 
     def reply(status):
         if status == 5:  # a preempted episode's successor answers the execution the reset ended
@@ -273,47 +128,6 @@ def _lsb_main():
         if not failed:
             for k in ('last_type', 'last_value', 'last_traceback', 'last_exc'):
                 sys.__dict__.pop(k, None)
-        flush()
-        return status
-
-    def file_op(op, first, b):
-        status = 0
-        path = first.decode('utf-8', 'surrogateescape')
-        data = exact(int(b)) if op == b'W' else b''
-        try:
-            if op == b'W':
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(checked(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                try:
-                    write_all(fd, data)
-                finally:
-                    os.close(fd)
-            else:
-                fd = os.open(checked(path), os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    st = os.fstat(fd)
-                    if not (st.st_mode & 0o170000) == 0o100000:
-                        raise IsADirectoryError('not a regular file: ' + path)
-                    if st.st_size > int(b):
-                        status = 3
-                        sys.stderr.write('the file is %d bytes; the limit is %d' % (st.st_size, int(b)))
-                    else:
-                        chunks = []
-                        while True:
-                            c = os.read(fd, 1 << 20)
-                            if not c:
-                                break
-                            chunks.append(c)
-                        flush()
-                        write_all(1, b''.join(chunks))
-                finally:
-                    os.close(fd)
-        except FileNotFoundError as e:
-            status = 2
-            sys.stderr.write(str(e))
-        except OSError as e:
-            status = 3 if e.errno == 27 else 4
-            sys.stderr.write(str(e))
         flush()
         return status
 
@@ -634,10 +448,6 @@ def _lsb_main():
         status = 0
         if op == b'X':
             status = run_code(first, exact(int(b)))
-        elif op in (b'W', b'R'):
-            status = file_op(op, first, b)
-        elif op in (b'A', b'G', b'T', b'M'):
-            status = record_op(op, first, exact(int(b)))
         elif op == b'N':
             name = first.decode('utf-8', 'replace')
             how = int(b)

@@ -241,6 +241,10 @@ Status RunLoop::HandleFrames(bool* shutdown) {
         if (!out_.timed_out && !out_.output_limited) out_.killed_by_host = !out_.exited;
         KillAll();
         break;
+      case FrameType::kFileOp:
+        if (!files_) return Error{"protocol: a file op during a run that serves none"};
+        LSB_TRY(ServeFileOp(stream_, (*f)->payload, *files_));
+        break;
       case FrameType::kPreempt:
         // The program decides what it means (a session's zygote: end the episode as a reset).
         if (!out_.exited && child_.pid > 0) ::kill(child_.pid, SIGUSR2);

@@ -10,10 +10,12 @@
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "init/file_worker.h"
 #include "init/notify_watch.h"
 #include "init/output_coalescer.h"
 #include "init/spawn.h"
@@ -50,6 +52,8 @@ class RunLoop {
   // broke (Error::Eof() when the host went away) or a kernel call failed; the run is killed.
   // A kShutdown during the run sets *shutdown.
   Result<protocol::ExitReport> Run(bool* shutdown);
+  // kFileOp frames during the run are served as `who` (file_worker.h); without, they are refused.
+  void ServeFilesAs(WorkerIdentity who) { files_ = who; }
 
  private:
   // The fds of one poll round and where each one sits in `fds` (-1: not polled this round).
@@ -109,6 +113,7 @@ class RunLoop {
   // Output goes out in whole lines; what is held goes first before any event, so an alert follows
   // the output printed before it.
   OutputCoalescer lines_;
+  std::optional<WorkerIdentity> files_;
 };
 
 }  // namespace lsb::init

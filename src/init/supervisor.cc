@@ -66,6 +66,12 @@ Status Supervisor::Serve() {
         if (shutdown) return OkStatus();
         break;
       }
+      case FrameType::kFileOp: {
+        LSB_ASSIGN_OR_RETURN(WorkerIdentity who, FileWorkerIdentity());
+        auto st = ServeFileOp(stream_, f->payload, who);
+        if (!st.ok()) return st.error().IsEof() ? OkStatus() : st;
+        break;
+      }
       case FrameType::kShutdown:
         return OkStatus();
       case FrameType::kKill:
@@ -111,6 +117,15 @@ Result<const SeccompPrograms*> Supervisor::ProgramsFor(uint64_t nofile) {
     slot = std::make_unique<SeccompPrograms>(std::move(p));
   }
   return slot.get();
+}
+
+Result<WorkerIdentity> Supervisor::FileWorkerIdentity() {
+  WorkerIdentity who{setup_.uid, setup_.gid, ruleset_fd_, nullptr};
+  if (escape_) {
+    LSB_ASSIGN_OR_RETURN(const SeccompPrograms* progs, ProgramsFor(protocol::RunSpec{}.nofile));
+    who.escape = &progs->escape;
+  }
+  return who;
 }
 
 Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nofile,
@@ -183,8 +198,10 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   ::getrusage(RUSAGE_CHILDREN, &before);
   const uint64_t start = MonotonicMs();
   LSB_ASSIGN_OR_RETURN(Spawned child, Start(p));
+  LSB_ASSIGN_OR_RETURN(WorkerIdentity who, FileWorkerIdentity());
   RunLoop loop(stream_, sigfd_, spec, std::move(child), WatchConfig{&exec_, setup_.network_enabled, setup_.trace, setup_.egress_proxy},
                p.path, start, before);
+  loop.ServeFilesAs(who);
   LSB_ASSIGN_OR_RETURN(ExitReport report, loop.Run(shutdown));
   return stream_.SendJson(FrameType::kExit, report);
 }

@@ -10,6 +10,7 @@
 #include "base/result.h"
 #include "init/adopt.h"
 #include "init/exec_policy.h"
+#include "init/file_worker.h"
 #include "init/run_loop.h"
 #include "init/seccomp_filter.h"
 #include "init/stream.h"
@@ -54,6 +55,8 @@ class Supervisor {
   Result<const SeccompPrograms*> ProgramsFor(uint64_t nofile);
   // The run's program: spawned, adopted (a derived box's waiting copy) or the zygote's interpreter.
   Result<Spawned> Start(const SpawnParams& p);
+  // Who the file worker runs as (file_worker.h): the program's ids, ruleset and escape filter.
+  Result<WorkerIdentity> FileWorkerIdentity();
 
   Stream& stream_;
   int sigfd_;

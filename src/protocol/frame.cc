@@ -6,7 +6,7 @@ namespace lsb::protocol {
 namespace {
 
 bool KnownType(uint8_t t) {
-  return (t >= 1 && t <= 8) || (t >= 64 && t <= 69);
+  return (t >= 1 && t <= 10) || (t >= 64 && t <= 71);
 }
 
 uint32_t DecodeLength(const char* p) {
@@ -27,12 +27,16 @@ const char* FrameTypeName(FrameType t) {
     case FrameType::kKill: return "kill";
     case FrameType::kShutdown: return "shutdown";
     case FrameType::kPreempt: return "preempt";
+    case FrameType::kFileOp: return "file_op";
+    case FrameType::kFileData: return "file_data";
     case FrameType::kReady: return "ready";
     case FrameType::kStdout: return "stdout";
     case FrameType::kStderr: return "stderr";
     case FrameType::kEvent: return "event";
     case FrameType::kExit: return "exit";
     case FrameType::kError: return "error";
+    case FrameType::kFileChunk: return "file_chunk";
+    case FrameType::kFileReply: return "file_reply";
   }
   return "unknown";
 }

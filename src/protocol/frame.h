@@ -26,6 +26,8 @@ enum class FrameType : uint8_t {
   kShutdown = 7,   // empty: kill everything and exit
   kPreempt = 8,    // empty: SIGUSR2 to the running program's first process (a session's zygote
                    // ends its episode as a reset: docs/protocol.md); ignored between runs
+  kFileOp = 9,     // JSON FileOp: a file operation carried out by init's file worker (file_ops.h)
+  kFileData = 10,  // raw: the op's input (FileOp.data_bytes in all), right behind kFileOp
   // init -> host
   kReady = 64,     // JSON InitReady: the view is built, waiting for kRun
   kStdout = 65,    // raw chunk of the program's stdout
@@ -33,6 +35,8 @@ enum class FrameType : uint8_t {
   kEvent = 67,     // JSON Event: an alert or a trace record
   kExit = 68,      // JSON ExitReport: the program ended; init waits for the next kRun
   kError = 69,     // JSON InitError: setup or run could not happen (fail closed)
+  kFileChunk = 70, // raw: a piece of a file op's output (read: bytes; record ops: records)
+  kFileReply = 71, // JSON FileReply: the file op is over
 };
 
 const char* FrameTypeName(FrameType t);

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace lsb {
@@ -66,7 +67,24 @@ static int MillisUntil(FrameChannel::Clock::time_point deadline) {
   return left > 1000000 ? 1000000 : static_cast<int>(left);
 }
 
+void FrameChannel::Hold(protocol::Frame frame) {
+  // The run's end is always kept (one frame); output and events within the bound.
+  const bool end = frame.type == protocol::FrameType::kExit || frame.type == protocol::FrameType::kError;
+  if (!end && held_bytes_ + frame.payload.size() > kMaxHeldBytes) {
+    dropped_held_ += frame.payload.size();
+    return;
+  }
+  held_bytes_ += frame.payload.size();
+  held_.push_back(std::move(frame));
+}
+
 Result<std::optional<protocol::Frame>> FrameChannel::Next(Clock::time_point deadline) {
+  if (!held_.empty()) {
+    protocol::Frame f = std::move(held_.front());
+    held_.pop_front();
+    held_bytes_ -= std::min(held_bytes_, f.payload.size());
+    return std::optional<protocol::Frame>{std::move(f)};
+  }
   for (;;) {
     auto f = decoder_.Next();
     if (!f.ok()) return f.error();

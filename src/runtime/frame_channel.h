@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +33,14 @@ class FrameChannel {
   // goes on, so the peer's last frames are still seen.
   Result<std::optional<protocol::Frame>> Next(Clock::time_point deadline);
 
+  // Keeps `frame` for the next Next() calls, in order: a run's output that arrived while a file op
+  // (runtime/box_files.h) read its answer. At most kMaxHeldBytes of payload are held; output past
+  // and events past that are dropped (they would be past any execute's cap) and counted in
+  // dropped_held(); a run's kExit or kError is always kept.
+  void Hold(protocol::Frame frame);
+  static constexpr size_t kMaxHeldBytes = 1u << 20;
+  uint64_t dropped_held() const { return dropped_held_; }
+
   // Writes every queued byte (or fails at the deadline).
   Status Flush(Clock::time_point deadline);
 
@@ -45,6 +55,9 @@ class FrameChannel {
   bool write_closed_ = false;
   int cancel_fd_ = -1;
   protocol::FrameDecoder decoder_;
+  std::deque<protocol::Frame> held_;
+  size_t held_bytes_ = 0;
+  uint64_t dropped_held_ = 0;
 };
 
 }  // namespace lsb

@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include "scheduler/one_shot_pool.h"
-#include "scheduler/driver/python_driver.h"
 
 namespace lsb::sched {
 namespace {
@@ -16,21 +15,19 @@ bool Signalled(int fd) {
 }
 
 // The input files written, then (with `roots`) the manifest a change set is measured against,
-// in one run of the in-box helper.
+// by init's file worker (runtime/box_files.h).
 Status PrepareBox(BoxSession& session, const std::vector<InputFile>& files, const std::vector<std::string>* roots,
                   const ChangesLimits& limits, Result<Manifest>* baseline) {
-  if (files.empty() && !roots) return OkStatus();
-  LSB_ASSIGN_OR_RETURN(auto driver, PythonDriver::Start(session, 60000));
   for (const auto& f : files) {
     if (f.archive) {
-      LSB_TRY(UnpackIntoBox(*driver, *f.archive));
+      LSB_TRY(UnpackIntoBox(session, *f.archive));
       continue;
     }
-    LSB_ASSIGN_OR_RETURN(FileOpResult w, driver->WriteFile(f.path, f.data));
-    if (w.status != FileOpStatus::kOk) return Error{"files: cannot write " + f.path + " in the box: " + w.message};
+    LSB_ASSIGN_OR_RETURN(FileCall w, WriteBoxFile(session, f.path, f.data));
+    if (w.reply.status != protocol::FileStatus::kOk)
+      return Error{"files: cannot write " + f.path + " in the box: " + w.reply.message};
   }
-  if (roots) *baseline = ManifestFromBox(*driver, *roots, limits);
-  driver->Stop();
+  if (roots) *baseline = ManifestFromBox(session, *roots, limits);
   if (!session.usable()) return Error{"the box broke while the input files were written"};
   return OkStatus();
 }
@@ -40,10 +37,7 @@ void ChangesAfterRun(BoxSession& session, const std::vector<std::string>& roots,
   auto fail = [&](const std::string& why) { r.changes = nlohmann::json{{"error", why}}; };
   if (!baseline.ok()) return fail(baseline.error().message);
   if (!session.usable()) return fail("no change set: the box ended with the program (" + std::string(ExecStatusName(r.status)) + ")");
-  auto driver = PythonDriver::Start(session, 60000);
-  if (!driver.ok()) return fail("no change set: " + driver.error().message);
-  auto now = ManifestFromBox(**driver, roots, limits);
-  (*driver)->Stop();
+  auto now = ManifestFromBox(session, roots, limits);
   if (!now.ok()) return fail(now.error().message);
   r.changes = DiffManifests(*baseline, *now, asked.empty() ? "/" : asked, limits);
 }
@@ -57,10 +51,7 @@ void CollectAfterRun(BoxSession& session, const std::vector<std::string>& patter
     for (const auto& p : patterns) r.collected.push_back({p, "", why});
   };
   if (!session.usable()) return fail("not collected: the box ended with the program (" + std::string(ExecStatusName(r.status)) + ")");
-  auto driver = PythonDriver::Start(session, 60000);
-  if (!driver.ok()) return fail("not collected: " + driver.error().message);
-  auto got = CollectFromBox(**driver, patterns, limits);
-  (*driver)->Stop();
+  auto got = CollectFromBox(session, patterns, limits);
   if (!got.ok()) return fail("not collected: " + got.error().message);
   r.collected = std::move(*got);
 }

@@ -1,6 +1,6 @@
-// Directories and files across the box's wall through the in-box file helper (python_driver.h):
+// Directories and files across the box's wall through init's file worker (runtime/box_files.h):
 // a checked archive in (archive_in.h), `collect` out after a run, a directory out as a tar. What
-// comes back is parsed as hostile (the helper shares the box with the program): every record,
+// comes back is parsed as hostile (the worker shares the box with the program): every record,
 // count and byte is bounded here again, and every path must lie where it was asked for.
 #pragma once
 
@@ -12,7 +12,9 @@
 #include "policy/policy.h"
 #include "runtime/exec_result.h"
 #include "scheduler/archive/archive_in.h"
-#include "scheduler/driver/python_driver.h"
+#include "protocol/file_ops.h"
+#include "runtime/box_files.h"
+#include "runtime/runner.h"
 
 namespace lsb::sched {
 
@@ -30,26 +32,32 @@ struct TreeLimits {
   uint64_t max_bytes = 64ull << 20;
 };
 
-// One record of the file helper's replies (python_driver.h: "<kind> <npath> <ndata>\n" path data).
+// One record of the file worker's replies (protocol/file_ops.h: "<kind> <npath> <ndata>\n" path data).
 struct HelperRecord {
   char kind = 0;
   std::string path;
   std::string data;
 };
-// The helper's records, as hostile input: at most `max_records`, sizes within what was sent.
+// The worker's records, as hostile input: at most `max_records`, sizes within what was sent.
 Result<std::vector<HelperRecord>> ParseRecords(std::string_view in, uint64_t max_records);
 
 // Checks a request's collect patterns: absolute, normalized, inside the policy's writable dirs
 // (CheckSandboxPath on the pattern), at most max_patterns. The error names the pattern.
 Status CheckCollectPatterns(const Policy& policy, const std::vector<std::string>& patterns, const CollectLimits& limits);
 
-// Writes `archive`'s items into the box, in messages of at most a few MiB. An error names the
-// path the helper could not write; what was written before it stays.
-Status UnpackIntoBox(PythonDriver& driver, const UnpackedArchive& archive);
+// One file written into the box (created or truncated, parents made, no link followed); the
+// reply says how it went (kNotFound, kDenied, kTooLarge for a full tmpfs or RLIMIT_FSIZE...).
+Result<FileCall> WriteBoxFile(BoxSession& box, const std::string& path, std::string_view data);
+// One regular file of at most `max_bytes` read from the box (kTooLarge past it).
+Result<FileCall> ReadBoxFile(BoxSession& box, const std::string& path, uint64_t max_bytes);
+
+// Writes `archive`'s items into the box, in ops of at most a few MiB. An error names the path the
+// worker could not write; what was written before it stays.
+Status UnpackIntoBox(BoxSession& box, const UnpackedArchive& archive);
 
 // The files matching `patterns`, one entry per file, or per pattern that matched nothing, or per
 // file that could not be returned (error set).
-Result<std::vector<CollectedFile>> CollectFromBox(PythonDriver& driver, const std::vector<std::string>& patterns,
+Result<std::vector<CollectedFile>> CollectFromBox(BoxSession& box, const std::vector<std::string>& patterns,
                                                   const CollectLimits& limits);
 
 struct TreeArchive {
@@ -59,9 +67,9 @@ struct TreeArchive {
 };
 // `dir`'s tree as a tar, names relative to `dir`. kTooLarge past the bounds is a kResourceExhausted
 // error; a missing directory kNotFound.
-Result<TreeArchive> TreeFromBox(PythonDriver& driver, const std::string& dir, const TreeLimits& limits);
-// The T reply's status as TreeFromBox decides on it (by the driver's code, never its words): past
-// a bound kResourceExhausted, no such directory (missing, or not one) kNotFound.
-Status TreeReplyStatus(const FileOpResult& r, const std::string& dir);
+Result<TreeArchive> TreeFromBox(BoxSession& box, const std::string& dir, const TreeLimits& limits);
+// The kTree reply's status as TreeFromBox decides on it (by its status, never its words): past a
+// bound kResourceExhausted, no such directory (missing, or not one) kNotFound.
+Status TreeReplyStatus(const protocol::FileReply& r, const std::string& dir);
 
 }  // namespace lsb::sched

@@ -46,8 +46,6 @@ ApiError FromRunSpec(const Error& e, const std::string& where) {
 ApiOr<std::vector<std::string>> PlanCollect(ServerContext& ctx, const Policy& policy, std::vector<std::string> collect,
                                             const std::string& where) {
   if (collect.empty()) return collect;
-  auto ok = sched::CheckDriverSupported(policy);
-  if (!ok.ok()) return BadRequest(where + "collect: " + ok.error().message);
   auto c = sched::CheckCollectPatterns(policy, collect, ctx.limits.collect);
   if (!c.ok()) return BadRequest(where + c.error().message);
   return collect;
@@ -67,8 +65,6 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   plan.request.command = std::move(body.command);
   plan.request.outputs = body.outputs;
   if (body.changes) {
-    auto ok = sched::CheckDriverSupported(plan.policy);
-    if (!ok.ok()) return BadRequest(where + "changes: " + ok.error().message);
     if (!body.changes->empty()) {
       auto dir = sched::CheckSandboxDir(plan.policy, *body.changes);
       if (!dir.ok()) return BadRequest(where + "changes: " + dir.error().message);
@@ -82,10 +78,6 @@ ApiOr<ExecutionPlan> PlanExecution(ServerContext& ctx, const std::string& owner,
   plan.request.collect = std::move(*collect);
   auto spec = BuildRunSpec(plan.policy, plan.request);  // language, sizes: a bad request, before any box
   if (!spec.ok()) return FromRunSpec(spec.error(), where);
-  if (!body.files.empty()) {
-    auto ok = sched::CheckDriverSupported(plan.policy);
-    if (!ok.ok()) return BadRequest(where + "files: " + ok.error().message);
-  }
   for (size_t i = 0; i < body.files.size(); ++i) {
     std::string field = where + "files[" + std::to_string(i) + "]";
     if (body.files[i].archive) {

@@ -13,6 +13,7 @@ void AddSessionRoutes(Router& r, ServerContext& ctx);   // sessions_resource.cc
 void AddSessionStateRoutes(Router& r, ServerContext& ctx);  // session_state_resource.cc: reset, snapshot
 void AddSessionForkRoutes(Router& r, ServerContext& ctx);   // session_fork_resource.cc: fork
 void AddSessionPauseRoutes(Router& r, ServerContext& ctx);  // session_pause_resource.cc: pause, resume
+void AddSessionFsRoutes(Router& r, ServerContext& ctx);     // session_fs_resource.cc: list, stat, mkdir, rename, remove
 // DELETE /v1/sessions/{id} of a paused session, by its owner (204); none: no such record of theirs.
 std::optional<Reply> DeletePaused(ServerContext& ctx, const HttpRequest& req);
 void AddBatchRoutes(Router& r, ServerContext& ctx);     // batch_resource.cc

@@ -38,6 +38,24 @@ inline ApiOr<std::shared_ptr<sched::Session>> Find(ServerContext& ctx, const Htt
   return s;
 }
 
+// A file op's failed reply (runtime/box_files.h) as the HTTP answer: 404 for a missing path, 413
+// past `max`, 403 for what the box's rules refuse, 409 for an existing or non-empty target, else
+// 400, each with the worker's words (they name the path).
+inline ApiError FileReplyError(const protocol::FileReply& r, const std::string& path, uint64_t max) {
+  using protocol::FileStatus;
+  switch (r.status) {
+    case FileStatus::kNotFound:
+    case FileStatus::kNotADirectory: return NotFound("no " + path + " in the session's box (" + r.message + ")");
+    case FileStatus::kTooLarge:
+      return {ApiCode::kPayloadTooLarge, path + " is larger than the limit of " + std::to_string(max) + " bytes (" +
+                                             r.message + ")"};
+    case FileStatus::kDenied: return {ApiCode::kForbidden, path + ": refused in the box (" + r.message + ")"};
+    case FileStatus::kExists:
+    case FileStatus::kNotEmpty: return {ApiCode::kConflict, r.message};
+    default: return BadRequest(path + ": " + r.message);
+  }
+}
+
 template <typename T>
 ApiOr<T> OnSession(ServerContext& ctx, sched::Session& s, std::function<ApiOr<T>()> op) {
   sched::Admission admission;

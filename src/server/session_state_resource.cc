@@ -80,6 +80,7 @@ void AddSessionStateRoutes(Router& router, ServerContext& ctx) {
              [&ctx](HttpRequest& req, ResponseStream&) { return Snapshot(ctx, req); });
   AddSessionForkRoutes(router, ctx);
   AddSessionPauseRoutes(router, ctx);
+  AddSessionFsRoutes(router, ctx);
 }
 
 }  // namespace lsb::server

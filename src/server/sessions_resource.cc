@@ -21,8 +21,6 @@ ApiOr<std::string> FilePath(const HttpRequest& req, const sched::Session& s) {
   if (path.empty()) return BadRequest("path: give the file as ?path=/tmp/name");
   auto p = sched::CheckSandboxPath(s.policy(), path);
   if (!p.ok()) return BadRequest("path: " + p.error().message);
-  auto ok = sched::CheckDriverSupported(s.policy());
-  if (!ok.ok()) return BadRequest(ok.error().message);
   return *p;
 }
 
@@ -43,7 +41,6 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
   cfg.setup = (*policy)->session_setup;
   cfg.changes = body->changes;
   if (cfg.changes) {
-    if (auto ok = sched::CheckDriverSupported(**policy); !ok.ok()) return ErrorResponse(BadRequest("changes: " + ok.error().message));
     if (sched::WritableDirs(**policy).empty())
       return ErrorResponse(BadRequest("changes: policy '" + (*policy)->name + "' has no writable path (container.tmpfs, or an overlay in container.mounts)"));
   }
@@ -133,15 +130,6 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   return JsonResponse(200, ExecResultJson(*r, session.policy().name, ctx.node));
 }
 
-ApiError FileOpError(const sched::FileOpResult& f, const std::string& path, uint64_t max) {
-  switch (f.status) {
-    case sched::FileOpStatus::kNotFound: return NotFound("no file " + path + " in the session's box");
-    case sched::FileOpStatus::kTooLarge:
-      return {ApiCode::kPayloadTooLarge, path + " is larger than the limit of " + std::to_string(max) + " bytes (" + f.message + ")"};
-    default: return BadRequest(path + ": " + f.message);
-  }
-}
-
 Reply PutFile(ServerContext& ctx, HttpRequest& req) {
   auto s = Find(ctx, req);
   if (!s.ok()) return ErrorResponse(s.error());
@@ -151,13 +139,14 @@ Reply PutFile(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse({ApiCode::kPayloadTooLarge, "the file is " + std::to_string(req.body.size()) +
                                                          " bytes; the limit is " + std::to_string(ctx.limits.max_file_bytes)});
   sched::Session& session = **s;
-  auto r = OnSession<sched::FileOpResult>(ctx, session, [&]() -> ApiOr<sched::FileOpResult> {
+  auto r = OnSession<FileCall>(ctx, session, [&]() -> ApiOr<FileCall> {
     auto x = session.PutFile(*path, req.body);
     if (!x.ok()) return SandboxError(x.error().message);
     return std::move(*x);
   });
   if (!r.ok()) return ErrorResponse(r.error());
-  if (r->status != sched::FileOpStatus::kOk) return ErrorResponse(FileOpError(*r, *path, ctx.limits.max_file_bytes));
+  if (r->reply.status != protocol::FileStatus::kOk)
+    return ErrorResponse(session_ops::FileReplyError(r->reply, *path, ctx.limits.max_file_bytes));
   return JsonResponse(201, {{"path", *path}, {"size", req.body.size()}});
 }
 
@@ -168,13 +157,13 @@ Reply GetFile(ServerContext& ctx, HttpRequest& req) {
   if (!path.ok()) return ErrorResponse(path.error());
   sched::Session& session = **s;
   uint64_t max = ctx.limits.max_file_bytes;
-  auto r = OnSession<sched::FileOpResult>(ctx, session, [&]() -> ApiOr<sched::FileOpResult> {
+  auto r = OnSession<FileCall>(ctx, session, [&]() -> ApiOr<FileCall> {
     auto x = session.GetFile(*path, max);
     if (!x.ok()) return SandboxError(x.error().message);
     return std::move(*x);
   });
   if (!r.ok()) return ErrorResponse(r.error());
-  if (r->status != sched::FileOpStatus::kOk) return ErrorResponse(FileOpError(*r, *path, max));
+  if (r->reply.status != protocol::FileStatus::kOk) return ErrorResponse(session_ops::FileReplyError(r->reply, *path, max));
   HttpResponse res;
   res.status = 200;
   res.content_type = "application/octet-stream";
@@ -188,8 +177,6 @@ ApiOr<std::string> DirPath(const HttpRequest& req, const sched::Session& s) {
   if (path.empty()) return BadRequest("path: give the directory as ?path=/tmp/work");
   auto p = sched::CheckSandboxDir(s.policy(), path);
   if (!p.ok()) return BadRequest("path: " + p.error().message);
-  auto ok = sched::CheckDriverSupported(s.policy());
-  if (!ok.ok()) return BadRequest(ok.error().message);
   return *p;
 }
 

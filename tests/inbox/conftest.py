@@ -1,5 +1,5 @@
 # Helpers for the in-box programs' tests: their files in src/inbox, loaded by path, and the session
-# driver run as the box runs it (`python3 -c RICH+MANIFEST+DRIVER`), spoken to over its wire
+# driver run as the box runs it (`python3 -c RICH+DRIVER`), spoken to over its wire
 # (src/scheduler/driver/python_driver.h).
 import importlib.util
 import os
@@ -24,7 +24,7 @@ def text(name):
 
 
 def load(name):
-    # A file of definitions only (rich_output.py, manifest.py) as a module.
+    # A file of definitions only (rich_output.py) as a module.
     spec = importlib.util.spec_from_file_location('inbox_' + name.replace('.', '_'), os.path.join(INBOX, name))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -33,7 +33,7 @@ def load(name):
 
 class Driver:
     def __init__(self, cwd):
-        source = text('rich_output.py') + text('manifest.py') + text('python_driver.py')
+        source = text('rich_output.py') + text('python_driver.py')
         self.proc = subprocess.Popen([sys.executable, '-c', source], cwd=cwd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.marker = secrets.token_hex(8)
@@ -80,23 +80,6 @@ class Driver:
                 self.proc.wait()
 
 
-def records(blob):
-    # "<kind> <npath> <ndata>\n" path data, as (kind, path, data).
-    out, at = [], 0
-    while at < len(blob):
-        nl = blob.index(b'\n', at)
-        kind, n, m = blob[at:nl].split(b' ')
-        p = nl + 1 + int(n)
-        out.append((kind.decode(), blob[nl + 1:p].decode(), blob[p:p + int(m)]))
-        at = p + int(m)
-    return out
-
-
-def record(kind, path, data=b''):
-    p = path.encode()
-    return b'%s %d %d\n' % (kind.encode(), len(p), len(data)) + p + data
-
-
 @pytest.fixture
 def driver(tmp_path):
     d = Driver(str(tmp_path))
@@ -106,5 +89,5 @@ def driver(tmp_path):
 
 @pytest.fixture
 def root(tmp_path):
-    # A real path with no link in it: the driver compares paths with their realpath.
+    # A real path with no link in it (the fork state's files are written there).
     return os.path.realpath(str(tmp_path))

@@ -1,7 +1,6 @@
-# The session driver's X (execute), O (rich outputs), N (namespaces) and M (manifest) ops.
+# The session driver's X (execute), O (rich outputs) and N (namespaces) ops.
 import json
 
-from conftest import records
 
 
 def test_variables_persist_and_the_last_expression_is_displayed(driver):
@@ -44,10 +43,3 @@ def test_namespaces_keep_separate_globals(driver):
 def test_unknown_op_is_status_4(driver):
     status, _, err = driver.op(b'Q', b'', 0)
     assert status == 4 and b'unknown or out-of-order operation Q' in err
-
-
-def test_manifest_op_walks_the_roots(driver, root):
-    open(root + '/f', 'wb').write(b'data')
-    status, out, _ = driver.op(b'M', root, '100 1000 1000 .lsb-')
-    assert status == 0
-    assert [(k, p[len(root):]) for k, p, _ in records(out)] == [('f', '/f')]

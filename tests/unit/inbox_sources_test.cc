@@ -25,9 +25,9 @@ TEST(InboxSources, EachTextIsItsFileWithoutTheHeader) {
   const std::pair<const char*, std::string_view> kTexts[] = {
       {"python_driver.py", PythonDriverSource()},   {"rich_output.py", RichOutputSource()},
       {"one_shot_stage.py", OneShotStageSource()},  {"one_shot_prelude.py", OneShotPreludeSource()},
-      {"manifest.py", ManifestSource()},            {"fork_export.py", ForkExportSource()},
+      {"fork_export.py", ForkExportSource()},
       {"fork_import.py", ForkImportSource()},       {"fork_server.py", ForkServerSource()},
-      {"e2b_command_cell.py", E2bCommandCellSource()}, {"e2b_fs_ops.py", E2bFsOpsSource()},
+      {"e2b_command_cell.py", E2bCommandCellSource()},
       {"e2b_cell_error.py", E2bCellErrorSource()},  {"apt_install.sh", AptInstallSource()},
       {"build_report.py", BuildReportSource()}};
   for (const auto& [name, text] : kTexts) {

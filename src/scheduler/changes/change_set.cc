@@ -4,7 +4,7 @@
 #include <set>
 
 #include "scheduler/changes/git_binary.h"
-#include "scheduler/driver/python_driver.h"
+#include "runtime/box_files.h"
 #include "scheduler/sandbox_path.h"
 #include "scheduler/changes/unified_diff.h"
 #include "scheduler/workspace_io.h"
@@ -21,7 +21,7 @@ bool Under(const std::string& path, const std::string& root) {
 }
 
 Result<ManifestEntry> ParseEntry(char kind, const std::string& data) {
-  const Error bad{"the file helper in the box sent a malformed manifest"};
+  const Error bad{"the box's file worker sent a malformed manifest"};
   size_t nl = data.find('\n');
   if (nl == std::string::npos || nl > 100) return bad;
   std::string head = data.substr(0, nl);
@@ -191,16 +191,21 @@ std::vector<std::string> ChangeRoots(const Policy& policy, const std::string& as
   return WritableDirs(policy);
 }
 
-Result<Manifest> ManifestFromBox(PythonDriver& driver, const std::vector<std::string>& roots, const ChangesLimits& limits) {
-  std::string joined;
-  for (const auto& r : roots) joined += r + "\n";
-  std::string lim = std::to_string(limits.max_entries) + " " + std::to_string(limits.max_file_bytes) + " " +
-                    std::to_string(limits.max_total_bytes) + " " + kStagePrefix;
-  uint64_t cap = limits.max_total_bytes + limits.max_entries * (4096 + 256);
-  LSB_ASSIGN_OR_RETURN(FileOpResult r, driver.RecordOp('M', joined, lim, kOpTimeoutMs, cap));
-  if (r.status == FileOpStatus::kTooLarge)
-    return Error{ErrorCode::kResourceExhausted, "changes: " + r.message.substr(0, 500)};
-  if (r.status != FileOpStatus::kOk) return Error{"changes: the manifest failed in the box: " + r.message.substr(0, 500)};
+Result<Manifest> ManifestFromBox(BoxSession& box, const std::vector<std::string>& roots, const ChangesLimits& limits) {
+  protocol::FileOp op;
+  op.op = protocol::FileOpKind::kManifest;
+  op.patterns = roots;
+  op.max_entries = limits.max_entries;
+  op.max_file_bytes = limits.max_file_bytes;
+  op.max_bytes = limits.max_total_bytes;
+  op.skip_prefix = kStagePrefix;
+  op.timeout_ms = kOpTimeoutMs;
+  op.reply_cap = limits.max_total_bytes + limits.max_entries * (4096 + 256);
+  LSB_ASSIGN_OR_RETURN(FileCall r, CallFileOp(box, op));
+  if (r.reply.status == protocol::FileStatus::kTooLarge)
+    return Error{ErrorCode::kResourceExhausted, "changes: " + r.reply.message.substr(0, 500)};
+  if (r.reply.status != protocol::FileStatus::kOk)
+    return Error{"changes: the manifest failed in the box: " + r.reply.message.substr(0, 500)};
   LSB_ASSIGN_OR_RETURN(auto recs, ParseRecords(r.data, limits.max_entries));
   Manifest m;
   uint64_t kept = 0;
@@ -208,10 +213,10 @@ Result<Manifest> ManifestFromBox(PythonDriver& driver, const std::vector<std::st
     bool inside = false;
     for (const auto& root : roots) inside = inside || Under(rec.path, root) || (root == "/" && rec.path.size() > 1);
     if (!IsNormalizedAbsolute(rec.path) || !inside || std::string("dfhlo").find(rec.kind) == std::string::npos)
-      return Error{"changes: the file helper in the box sent a path outside what was asked for"};
+      return Error{"changes: the box's file worker sent a path outside what was asked for"};
     LSB_ASSIGN_OR_RETURN(ManifestEntry e, ParseEntry(rec.kind, rec.data));
     if ((kept += e.data.size()) > limits.max_total_bytes || (e.kind == 'f' && e.size > limits.max_file_bytes))
-      return Error{"changes: the file helper in the box sent more than the manifest's budget"};
+      return Error{"changes: the box's file worker sent more than the manifest's budget"};
     m[rec.path] = std::move(e);
   }
   return m;

@@ -1,7 +1,7 @@
 // Change sets (docs/api.md "Change sets"): what a run added, modified and deleted under the
 // policy's writable paths (or one directory of them), against a manifest taken before the run
-// (after the input files and archives were written). The manifests are made in the box by the
-// file helper (op "M", manifest_source.cc: modes, sizes, SHA-256, and the bytes of files within
+// (after the input files and archives were written). The manifests are made in the box by init's
+// file worker (protocol/file_ops.h kManifest: modes, sizes, SHA-256, and the bytes of files within
 // the budget) and compared on the host, which also writes the diffs: a git-style patch that
 // `git apply` accepts on the tree as it was (paths relative to the directory asked for),
 // unified diffs for text, exact renames (same content, one deleted and one added path), mode
@@ -18,10 +18,9 @@
 
 #include "base/result.h"
 #include "policy/policy.h"
+#include "runtime/runner.h"
 
 namespace lsb::sched {
-
-class PythonDriver;
 
 // The bounds of a change set per execution (docs/api.md).
 struct ChangesLimits {
@@ -31,9 +30,6 @@ struct ChangesLimits {
   uint64_t max_patch_bytes = 4u << 20;  // the patch; past it, later files are listed without a diff
   size_t max_listed = 2000;             // changes listed
 };
-
-// The Python of op "M" (_lsb_manifest), joined to the driver's source.
-const std::string& ManifestSource();
 
 struct ManifestEntry {
   char kind = 'f';      // d, f (bytes kept), h (hash only), l (symlink), o (other)
@@ -46,7 +42,7 @@ using Manifest = std::map<std::string, ManifestEntry>;  // absolute path -> entr
 
 // `roots`' manifest from the box, parsed as hostile input (every path under a root, sizes and
 // counts within the limits). kResourceExhausted past max_entries.
-Result<Manifest> ManifestFromBox(PythonDriver& driver, const std::vector<std::string>& roots, const ChangesLimits& limits);
+Result<Manifest> ManifestFromBox(BoxSession& box, const std::vector<std::string>& roots, const ChangesLimits& limits);
 
 // The change set between two manifests as the result's "changes" object: {root, files: [...],
 // patch, truncated}. `root` is the directory the patch's paths are relative to ("/" for all the

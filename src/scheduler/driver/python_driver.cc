@@ -35,10 +35,10 @@ protocol::Event TimeoutAlert(uint64_t timeout_ms, uint64_t time_ms) {
 Status CheckDriverSupported(const Policy& policy) {
   const Language* py = policy.FindLanguage("python");
   if (!py || py->command.empty())
-    return Error{"policy '" + policy.name + "' has no python language; file transfer and the python session interpreter need one"};
+    return Error{"policy '" + policy.name + "' has no python language; the python session interpreter needs one"};
   if (!policy.Allows(py->command[0]) || policy.Denies(py->command[0]))
     return Error{"policy '" + policy.name + "' does not allow " + py->command[0] +
-                 ", which file transfer into and out of its boxes runs; allow it or use another policy"};
+                 ", which the python session interpreter runs; allow it or use another policy"};
   return OkStatus();
 }
 
@@ -56,7 +56,7 @@ Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, u
   // The host enforces each op's own cap; the driver's whole-life output has none of its own.
   spec.output_limit_bytes = uint64_t{1} << 50;
   std::unique_ptr<PythonDriver> d(new PythonDriver(session));
-  LSB_ASSIGN_OR_RETURN(d->run_, InteractiveRun::Start(session, spec, RichOutputSource() + ManifestSource() + PythonDriverSource()));
+  LSB_ASSIGN_OR_RETURN(d->run_, InteractiveRun::Start(session, spec, RichOutputSource() + PythonDriverSource()));
   d->marker_ = RandomMarker();
   d->run_->SendStdin(d->marker_ + "\n");
   if (zygote) {
@@ -294,35 +294,12 @@ Result<ExecResult> PythonDriver::RunCode(const std::string& header, const std::s
   return r;
 }
 
-Result<FileOpResult> PythonDriver::WriteFile(const std::string& path, const std::string& data) {
-  std::string header = "W " + std::to_string(path.size()) + " " + std::to_string(data.size()) + "\n";
-  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, path, data, 30000, 64 << 10));
-  FileOpResult f;
-  if (rep.deadline || rep.over_cap || rep.run_ended)
-    return Error{"the file helper in the box ended before writing " + path};
-  f.status = static_cast<FileOpStatus>(rep.status);
-  f.message = rep.err;
-  return f;
-}
-
-Result<FileOpResult> PythonDriver::ReadFile(const std::string& path, uint64_t max_bytes) {
-  std::string header = "R " + std::to_string(path.size()) + " " + std::to_string(max_bytes) + "\n";
-  LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, path, "", 30000, max_bytes + (64 << 10)));
-  if (rep.deadline || rep.over_cap || rep.run_ended)
-    return Error{"the file helper in the box ended before reading " + path};
-  FileOpResult f;
-  f.status = static_cast<FileOpStatus>(rep.status);
-  f.message = rep.err;
-  if (f.status == FileOpStatus::kOk) f.data = std::move(rep.out);
-  return f;
-}
-
 Result<FileOpResult> PythonDriver::RecordOp(char op, const std::string& first, const std::string& second,
                                             uint64_t timeout_ms, uint64_t reply_cap) {
   std::string header = std::string(1, op) + " " + std::to_string(first.size()) + " " + std::to_string(second.size()) + "\n";
   LSB_ASSIGN_OR_RETURN(Reply rep, Send(header, first, second, timeout_ms, reply_cap + (64 << 10)));
   if (rep.deadline || rep.over_cap || rep.run_ended)
-    return Error{std::string("the file helper in the box ended before it finished (") +
+    return Error{std::string("the interpreter in the box ended before it answered (") +
                  (rep.deadline ? "out of time" : rep.over_cap ? "it sent more than the bound" : "it exited") + ")"};
   FileOpResult f;
   f.status = static_cast<FileOpStatus>(rep.status);

@@ -1,21 +1,14 @@
-// The in-box Python driver: ONE long run of a small Python program whose stdin stays open. It serves
-//   - a session's persistent interpreter: each execute's code is exec()'d in one globals dict, so
-//     variables survive; an exception prints its traceback to stderr and the driver goes on;
-//   - file upload/download inside the box, under the box's own policy (its uid, Landlock, tmpfs),
-//     for every session and for one-shot executions with `files`.
+// The in-box Python driver: ONE long run of a small Python program (src/inbox/python_driver.py)
+// whose stdin stays open: a session's persistent interpreter. Each execute's code is exec()'d in
+// one globals dict, so variables survive; an exception prints its traceback to stderr and the
+// driver goes on. Files are not its business: init's file worker carries every file operation out
+// (runtime/box_files.h), for every policy, while this run stays alive.
 // Wire (host -> driver, on stdin): first line the per-driver random marker; then messages
 //   "X <ncode> <nstdin>\n" code stdin    execute
-//   "W <npath> <ndata>\n"  path data     write a file (created or truncated, no symlink followed)
-//   "R <npath> <nmax>\n"   path          read a file of at most nmax bytes
-//   "A <nblob> 0\n"        blob          write the records of a checked archive (archive_in.h)
-//   "G <npat> <nlim>\n"    patterns lim  collect: the files matching newline-separated patterns
-//   "T <npath> <nlim>\n"   dir lim       a directory's tree, no link followed
+//   "O 0 0\n"                            the last execute's rich outputs (rich_outputs.h)
 //   "N <nname> <op>\n"     name          the globals X runs in: op 0 select (created when new; status
 //                                        3 past kMaxNamespaces), 1 delete, 2 empty again; "" is the
 //                                        default namespace, the one every other caller uses
-// Records (A in, G and T out): "<kind> <npath> <ndata>\n" path data; kinds d (directory), f
-// (file), x (executable file), e (G: a file not returned, data says why), n (G: a pattern that
-// matched nothing), s (T: an entry that is neither a file nor a directory, skipped).
 //   "S <ncode> <nroots>\n" code roots    first message only: run the setup code, then become a
 //                                        zygote over the "\n"-joined writable roots (below)
 //   "Z 0 0\n"                            zygote: reset to the zygote's state
@@ -26,8 +19,8 @@
 // subreaper), puts the files back and lets the spare take over; P: the episode becomes a zygote
 // itself. An episode that ends on its own takes the zygote down the same way (the run ends).
 // After each message the driver writes "\x1e<marker>:<status>\n" to stdout and "\x1e<marker>\n" to
-// stderr; the host splits both streams there. Status: the exit code for X; for W/R 0 ok, 2 not
-// found, 3 too large, 4 other error (message on stderr).
+// stderr; the host splits both streams there. Status: the exit code for X; for the others 0 ok,
+// 3 past a bound, 4 another error (message on stderr).
 #pragma once
 
 #include <atomic>
@@ -49,11 +42,11 @@ namespace lsb::sched {
 const std::string& PythonDriverSource();
 
 // Whether `policy` lets the driver run (a python language whose interpreter commands.allow lists);
-// the error says what is missing. File transfer and the Python session interpreter need it.
+// the error says what is missing. The Python session interpreter needs it.
 Status CheckDriverSupported(const Policy& policy);
 
-// The driver's wire codes (5 is taken by its reset mark). kNotADirectory: T's directory is none.
-enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4, kNotADirectory = 6 };
+// The driver's wire codes (5 is taken by its reset mark).
+enum class FileOpStatus { kOk = 0, kNotFound = 2, kTooLarge = 3, kFailed = 4 };
 
 // Op N: separate globals in one interpreter (the E2B front door's code contexts).
 enum class NamespaceOp { kSelect = 0, kDelete = 1, kRestart = 2 };
@@ -62,7 +55,7 @@ inline constexpr int kMaxNamespaces = 16;
 
 struct FileOpResult {
   FileOpStatus status = FileOpStatus::kFailed;
-  std::string data;     // R: the file's bytes
+  std::string data;     // O: the entries
   std::string message;  // why it failed, in the driver's words
 };
 
@@ -95,10 +88,7 @@ class PythonDriver {
                              const std::atomic<bool>* preempt = nullptr);
   // Op N (above): kOk, or kTooLarge past kMaxNamespaces.
   Result<FileOpResult> Namespace(const std::string& name, NamespaceOp op);
-  Result<FileOpResult> WriteFile(const std::string& path, const std::string& data);
-  Result<FileOpResult> ReadFile(const std::string& path, uint64_t max_bytes);
-  // One of the record ops (A, G, T) above; `reply_cap` bounds what the driver may send back
-  // (data gets the records). A status kTooLarge is a bound the driver hit, message says which.
+  // An op whose answer is data (O above); `reply_cap` bounds what the driver may send back.
   Result<FileOpResult> RecordOp(char op, const std::string& first, const std::string& second,
                                 uint64_t timeout_ms, uint64_t reply_cap);
 

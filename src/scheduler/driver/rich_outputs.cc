@@ -116,17 +116,11 @@ void CollectOutputs(BoxSession& session, const OneShotOutputs& plan, uint64_t co
     r.outputs.push_back(ErrorEntry("outputs not returned: the box ended with the program"));
     return;
   }
-  auto driver = PythonDriver::Start(session, kOpTimeoutMs);
-  if (!driver.ok()) {
-    r.outputs.push_back(ErrorEntry("outputs not returned: " + driver.error().message));
-    return;
-  }
   CollectLimits cl;
   cl.max_files = limits.max_entries + 1;  // the box's own "more than" entry
   cl.max_file_bytes = limits.max_entry_bytes;
   cl.max_bytes = limits.max_bytes + limits.max_entry_bytes;
-  auto got = CollectFromBox(**driver, {plan.stage + "/*.json"}, cl);
-  (*driver)->Stop();
+  auto got = CollectFromBox(session, {plan.stage + "/*.json"}, cl);
   if (!got.ok()) {
     r.outputs.push_back(ErrorEntry("outputs not returned: " + got.error().message));
     return;

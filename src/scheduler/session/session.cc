@@ -116,13 +116,12 @@ Status Session::OpenBox() {
 void Session::TakeChangesBase() {
   if (!config_.changes) return;
   changes_base_.reset();
-  auto d = Driver();
-  if (!d.ok()) {
-    changes_error_ = d.error().message;
+  auto box = LiveBox();
+  if (!box.ok()) {
+    changes_error_ = box.error().message;
     return;
   }
-  auto m = ManifestFromBox(**d, WritableDirs(policy_), ChangesLimits{});
-  if (config_.language != "python") driver_.reset();
+  auto m = ManifestFromBox(**box, WritableDirs(policy_), ChangesLimits{});
   if (m.ok()) changes_base_ = std::move(*m);
   else changes_error_ = m.error().message;
 }
@@ -134,9 +133,8 @@ Result<nlohmann::json> Session::Changes(const std::string& dir) {
   Touch(false);
   if (!changes_base_) return Error{"changes: no baseline was taken: " + changes_error_};
   std::vector<std::string> roots = dir.empty() ? WritableDirs(policy_) : std::vector<std::string>{dir};
-  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
-  auto now = ManifestFromBox(*d, roots, ChangesLimits{});
-  if (config_.language != "python") driver_.reset();
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  auto now = ManifestFromBox(*box, roots, ChangesLimits{});
   Touch(false);
   if (!now.ok()) return now.error();
   Manifest before;
@@ -246,9 +244,7 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
     if (!box_->usable()) {
       for (const auto& p : req.collect) r->collected.push_back({p, "", "not collected: the session's box ended with the program"});
     } else {
-      auto d = Driver();
-      auto got = d.ok() ? CollectFromBox(**d, req.collect, collect) : Result<std::vector<CollectedFile>>(d.error());
-      if (config_.language != "python") driver_.reset();
+      auto got = CollectFromBox(*box_, req.collect, collect);
       if (got.ok()) r->collected = std::move(*got);
       else for (const auto& p : req.collect) r->collected.push_back({p, "", "not collected: " + got.error().message});
     }
@@ -265,30 +261,41 @@ Result<FileOpResult> Session::Namespace(const std::string& name, NamespaceOp op)
   return d->Namespace(name, op);
 }
 
-Result<FileOpResult> Session::PutFile(const std::string& path, const std::string& data) {
+Result<BoxSession*> Session::LiveBox() {
+  if (!box_ || !box_->usable())
+    return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};
+  return box_.get();
+}
+
+Result<FileCall> Session::Files(const protocol::FileOp& op, std::string_view input) {
   Touch(false);
-  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
-  auto r = d->WriteFile(path, data);
-  if (config_.language != "python") driver_.reset();  // the box is free for plain runs again
-  if (r.ok() && r->status == FileOpStatus::kOk) TakeChangesBase();  // an upload is no change
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  auto r = CallFileOp(*box, op, input);
   Touch(false);
   return r;
 }
 
-Result<FileOpResult> Session::GetFile(const std::string& path, uint64_t max_bytes) {
+Result<FileCall> Session::PutFile(const std::string& path, const std::string& data) {
   Touch(false);
-  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
-  auto r = d->ReadFile(path, max_bytes);
-  if (config_.language != "python") driver_.reset();
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  auto r = WriteBoxFile(*box, path, data);
+  if (r.ok() && r->reply.status == protocol::FileStatus::kOk) TakeChangesBase();  // an upload is no change
+  Touch(false);
+  return r;
+}
+
+Result<FileCall> Session::GetFile(const std::string& path, uint64_t max_bytes) {
+  Touch(false);
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  auto r = ReadBoxFile(*box, path, max_bytes);
   Touch(false);
   return r;
 }
 
 Status Session::PutArchive(const UnpackedArchive& archive) {
   Touch(false);
-  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
-  Status s = UnpackIntoBox(*d, archive);
-  if (config_.language != "python") driver_.reset();
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  Status s = UnpackIntoBox(*box, archive);
   if (s.ok()) TakeChangesBase();  // an upload is no change
   Touch(false);
   return s;
@@ -296,9 +303,8 @@ Status Session::PutArchive(const UnpackedArchive& archive) {
 
 Result<TreeArchive> Session::GetTree(const std::string& dir, const TreeLimits& limits) {
   Touch(false);
-  LSB_ASSIGN_OR_RETURN(PythonDriver * d, Driver());
-  auto t = TreeFromBox(*d, dir, limits);
-  if (config_.language != "python") driver_.reset();
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  auto t = TreeFromBox(*box, dir, limits);
   Touch(false);
   return t;
 }

@@ -19,6 +19,7 @@
 #include "base/result.h"
 #include "policy/policy.h"
 #include "runtime/backend.h"
+#include "runtime/box_files.h"
 #include "runtime/runner.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/changes/change_set.h"
@@ -106,8 +107,13 @@ class Session {
   // A named globals of the interpreter (PythonDriver::Namespace); an interpreter restart empties
   // them all. Python sessions only.
   Result<FileOpResult> Namespace(const std::string& name, NamespaceOp op);
-  Result<FileOpResult> PutFile(const std::string& path, const std::string& data);
-  Result<FileOpResult> GetFile(const std::string& path, uint64_t max_bytes);
+  // Files in the box, by init's file worker (runtime/box_files.h), whatever the language: the
+  // interpreter, when one runs, stays alive meanwhile. The reply says how the op went.
+  Result<FileCall> PutFile(const std::string& path, const std::string& data);
+  Result<FileCall> GetFile(const std::string& path, uint64_t max_bytes);
+  // Any other file op (list, stat, mkdir, remove, rename: the v1 file-system API); paths checked
+  // by the caller (sandbox_path.h).
+  Result<FileCall> Files(const protocol::FileOp& op, std::string_view input = {});
   // An archive checked on the host (archive_in.h) written under its target.
   Status PutArchive(const UnpackedArchive& archive);
   Result<TreeArchive> GetTree(const std::string& dir, const TreeLimits& limits);
@@ -146,6 +152,8 @@ class Session {
   // Takes a warm box with its interpreter from the session pool; false on a miss.
   bool AdoptWarm();
   Result<PythonDriver*> Driver();
+  // The session's box while it can serve, or the error a caller returns.
+  Result<BoxSession*> LiveBox();
   uint64_t RemainingLifetimeMs() const;
   void Touch(bool executed);
   void SetBusy(bool busy);

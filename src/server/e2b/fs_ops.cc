@@ -1,68 +1,62 @@
 #include "server/e2b/fs_ops.h"
 
-#include "base/base64.h"
-#include "inbox/inbox_sources.h"
+#include <time.h>
+
+#include <cstdio>
 
 namespace lsb::server::e2b {
-namespace {
 
 using nlohmann::json;
+using protocol::FileStatus;
 
-const char* OpName(FsOp op) {
-  switch (op) {
-    case FsOp::kList: return "list";
-    case FsOp::kStat: return "stat";
-    case FsOp::kMakeDir: return "mkdir";
-    case FsOp::kRemove: return "remove";
-  }
-  return "stat";
+std::string PermissionString(const std::string& type, uint32_t mode) {
+  char kind = type == "dir" ? 'd' : type == "symlink" ? 'l' : type == "fifo" ? 'p' : type == "socket" ? 's'
+            : type == "char" ? 'c' : type == "block" ? 'b' : '-';
+  std::string out(1, kind);
+  const char* rwx = "rwx";
+  for (int i = 8; i >= 0; --i) out += (mode >> i) & 1 ? rwx[(8 - i) % 3] : '-';
+  // setuid, setgid and sticky take the execute slot of their triple, as ls shows them.
+  auto special = [&](uint32_t bit, size_t at, char on) {
+    if (mode & bit) out[at] = out[at] == 'x' ? on : static_cast<char>(on - 'a' + 'A');
+  };
+  special(04000, 3, 's');
+  special(02000, 6, 's');
+  special(01000, 9, 't');
+  return out;
 }
 
-RpcCode CodeOf(const std::string& name) {
-  for (RpcCode c : {RpcCode::kInvalidArgument, RpcCode::kNotFound, RpcCode::kAlreadyExists, RpcCode::kPermissionDenied,
-                    RpcCode::kResourceExhausted})
-    if (name == RpcCodeName(c)) return c;
-  return RpcCode::kInternal;
+json EntryInfo(const protocol::FileEntry& e, const std::string& path) {
+  const char* type = e.type == "dir" ? "FILE_TYPE_DIRECTORY" : e.type == "symlink" ? "FILE_TYPE_SYMLINK"
+                   : e.type == "file" ? "FILE_TYPE_FILE" : "FILE_TYPE_UNSPECIFIED";
+  time_t secs = static_cast<time_t>(e.mtime_ms / 1000);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char when[96];
+  std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(e.mtime_ms % 1000) * 1000);
+  size_t slash = path.rfind('/');
+  std::string name = path == "/" ? "/" : path.substr(slash + 1);
+  // The box's user names are the box's: its uid and gid are given as numbers.
+  json j = {{"name", name}, {"type", type}, {"path", path}, {"size", std::to_string(e.size)},
+            {"mode", e.mode}, {"permissions", PermissionString(e.type, e.mode)},
+            {"owner", std::to_string(e.uid)}, {"group", std::to_string(e.gid)}, {"modifiedTime", when}};
+  if (e.type == "symlink") j["symlinkTarget"] = e.target;
+  return j;
 }
 
-}  // namespace
-
-std::string FsOpCode(FsOp op, const std::string& path, unsigned depth, const std::string& marker) {
-  // src/inbox/e2b_fs_ops.py runs in a fresh globals dict (the session's own variables are neither
-  // read nor changed). The arguments travel as JSON inside base64: no quoting of a hostile path can
-  // reach Python.
-  json args = {{"MARKER", marker}, {"OP", OpName(op)}, {"PATH", path}, {"DEPTH", depth}, {"LIMIT", kMaxListEntries}};
-  return "exec(__import__('base64').b64decode('" + Base64Encode(inbox::E2bFsOpsSource()) +
-         "').decode(), dict(__import__('json').loads(__import__('base64').b64decode('" + Base64Encode(args.dump()) +
-         "').decode()), __builtins__=__builtins__))\n";
-}
-
-FsAnswer ParseFsAnswer(const std::string& out, const std::string& marker) {
-  FsAnswer a;
-  size_t at = out.rfind(marker);
-  if (at == std::string::npos) {
-    a.error = {RpcCode::kInternal, "the sandbox's interpreter gave no answer (it may have been restarted or its stdout replaced)"};
-    return a;
+RpcError FsError(const protocol::FileReply& r, const std::string& path) {
+  switch (r.status) {
+    case FileStatus::kNotFound: return {RpcCode::kNotFound, path + " does not exist in the sandbox (" + r.message + ")"};
+    case FileStatus::kNotADirectory: return {RpcCode::kInvalidArgument, path + " is not a directory (" + r.message + ")"};
+    case FileStatus::kExists: return {RpcCode::kAlreadyExists, path + " already exists"};
+    case FileStatus::kDenied:
+      return {RpcCode::kPermissionDenied, path + ": " + r.message + " (outside the policy's writable dirs, or read-only)"};
+    case FileStatus::kTooLarge: return {RpcCode::kResourceExhausted, r.message};
+    case FileStatus::kInvalid:
+    case FileStatus::kIsADirectory:
+    case FileStatus::kNotEmpty: return {RpcCode::kInvalidArgument, r.message};
+    default: return {RpcCode::kInternal, path + ": " + r.message};
   }
-  size_t end = out.find('\n', at);
-  json j = json::parse(out.substr(at + marker.size(), end == std::string::npos ? std::string::npos : end - at - marker.size()),
-                       nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    a.error = {RpcCode::kInternal, "the sandbox's answer was not readable"};
-    return a;
-  }
-  if (j.contains("ok")) {
-    a.ok = true;
-    a.message = j["ok"];
-    return a;
-  }
-  // What the box wrote is not trusted to be well-formed: only strings are taken from it.
-  json e = j.contains("error") && j["error"].is_object() ? j["error"] : json::object();
-  std::string code = e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>() : "";
-  std::string message = e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>()
-                                                                          : "the operation failed";
-  a.error = {CodeOf(code), message};
-  return a;
 }
 
 }  // namespace lsb::server::e2b

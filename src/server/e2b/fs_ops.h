@@ -1,8 +1,7 @@
-// envd's filesystem.Filesystem calls (ListDir, Stat, MakeDir, Remove) as Python run by the
-// sandbox's own interpreter, inside the box: under its uid, Landlock and read-only mounts, never
-// through the host's view of the box's paths. Links are never followed (lstat; a listing does not
-// descend into a symlinked directory). Answers come back as one marked JSON line on stdout,
-// bounded by the policy's output cap and kMaxListEntries.
+// envd's filesystem.Filesystem calls (ListDir, Stat, MakeDir, Remove, Move) on init's file worker
+// (runtime/box_files.h): inside the box, under its uid and Landlock, never through the host's view
+// of the box's paths; no link is followed. This file shapes envd's messages: EntryInfo from a
+// FileEntry, and the RPC error of a failed reply.
 #pragma once
 
 #include <cstddef>
@@ -10,22 +9,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/file_ops.h"
 #include "server/e2b/connect_codec.h"
 
 namespace lsb::server::e2b {
 
+// The most entries one ListDir returns, whatever its depth.
 inline constexpr size_t kMaxListEntries = 10000;
 
-enum class FsOp { kList, kStat, kMakeDir, kRemove };
-
-// The Python for `op` on `path` (depth: ListDir's), marking its answer with `marker`.
-std::string FsOpCode(FsOp op, const std::string& path, unsigned depth, const std::string& marker);
-// The answer in the helper's stdout: the response message, or the RPC error it reported.
-struct FsAnswer {
-  bool ok = false;
-  nlohmann::json message;
-  RpcError error;
-};
-FsAnswer ParseFsAnswer(const std::string& stdout_data, const std::string& marker);
+// envd's EntryInfo for `e` at `path`.
+nlohmann::json EntryInfo(const protocol::FileEntry& e, const std::string& path);
+// "-rw-r--r--" for a file of mode 0644 (`type` as FileEntry.type).
+std::string PermissionString(const std::string& type, uint32_t mode);
+// The RPC error of a failed reply, with the worker's words.
+RpcError FsError(const protocol::FileReply& reply, const std::string& path);
 
 }  // namespace lsb::server::e2b
