@@ -43,16 +43,21 @@ function compile(code) {
   try {
     return new vm.Script(code, { filename: '<session>' });
   } catch (e) {
-    // A top-level await: the REPL's way, an async function around the code.
-    if (!(e instanceof SyntaxError) || !/await/.test(e.message)) throw e;
-    return new vm.Script('(async () => {\n' + code + '\n})()', { filename: '<session>', lineOffset: -1 });
+    // A top-level await (`await x`, `for await`): the REPL's way, an async function around the
+    // code. When that does not compile either, the script's own error is the one to report.
+    if (!(e instanceof SyntaxError) || !/\bawait\b/.test(code)) throw e;
+    try {
+      return new vm.Script('(async () => {\n' + code + '\n})()', { filename: '<session>', lineOffset: -1 });
+    } catch {
+      throw e;
+    }
   }
 }
 
 // The error's stack without the driver's own frames (the code's are "<session>").
 function report(e) {
   const text = e && typeof e === 'object' && typeof e.stack === 'string' ? e.stack : 'Uncaught ' + String(e);
-  const ours = (line) => /^\s+at /.test(line) && /node:vm|node:internal|\[eval\]|lsb_node_driver/.test(line);
+  const ours = (line) => /^\s+at /.test(line) && /\(node:|\[eval\]|lsb_node_driver/.test(line);
   process.stderr.write(text.split('\n').filter((line) => !ours(line)).join('\n') + '\n');
 }
 
