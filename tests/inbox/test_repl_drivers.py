@@ -94,7 +94,8 @@ def node(tmp_path):
 
 
 def test_node_keeps_globals_and_top_level_declarations(node):
-    assert node.run('globalThis.g = 1; var v = 2; let l = 3; const c = 4; function f() { return "hi"; }') == (0, b'', b'')
+    declare = 'globalThis.g = 1; var v = 2; let l = 3; const c = 4; function f() { return "hi"; }'
+    assert node.run(declare) == (0, b'', b'')
     assert node.run('console.log(g, v, l, c, f(), [1] instanceof Array)') == (0, b'1 2 3 4 hi true\n', b'')
     status, _, err = node.run('let l = 5')
     assert status == 1 and b"SyntaxError: Identifier 'l' has already been declared" in err
@@ -111,7 +112,8 @@ def test_node_awaits_and_reports_errors_without_its_own_frames(node):
 
 
 def test_node_stdin_is_the_requests(node):
-    code = 'let s = ""; process.stdin.on("data", d => s += d); await new Promise(r => process.stdin.on("end", r)); console.log(s.toUpperCase())'
+    code = ('let s = ""; process.stdin.on("data", d => s += d);'
+            'await new Promise(r => process.stdin.on("end", r)); console.log(s.toUpperCase())')
     assert node.run(code, b'abc') == (0, b'ABC\n', b'')
     code = 'let t = ""; for await (const d of process.stdin) t += d; console.log(JSON.stringify(t))'
     assert node.run(code) == (0, b'""\n', b'')

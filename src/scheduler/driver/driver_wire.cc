@@ -244,8 +244,8 @@ Result<ExecResult> DriverWire::RunCode(std::string_view header, std::string_view
     r.exit_code = 137;
     r.signal = 9;
     r.truncated = true;
-    r.alerts.push_back(RestartAlert("the " + what + " was killed at the output cap; the next execution starts a fresh one",
-                                    r.duration_ms));
+    r.alerts.push_back(RestartAlert("the " + what + " was killed at the output cap; the next execution starts a "
+                                    "fresh one", r.duration_ms));
   } else if (rep.run_ended) {
     ApplyExitReport(rep.exit, r);
     r.duration_ms = since();

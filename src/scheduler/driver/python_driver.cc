@@ -29,7 +29,8 @@ Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, u
   // The host enforces each op's own cap; the driver's whole-life output has none of its own.
   spec.output_limit_bytes = uint64_t{1} << 50;
   std::unique_ptr<PythonDriver> d(new PythonDriver(session));
-  LSB_ASSIGN_OR_RETURN(d->wire_, DriverWire::Start(session, spec, RichOutputSource() + ManifestSource() + PythonDriverSource()));
+  LSB_ASSIGN_OR_RETURN(d->wire_,
+                       DriverWire::Start(session, spec, RichOutputSource() + ManifestSource() + PythonDriverSource()));
   if (zygote) {
     std::string roots;
     for (const auto& r : zygote->roots) roots += r + "\n";

@@ -1,8 +1,8 @@
 // A session: one box kept open for a sequence of executions (DESIGN §5). Files in its tmpfs
 // survive between executions because it is the same box; for language python a persistent
 // interpreter (python_driver.h) keeps variables too, for bash, sh and node a persistent shell or
-// node context (repl_driver.h) keeps variables, functions, the working directory and exports. Idle timeout and max lifetime are enforced by
-// the SessionManager's reaper.
+// node context (repl_driver.h) keeps variables, functions, the working directory and exports. Idle
+// timeout and max lifetime are enforced by the SessionManager's reaper.
 //
 // Concurrency: one operation at a time. Callers take TryUse(); a session already in use answers
 // "busy" (HTTP 409) instead of queueing behind a long run. `info_mu_` guards the bookkeeping read
