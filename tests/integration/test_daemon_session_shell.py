@@ -52,6 +52,8 @@ class ShellSessionTest(unittest.TestCase):
         self.assertEqual((res["status"], res["exit_code"]), ("error", 1), res)
         res = self.run_in(sid, "tr a-z A-Z", stdin="abc\n")
         self.assertEqual(res["stdout"], "ABC\n", res)
+        res = self.run_in(sid, "U='h\u00e9llo \\ $x'; echo \"$U\" ${#U}")
+        self.assertEqual(res["stdout"], "h\u00e9llo \\ $x 10\n", res)  # 10 characters, 11 bytes
         res = self.run_in(sid, "if")  # a syntax error fails the execute, not the shell
         self.assertEqual(res["exit_code"], 2, res)
         self.assertEqual(self.run_in(sid, "echo $B")["stdout"], "2\n")
