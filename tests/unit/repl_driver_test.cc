@@ -40,6 +40,11 @@ TEST(ReplMessages, NodeIsLengthPrefixedBytes) {
   EXPECT_EQ(m.body, std::string("x\0yin", 5));
 }
 
+TEST(ReplMessages, ACommandLineIsQuotedWordByWord) {
+  EXPECT_EQ(ShellCommandLine({"ls", "-l", "a b"}), "command 'ls' '-l' 'a b'");
+  EXPECT_EQ(ShellCommandLine({"echo", "it's $HOME `x`"}), "command 'echo' 'it'\\''s $HOME `x`'");
+}
+
 Policy PolicyWith(const std::vector<std::string>& allow) {
   Policy p;
   p.name = "t";

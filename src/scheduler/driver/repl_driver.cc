@@ -18,6 +18,8 @@ bool ReplDriverSupported(const Policy& policy, const std::string& language) {
   return policy.Allows(lang->command[0]) && !policy.Denies(lang->command[0]);
 }
 
+std::string ReplDriverNoun(const std::string& language) { return IsShell(language) ? "shell" : "node context"; }
+
 Result<std::unique_ptr<ReplDriver>> ReplDriver::Start(BoxSession& session, const std::string& language,
                                                       uint64_t lifetime_ms) {
   const Policy& policy = session.policy();
@@ -29,7 +31,7 @@ Result<std::unique_ptr<ReplDriver>> ReplDriver::Start(BoxSession& session, const
   LSB_ASSIGN_OR_RETURN(protocol::RunSpec spec, BuildRunSpec(policy, req));
   std::unique_ptr<ReplDriver> d(new ReplDriver());
   d->shell_ = IsShell(language);
-  d->what_ = d->shell_ ? "shell" : "node context";
+  d->what_ = ReplDriverNoun(language);
   spec.file_name = d->shell_ ? "lsb_shell_driver.sh" : "lsb_node_driver.js";
   spec.timeout_ms = lifetime_ms;
   // The host enforces each execute's own cap; the driver's whole-life output has none of its own.

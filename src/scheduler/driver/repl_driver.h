@@ -24,6 +24,8 @@ namespace lsb::sched {
 // Whether a session in `language` gets a ReplDriver under `policy`: bash, sh or node, whose
 // command runs a program file ("{file}" last) and is allowed. Else its executes are plain runs.
 bool ReplDriverSupported(const Policy& policy, const std::string& language);
+// How results, alerts and reset reports name the driver of `language`: "shell" or "node context".
+std::string ReplDriverNoun(const std::string& language);
 
 class ReplDriver {
  public:
@@ -40,7 +42,7 @@ class ReplDriver {
   void Stop() {
     if (wire_) wire_->Stop();
   }
-  // "shell" or "node context": how results and alerts name the driver.
+  // ReplDriverNoun of its language.
   const std::string& what() const { return what_; }
 
  private:

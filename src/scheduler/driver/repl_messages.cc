@@ -30,6 +30,16 @@ ReplMessage ShellMessage(std::string_view code, std::string_view stdin_data) {
   return m;
 }
 
+std::string ShellCommandLine(const std::vector<std::string>& argv) {
+  std::string s = "command";
+  for (const auto& a : argv) {
+    s += " '";
+    for (char c : a) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    s += "'";
+  }
+  return s;
+}
+
 ReplMessage NodeMessage(std::string_view code, std::string_view stdin_data) {
   ReplMessage m;
   m.header = "X " + std::to_string(code.size()) + " " + std::to_string(stdin_data.size()) + "\n";

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lsb::sched {
 
@@ -17,6 +18,10 @@ struct ReplMessage {
 // plus "\n", then (when there is stdin) the data plus "\n". bash reads by bytes, sh by lines. NUL
 // bytes are dropped: a shell variable cannot hold one (bash would drop them and miscount).
 ReplMessage ShellMessage(std::string_view code, std::string_view stdin_data);
+
+// A command line (a request's "command") as the code of one shell execute: each word single-quoted,
+// run with `command` (a function of the same name the session defined is not what runs).
+std::string ShellCommandLine(const std::vector<std::string>& argv);
 
 // src/inbox/node_driver.js: "X <code bytes> <stdin bytes>\n" code stdin.
 ReplMessage NodeMessage(std::string_view code, std::string_view stdin_data);

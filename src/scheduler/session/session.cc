@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "scheduler/driver/repl_messages.h"
 #include "scheduler/sandbox_path.h"
 #include "scheduler/session/session_pool.h"
 
@@ -221,22 +222,6 @@ void Session::StopRepl(const std::string& why) {
   repl_.reset();
 }
 
-namespace {
-
-// A command line as one shell command: each word single-quoted, run as a command (not a function
-// of the same name the session defined).
-std::string QuotedCommand(const std::vector<std::string>& argv) {
-  std::string s = "command";
-  for (const auto& a : argv) {
-    s += " '";
-    for (char c : a) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    s += "'";
-  }
-  return s;
-}
-
-}  // namespace
-
 Result<ExecResult> Session::ExecuteInRepl(const ExecRequest& req, const RunCallbacks& cb) {
   if (!box_ || !box_->usable())
     return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};
@@ -246,7 +231,7 @@ Result<ExecResult> Session::ExecuteInRepl(const ExecRequest& req, const RunCallb
     LSB_ASSIGN_OR_RETURN(repl_, ReplDriver::Start(*box_, config_.language, RemainingLifetimeMs()));
   }
   uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
-  std::string code = req.command.empty() ? req.code : QuotedCommand(req.command);
+  std::string code = req.command.empty() ? req.code : ShellCommandLine(req.command);
   plain_run_ = true;  // not a zygote: a reset ends it by killing the box
   Result<ExecResult> r = Error{"a reset was waiting"};
   if (!preempt_) r = repl_->Execute(code, req.stdin_data.value_or(""), timeout, policy_.output_bytes, &cb);
@@ -367,7 +352,7 @@ Result<ResetReport> Session::Reset() {
   auto start = SteadyClock::now();
   ResetReport report;
   if (repl_supported_) {
-    report.why = "a " + config_.language + " session's " + (config_.language == "node" ? "node context" : "shell") +
+    report.why = "a " + config_.language + " session's " + ReplDriverNoun(config_.language) +
                  " cannot be forked: a new box (a fresh one, the files as at creation) is its reset";
   } else if (config_.language != "python") {
     report.why = "a " + config_.language + " session has no interpreter to fork";
