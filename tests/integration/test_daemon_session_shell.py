@@ -5,6 +5,8 @@ and top-level declarations; each execute has its own stdout, stderr and exit cod
 timeout and the output cap kill the shell, say so ("interpreter_restarted") and leave the session
 usable with a fresh one; `exit` ends the shell with its code; a command runs through the shell."""
 import shutil
+import threading
+import time
 import unittest
 
 from daemon_harness import Daemon, OpenApi, request, skip_unless_daemon_suite
@@ -110,6 +112,19 @@ class ShellSessionTest(unittest.TestCase):
         self.assertIn("shell", r.json()["reset"]["why"])
         res = self.run_in(sid, "echo \"[$R]\"; ls /tmp")
         self.assertEqual(res["stdout"], "[]\n", res)
+
+    def test_a_reset_preempts_a_running_execute(self):
+        sid = self.new_session("bash-tools")
+        got = {}
+        t = threading.Thread(target=lambda: got.update(self.run_in(sid, "echo started; sleep 30")))
+        t.start()
+        time.sleep(1)
+        r = self.call("POST", f"/v1/sessions/{sid}/reset", "/v1/sessions/{id}/reset")
+        t.join(20)
+        self.assertEqual(r.status, 200, r.body)
+        self.assertTrue(r.json()["reset"].get("preempted"), r.json())
+        self.assertEqual(got.get("status"), "reset", got)
+        self.assertEqual(self.run_in(sid, "echo again")["stdout"], "again\n")
 
 
 @unittest.skipUnless(shutil.which("node") == "/usr/bin/node", "the node policy needs /usr/bin/node")
