@@ -12,7 +12,8 @@ import unittest
 from daemon_harness import Daemon, OpenApi, request, skip_unless_daemon_suite
 
 
-class ShellSessionTest(unittest.TestCase):
+class SessionCalls(unittest.TestCase):
+    # A daemon with the shipped policies, and the session calls both test classes make.
     @classmethod
     def setUpClass(cls):
         skip_unless_daemon_suite()
@@ -43,6 +44,8 @@ class ShellSessionTest(unittest.TestCase):
     def restarted(self, res):
         return [a for a in res["alerts"] if a["rule"] == "interpreter_restarted"]
 
+
+class ShellSessionTest(SessionCalls):
     def test_bash_keeps_cwd_exports_functions_and_variables(self):
         sid = self.new_session("bash-tools")
         res = self.run_in(sid, "mkdir -p /tmp/x\ncd /tmp/x; export A=1; f() { echo hi; }; B=2; echo err >&2")
@@ -128,16 +131,7 @@ class ShellSessionTest(unittest.TestCase):
 
 
 @unittest.skipUnless(shutil.which("node") == "/usr/bin/node", "the node policy needs /usr/bin/node")
-class NodeSessionTest(ShellSessionTest.__base__):
-    @classmethod
-    def setUpClass(cls):
-        ShellSessionTest.setUpClass.__func__(cls)
-
-    call = ShellSessionTest.call
-    new_session = ShellSessionTest.new_session
-    run_in = ShellSessionTest.run_in
-    restarted = ShellSessionTest.restarted
-
+class NodeSessionTest(SessionCalls):
     def test_node_keeps_globals_and_declarations(self):
         sid = self.new_session("node")
         res = self.run_in(sid, "globalThis.g = 1; var v = 2; let l = 3; function f() { return 'hi'; }")
