@@ -1,10 +1,10 @@
-# The programs that run inside a box (src/inbox/*.py, *.sh) as byte arrays in one generated .cc,
+# The programs that run inside a box (src/inbox/*.py, *.sh, *.js) as byte arrays in one generated .cc,
 # defining the accessors src/inbox/inbox_sources.h declares: python_driver.py -> PythonDriverSource().
-# A file's leading comment lines (each starting with '#') are its header for readers and are not
+# A file's leading comment lines (each starting with '#', '//' in a .js) are its header for readers and are not
 # embedded: the text starts at its first other line. Byte arrays, not string literals: no quoting
 # rule of C++ can alter a text, and no text can end the literal early.
 # Run as: cmake -DSRC=<src/inbox> -DOUT=<generated .cc> -P embed_sources.cmake
-file(GLOB files LIST_DIRECTORIES false "${SRC}/*.py" "${SRC}/*.sh")
+file(GLOB files LIST_DIRECTORIES false "${SRC}/*.py" "${SRC}/*.sh" "${SRC}/*.js")
 list(SORT files)
 set(arrays "")
 set(accessors "")
@@ -21,7 +21,11 @@ foreach(f ${files})
   endforeach()
   # The header's length in bytes (ASCII comment lines), then the rest of the file as hex.
   file(READ "${f}" head LIMIT 8192)
-  string(REGEX MATCH "^(#[^\n]*\n)*" header "${head}")
+  if(f MATCHES "\\.js$")
+    string(REGEX MATCH "^(//[^\n]*\n)*" header "${head}")
+  else()
+    string(REGEX MATCH "^(#[^\n]*\n)*" header "${head}")
+  endif()
   string(LENGTH "${header}" skip)
   file(READ "${f}" hex OFFSET ${skip} HEX)
   string(LENGTH "${hex}" digits)

@@ -110,6 +110,10 @@ Reply Execute(ServerContext& ctx, HttpRequest& req) {
   if (!er.env.empty() && session.RunsInInterpreter(er))
     return ErrorResponse(BadRequest("env: a python session's interpreter keeps the environment it started with and "
                                     "cannot take one per execution; leave env out, or use a one-shot execution"));
+  if (!er.env.empty() && er.command.empty() && session.RunsInRepl(er))
+    return ErrorResponse(BadRequest("env: a " + session.Info().language + " session's code runs in one persistent " +
+                                    "process that keeps its environment; set variables in the code (export K=V, " +
+                                    "process.env.K), or use a one-shot execution"));
   if (session.Info().state == "busy") return ErrorResponse(Conflict(session.id()));
   auto r = OnSession<ExecResult>(ctx, session, [&]() -> ApiOr<ExecResult> {
     std::shared_ptr<monitor::Execution> ex;

@@ -18,7 +18,8 @@ def text(name):
     # What the build embeds: the file minus its leading comment lines (cmake/embed_sources.cmake).
     with open(os.path.join(INBOX, name), encoding='utf-8') as f:
         lines = f.read().splitlines(keepends=True)
-    while lines and lines[0].startswith('#'):
+    comment = '//' if name.endswith('.js') else '#'
+    while lines and lines[0].startswith(comment):
         lines.pop(0)
     return ''.join(lines)
 
@@ -31,11 +32,13 @@ def load(name):
     return module
 
 
-class Driver:
-    def __init__(self, cwd):
-        source = text('rich_output.py') + text('python_driver.py')
-        self.proc = subprocess.Popen([sys.executable, '-c', source], cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+class Wire:
+    # A session driver's run (argv, its program among them) and the wire every driver shares
+    # (src/scheduler/driver/driver_wire.h): the marker line first, then messages, each answered with
+    # "\x1e<marker>:<status>\n" on stdout and "\x1e<marker>\n" on stderr.
+    def __init__(self, argv, cwd):
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
         self.marker = secrets.token_hex(8)
         self._send(self.marker.encode() + b'\n')
 
@@ -55,16 +58,9 @@ class Driver:
             assert chunk, 'the driver exited; got %r' % buf
             buf += chunk
 
-    def op(self, op, first, second=b''):
-        # "<op> <len first> <len second or a number>\n" first second; the reply: (status, stdout, stderr).
-        if isinstance(first, str):
-            first = first.encode()
-        if isinstance(second, int):
-            head, tail = b'%s %d %d\n' % (op, len(first), second), b''
-        else:
-            second = second.encode() if isinstance(second, str) else second
-            head, tail = b'%s %d %d\n' % (op, len(first), len(second)), second
-        self._send(head + first + tail)
+    def message(self, data):
+        # Sends one message; its answer: (status, stdout, stderr).
+        self._send(data)
         m = re.escape(b'\x1e' + self.marker.encode())
         out, status = self._read_until(self.proc.stdout, m + rb':(\d+)\n$')
         err, _ = self._read_until(self.proc.stderr, m + rb'\n$')
@@ -78,6 +74,24 @@ class Driver:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class Driver(Wire):
+    # The python session driver as the box runs it.
+    def __init__(self, cwd):
+        source = text('rich_output.py') + text('python_driver.py')
+        super().__init__([sys.executable, '-c', source], cwd)
+
+    def op(self, op, first, second=b''):
+        # "<op> <len first> <len second or a number>\n" first second; the reply: (status, stdout, stderr).
+        if isinstance(first, str):
+            first = first.encode()
+        if isinstance(second, int):
+            head, tail = b'%s %d %d\n' % (op, len(first), second), b''
+        else:
+            second = second.encode() if isinstance(second, str) else second
+            head, tail = b'%s %d %d\n' % (op, len(first), len(second)), second
+        return self.message(head + first + tail)
 
 
 @pytest.fixture

@@ -19,5 +19,6 @@ def test_compiles(name):
 
 def test_every_file_has_a_header():
     for name in os.listdir(INBOX):
-        if name.endswith(('.py', '.sh')):
-            assert open(os.path.join(INBOX, name)).readline().startswith('# '), name
+        if name.endswith(('.py', '.sh', '.js')):
+            first = open(os.path.join(INBOX, name)).readline()
+            assert first.startswith('// ' if name.endswith('.js') else '# '), name

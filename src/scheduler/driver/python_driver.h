@@ -19,8 +19,9 @@
 // subreaper), puts the files back and lets the spare take over; P: the episode becomes a zygote
 // itself. An episode that ends on its own takes the zygote down the same way (the run ends).
 // After each message the driver writes "\x1e<marker>:<status>\n" to stdout and "\x1e<marker>\n" to
-// stderr; the host splits both streams there. Status: the exit code for X; for the others 0 ok,
-// 3 past a bound, 4 another error (message on stderr).
+// stderr; the host splits both streams there (driver_wire.h, shared with the bash/sh/node drivers).
+// Status: the exit code for X; for the others 0 ok, 3 past a bound, 4 another error (message on
+// stderr).
 #pragma once
 
 #include <atomic>
@@ -35,6 +36,7 @@
 #include "runtime/exec_result.h"
 #include "runtime/interactive_run.h"
 #include "runtime/runner.h"
+#include "scheduler/driver/driver_wire.h"
 
 namespace lsb::sched {
 
@@ -100,35 +102,26 @@ class PythonDriver {
   bool resettable() const { return zygote_ && alive(); }
 
   // False once the driver run ended (killed, crashed, os._exit): start a new one.
-  bool alive() const { return run_ && !run_->exited(); }
+  bool alive() const { return wire_ && wire_->alive(); }
   // Ends the driver (stdin EOF, then a kill if it lingers) and waits for its exit report.
   void Stop();
 
  private:
-  struct Reply {
-    std::string out, err;
-    int status = -1;
-    bool deadline = false;     // the op's time ran out: the run was killed
-    bool over_cap = false;     // output past the cap: the run was killed
-    bool run_ended = false;    // the driver exited before replying
-    bool reset = false;        // a preempt ended the op's episode (the zygote's "reset" reply)
-    protocol::ExitReport exit;  // when run_ended
-    std::vector<protocol::Event> events;
-  };
   explicit PythonDriver(BoxSession& s) : session_(s) {}
-  Result<Reply> Send(const std::string& header, const std::string& a, const std::string& b,
-                     uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr,
-                     const std::atomic<bool>* preempt = nullptr);
-  void WaitExit(std::chrono::milliseconds within);
+  Result<DriverReply> Send(const std::string& header, const std::string& a, const std::string& b,
+                           uint64_t timeout_ms, uint64_t output_cap) {
+    return wire_->Send(header, a, b, timeout_ms, output_cap);
+  }
   // X and S: run code in the interpreter and report it as an execution.
   Result<ExecResult> RunCode(const std::string& header, const std::string& code, const std::string& b,
                              uint64_t timeout_ms, uint64_t output_cap, const RunCallbacks* live = nullptr,
-                             const std::atomic<bool>* preempt = nullptr);
+                             const std::atomic<bool>* preempt = nullptr) {
+    return wire_->RunCode(header, code, b, timeout_ms, output_cap, live, preempt, "interpreter");
+  }
   Result<FileOpResult> StateOp(const char* op, uint64_t timeout_ms);
 
   BoxSession& session_;
-  std::unique_ptr<InteractiveRun> run_;
-  std::string marker_;
+  std::unique_ptr<DriverWire> wire_;  // the marker, the answers, each op's deadline and cap
   bool zygote_ = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "scheduler/driver/repl_messages.h"
 #include "scheduler/sandbox_path.h"
 #include "scheduler/session/session_pool.h"
 
@@ -57,6 +58,7 @@ Session::Session(Backend& backend, BoxRegistry& registry, const Policy& policy, 
       id_(std::move(id)),
       created_wall_(WallClock::now()),
       created_(SteadyClock::now()),
+      repl_supported_(ReplDriverSupported(policy_, config_.language)),
       last_used_(created_),
       last_used_wall_(created_wall_),
       idle_timeout_ms_(config_.idle_timeout_ms),
@@ -190,16 +192,50 @@ void Session::Touch(bool executed) {
 Result<PythonDriver*> Session::Driver() {
   if (!box_ || !box_->usable())
     return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};
+  if (config_.language != "python") return Error{"session " + id_ + " has no python interpreter"};
   if (!driver_ || !driver_->alive()) {
     driver_.reset();
     baseline_ = false;  // the new zygote takes the files as they are now, not as they were
-    if (config_.language == "python") {
-      LSB_TRY(StartDriver());
-    } else {
-      LSB_ASSIGN_OR_RETURN(driver_, PythonDriver::Start(*box_, RemainingLifetimeMs()));
-    }
+    LSB_TRY(StartDriver());
   }
   return driver_.get();
+}
+
+bool Session::RunsInRepl(const ExecRequest& req) const {
+  if (!repl_supported_ || (!req.language.empty() && req.language != config_.language)) return false;
+  if (req.command.empty()) return true;
+  return config_.language != "node" && req.env.empty();  // a command's env: a plain run has it
+}
+
+void Session::StopRepl(const std::string& why) {
+  if (!repl_) return;
+  if (repl_->alive()) {
+    repl_->Stop();
+    repl_lost_ = why;
+  }
+  repl_.reset();
+}
+
+Result<ExecResult> Session::ExecuteInRepl(const ExecRequest& req, const RunCallbacks& cb) {
+  if (!box_ || !box_->usable())
+    return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};
+  if (!repl_ || !repl_->alive()) {
+    repl_.reset();
+    LSB_ASSIGN_OR_RETURN(repl_, ReplDriver::Start(*box_, config_.language, RemainingLifetimeMs()));
+  }
+  uint64_t timeout = req.timeout_ms ? std::min(*req.timeout_ms, policy_.timeout_ms) : policy_.timeout_ms;
+  std::string code = req.command.empty() ? req.code : ShellCommandLine(req.command);
+  plain_run_ = true;  // not a zygote: a reset ends it by killing the box
+  Result<ExecResult> r = Error{"a reset was waiting"};
+  if (!preempt_) r = repl_->Execute(code, req.stdin_data.value_or(""), timeout, policy_.output_bytes, &cb);
+  plain_run_ = false;
+  if (r.ok() && !repl_lost_.empty()) {
+    r->alerts.insert(r->alerts.begin(), RestartAlert("this execution runs in a fresh " + repl_->what() + " (" +
+                                                     repl_lost_ + "): variables and functions are lost, files are kept",
+                                                     0));
+  }
+  repl_lost_.clear();
+  return r;
 }
 
 Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits& collect, const OutputsLimits& outputs,
@@ -228,10 +264,13 @@ Result<ExecResult> Session::Execute(const ExecRequest& req, const CollectLimits&
       Status s = TakeDriverOutputs(*d, outputs, got);
       if (req.outputs) r->outputs = s.ok() ? std::move(got.outputs) : std::vector<nlohmann::json>{{{"error", s.error().message}}};
     }
+  } else if (RunsInRepl(req)) {
+    r = ExecuteInRepl(req, cb);
   } else {
     if (!box_ || !box_->usable())
       return Error{"session " + id_ + "'s box was killed or broke; delete it and create a new session"};
     if (driver_ && driver_->alive()) driver_->Stop();  // init runs one program at a time
+    StopRepl("a plain run (a command, or another language) ran in the box in between");
     ExecRequest one = req;
     one.language = lang;
     plain_run_ = true;
@@ -313,7 +352,10 @@ Result<ResetReport> Session::Reset() {
   Touch(false);
   auto start = SteadyClock::now();
   ResetReport report;
-  if (config_.language != "python") {
+  if (repl_supported_) {
+    report.why = "a " + config_.language + " session's " + ReplDriverNoun(config_.language) +
+                 " cannot be forked: a new box (a fresh one, the files as at creation) is its reset";
+  } else if (config_.language != "python") {
     report.why = "a " + config_.language + " session has no interpreter to fork";
   } else if (!box_ || !box_->usable()) {
     report.why = "the box was killed or broke";
@@ -332,6 +374,8 @@ Result<ResetReport> Session::Reset() {
     // The slow path, still exact: a new box is the state right after creation.
     report.mode = "new_box";
     report.snapshot_lost = snapshots_ > 0;
+    repl_.reset();
+    repl_lost_.clear();  // a new box is expected to start afresh
     driver_.reset();
     lease_.reset();
     if (box_) box_->Close();
@@ -434,6 +478,7 @@ void Session::Close() {
     if (box_) box_->box().Kill();
     use.lock();
   }
+  repl_.reset();
   driver_.reset();
   lease_.reset();
   if (box_) box_->Close();

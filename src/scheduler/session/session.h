@@ -1,7 +1,8 @@
 // A session: one box kept open for a sequence of executions (DESIGN §5). Files in its tmpfs
 // survive between executions because it is the same box; for language python a persistent
-// interpreter (python_driver.h) keeps variables too. Idle timeout and max lifetime are enforced by
-// the SessionManager's reaper.
+// interpreter (python_driver.h) keeps variables too, for bash, sh and node a persistent shell or
+// node context (repl_driver.h) keeps variables, functions, the working directory and exports. Idle
+// timeout and max lifetime are enforced by the SessionManager's reaper.
 //
 // Concurrency: one operation at a time. Callers take TryUse(); a session already in use answers
 // "busy" (HTTP 409) instead of queueing behind a long run. `info_mu_` guards the bookkeeping read
@@ -24,6 +25,7 @@
 #include "scheduler/box_registry.h"
 #include "scheduler/changes/change_set.h"
 #include "scheduler/driver/python_driver.h"
+#include "scheduler/driver/repl_driver.h"
 #include "scheduler/driver/rich_outputs.h"
 #include "scheduler/workspace_io.h"
 
@@ -98,6 +100,9 @@ class Session {
     return config_.language == "python" && (language.empty() || language == "python");
   }
   bool RunsInInterpreter(const ExecRequest& req) const { return req.command.empty() && RunsInInterpreter(req.language); }
+  // Whether an execution runs in the session's persistent bash, sh or node (repl_driver.h): code in
+  // the session's language, or (a shell session) a command without env, run through the shell.
+  bool RunsInRepl(const ExecRequest& req) const;
 
   // These need a Use that owns the session.
   // req.collect: the matching files are returned after the run (workspace_io.h).
@@ -154,6 +159,11 @@ class Session {
   Result<PythonDriver*> Driver();
   // The session's box while it can serve, or the error a caller returns.
   Result<BoxSession*> LiveBox();
+  // An execute in the persistent bash, sh or node (RunsInRepl), started when not running.
+  Result<ExecResult> ExecuteInRepl(const ExecRequest& req, const RunCallbacks& cb);
+  // Ends the persistent bash/sh/node (init runs one program at a time); the next execute in it
+  // starts a fresh one and says `why` in an alert.
+  void StopRepl(const std::string& why);
   uint64_t RemainingLifetimeMs() const;
   void Touch(bool executed);
   void SetBusy(bool busy);
@@ -172,13 +182,19 @@ class Session {
 
   std::timed_mutex use_mu_;  // held for the whole of one operation
   std::atomic<bool> preempt_{false};    // a reset waits: the running execute ends as "reset"
-  std::atomic<bool> plain_run_{false};  // a program run by init (not the interpreter) is running
+  // A program run by init or a persistent bash/sh/node (not the zygote) is running.
+  std::atomic<bool> plain_run_{false};
   // An Execute holds the Use: the one operation a reset may kill the box under (it never replaces
   // box_, as a reset's new box or Close do).
   std::atomic<bool> executing_{false};
   std::unique_ptr<BoxSession> box_;
   std::unique_ptr<BoxRegistry::Lease> lease_;
   std::unique_ptr<PythonDriver> driver_;  // language python: the persistent interpreter
+  // bash/sh/node: the persistent shell or context, started by the first execute (declared after
+  // box_: it runs on it, and goes first). Why the last one was stopped, for the next execute.
+  const bool repl_supported_;
+  std::unique_ptr<ReplDriver> repl_;
+  std::string repl_lost_;
   // The zygote holds what Reset returns to: false once the interpreter was restarted mid-session
   // (its zygote took the files as they were then), true again after a new box or a Snapshot.
   bool baseline_ = false;
