@@ -16,6 +16,7 @@ std::string_view ForkImportSource();      // fork_import.py: has %PATH%
 std::string_view ForkServerSource();      // fork_server.py: the fork server's zygote
 std::string_view E2bCommandCellSource();  // e2b_command_cell.py: has ARGS
 std::string_view E2bCellErrorSource();    // e2b_cell_error.py
+std::string_view E2bEnvSource();          // e2b_env.py: has ARGS
 std::string_view AptInstallSource();      // apt_install.sh: build.apt's step
 std::string_view BuildReportSource();     // build_report.py: the built image's report
 std::string_view ShellDriverSource();     // shell_driver.sh: a bash/sh session's shell

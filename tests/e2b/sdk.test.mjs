@@ -89,7 +89,7 @@ test("a denied exec and a network attempt inside the box are our alerts in the a
   assert.match(JSON.stringify(rec), new RegExp(sbx.sandboxId), "the record names the sandbox's session");
 });
 
-test("files.write / read / list / makeDir / remove", async () => {
+test("files.write / read / list / makeDir / remove / rename", async () => {
   const info = await sbx.files.write("/tmp/work/notes/hello.txt", "hello from e2b");
   assert.equal(info.path, "/tmp/work/notes/hello.txt");
   assert.equal(await sbx.files.read("/tmp/work/notes/hello.txt"), "hello from e2b");
@@ -103,8 +103,13 @@ test("files.write / read / list / makeDir / remove", async () => {
   assert.equal(await sbx.files.exists("/tmp/work/a.txt"), true);
   await sbx.files.remove("/tmp/work/a.txt");
   assert.equal(await sbx.files.exists("/tmp/work/a.txt"), false);
+  // Move (filesystem.Filesystem/Move) by init's file worker; the SDK gets the new entry.
+  const moved = await sbx.files.rename("/tmp/work/b.txt", "/tmp/work/notes/b2.txt");
+  assert.equal(moved.path, "/tmp/work/notes/b2.txt");
+  assert.equal(moved.type, "file");
+  assert.equal(await sbx.files.exists("/tmp/work/b.txt"), false);
   // The program sees what the client wrote: one box.
-  const r = await sbx.commands.run("python3 -c \"print(open('/tmp/work/b.txt').read())\"");
+  const r = await sbx.commands.run("python3 -c \"print(open('/tmp/work/notes/b2.txt').read())\"");
   assert.equal(r.stdout, "BB\n");
 });
 

@@ -27,7 +27,7 @@ TEST(InboxSources, EachTextIsItsFileWithoutTheHeader) {
       {"one_shot_stage.py", OneShotStageSource()},  {"one_shot_prelude.py", OneShotPreludeSource()},
       {"fork_export.py", ForkExportSource()},
       {"fork_import.py", ForkImportSource()},       {"fork_server.py", ForkServerSource()},
-      {"e2b_command_cell.py", E2bCommandCellSource()},
+      {"e2b_command_cell.py", E2bCommandCellSource()}, {"e2b_env.py", E2bEnvSource()},
       {"e2b_cell_error.py", E2bCellErrorSource()},  {"apt_install.sh", AptInstallSource()},
       {"build_report.py", BuildReportSource()}};
   for (const auto& [name, text] : kTexts) {

@@ -14,8 +14,6 @@ using nlohmann::json;
 // an import runs may print too).
 constexpr std::string_view kReportMarker = "\x1elsb-fork ";
 
-constexpr const char* kCleanup = "import os\ntry:\n    os.unlink(%PATH%)\nexcept OSError:\n    pass\n";
-
 std::string WithPath(std::string_view code, const std::string& path) {
   std::string s(code);
   std::string lit = json(path).dump();  // a JSON string is a python string literal here (ASCII path)
@@ -86,7 +84,10 @@ Result<ForkExport> ExportForFork(Session& parent, const TreeLimits& tree, const 
     ex.trees.push_back(std::move(*a));
     ex.tars.push_back(std::move(t->tar));
   }
-  (void)RunSnippet(parent, WithPath(kCleanup, ex.state_path), "fork: cleanup");  // no report: an error, ignored
+  protocol::FileOp cleanup;  // by init's file worker; an error is ignored (the box's tmpfs goes with it)
+  cleanup.op = protocol::FileOpKind::kRemove;
+  cleanup.path = ex.state_path;
+  (void)parent.Files(cleanup);
   if (!copied.ok()) return copied.error();
   return ex;
 }

@@ -15,4 +15,11 @@ std::string CommandCellSource(const CommandCell& c) {
   return src;
 }
 
+std::string EnvCellSource(const nlohmann::json& env, bool report) {
+  nlohmann::json a = {{"env", env}, {"report", report}};
+  std::string src(inbox::E2bEnvSource());
+  src.replace(src.find("ARGS"), 4, Base64Encode(a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  return src;
+}
+
 }  // namespace lsb::server::e2b

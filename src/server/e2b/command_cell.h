@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace lsb::server::e2b {
 
 struct CommandCell {
@@ -25,5 +27,10 @@ struct CommandCell {
 };
 
 std::string CommandCellSource(const CommandCell& c);
+
+// A cell that sets `env` in the interpreter's os.environ (a null value removes the name), leaving
+// no name behind (src/inbox/e2b_env.py); with `report`, it first prints the values those names had
+// as a JSON object, which a later EnvCellSource puts back.
+std::string EnvCellSource(const nlohmann::json& env, bool report);
 
 }  // namespace lsb::server::e2b

@@ -9,6 +9,7 @@
 
 #include "base/base64.h"
 #include "policy/env_rules.h"
+#include "server/e2b/command_cell.h"
 #include "server/e2b/front_door.h"
 #include "server/execute_plan.h"
 #include "server/json_codec.h"
@@ -121,10 +122,7 @@ ApiOr<std::map<std::string, std::string>> EnvVars(const json& body, const Policy
 
 // Python that sets `env` in the interpreter's os.environ, leaving no name behind: run as part of
 // the session's setup, so a restarted interpreter (and a reset) has it again.
-std::string EnvSetup(const std::map<std::string, std::string>& env) {
-  return "if 1:\n    __import__('os').environ.update(__import__('json').loads(__import__('base64').b64decode('" +
-         Base64Encode(json(env).dump()) + "')))\n";
-}
+std::string EnvSetup(const std::map<std::string, std::string>& env) { return EnvCellSource(json(env), false); }
 
 ApiOr<json> Metadata(const json& body) {
   if (!body.contains("metadata") || body["metadata"].is_null()) return json::object();

@@ -15,6 +15,7 @@
 #include "inbox/inbox_sources.h"
 #include "policy/env_rules.h"
 #include "server/e2b/chunk_queue.h"
+#include "server/e2b/command_cell.h"
 #include "server/e2b/front_door.h"
 #include "server/e2b/session_run.h"
 
@@ -46,11 +47,6 @@ HttpResponse Refuse(const std::string& name, const std::string& why) {
 int64_t NowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string B64Json(const json& j) {
-  return "__import__('json').loads(__import__('base64').b64decode('" +
-         Base64Encode(j.dump(-1, ' ', false, json::error_handler_t::replace)) + "'))";
 }
 
 // A figure the interpreter rendered (rich_outputs: {image/png, text/plain "<Figure ...>"}) is a
@@ -146,8 +142,7 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req, Respons
     std::optional<ApiOr<ExecResult>> saved;
     if (!envs.empty()) {
       // The values before, printed for the restore; then the cell's own.
-      saved.emplace(RunHelper(ctx, s, "if 1:\n    __import__('sys').stdout.write(__import__('json').dumps({k: __import__('os').environ.get(k) for k in " +
-                                          B64Json(envs) + "}))\n    __import__('os').environ.update(" + B64Json(envs) + ")\n"));
+      saved.emplace(RunHelper(ctx, s, EnvCellSource(envs, true)));
     }
     if (saved && !saved->ok()) {
       queue.Push(Line(ErrorLine("SandboxError", "env_vars could not be set: " + saved->error().message)));
@@ -159,8 +154,7 @@ Reply Execute(ServerContext& ctx, SandboxTable& table, HttpRequest& req, Respons
       if (saved) {
         json before = json::parse((*saved)->stdout_data, nullptr, false);
         if (before.is_object())
-          (void)RunHelper(ctx, s, "if 1:\n    (lambda o, e: [e.pop(k, None) if v is None else e.__setitem__(k, v) for k, v in o.items()])(" +
-                                      B64Json(before) + ", __import__('os').environ)\n");
+          (void)RunHelper(ctx, s, EnvCellSource(before, false));
       }
       if (!r.ok()) {
         queue.Push(Line(ErrorLine("SandboxError", r.error().message)));
