@@ -241,8 +241,20 @@ Reply GetChanges(ServerContext& ctx, HttpRequest& req) {
     if (!d.ok()) return ErrorResponse(d.error());
     dir = *d;
   }
+  // ?ignore=a,b replaces the default list (__pycache__, *.pyc, .pytest_cache); ?ignore= drops it.
+  std::vector<std::string> ignore = sched::DefaultChangesIgnore();
+  if (req.query.count("ignore")) {
+    ignore.clear();
+    std::string list = req.Query("ignore");
+    for (size_t at = 0; at <= list.size();) {
+      size_t end = std::min(list.find(',', at), list.size());
+      if (end > at) ignore.push_back(list.substr(at, end - at));
+      at = end + 1;
+    }
+    if (ignore.size() > 32) return ErrorResponse(BadRequest("ignore: at most 32 patterns"));
+  }
   auto r = OnSession<json>(ctx, session, [&]() -> ApiOr<json> {
-    auto x = session.Changes(dir);
+    auto x = session.Changes(dir, ignore);
     if (x.ok()) return std::move(*x);
     if (x.error().code == ErrorCode::kInvalidArgument) return BadRequest(x.error().message);
     if (x.error().code == ErrorCode::kResourceExhausted) return ApiError{ApiCode::kPayloadTooLarge, x.error().message};

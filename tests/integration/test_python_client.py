@@ -333,6 +333,41 @@ class PythonClientTest(DaemonTestCase):
             one = c.execute(command=["python3", "-c", "print(open('/tmp/w/pkg/sub/mod.py').read())"],
                             files=[llm_sandbox.archive_entry("/tmp/w", src)])
             self.assertEqual(one["stdout"], "VALUE = 7\n\n", one)
+    def test_file_system_api_and_changes_in_a_bash_session(self):
+        # bash-tools allows no python: every file call is init's (docs/api.md "Files in every box").
+        with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as pristine:
+            for root in (src, pristine):
+                os.makedirs(os.path.join(root, "lib"))
+                with open(os.path.join(root, "lib", "a.txt"), "w") as f:
+                    f.write("one\n")
+            with self.client(policy="bash-tools").session(changes=True) as s:
+                s.upload_dir(src, "/tmp/proj")
+                r = s.execute("cd /tmp/proj && echo two >> lib/a.txt && X=kept")
+                self.assertEqual(r["status"], "ok", r)
+                s.mkdir("/tmp/proj/out/deep", parents=True)
+                s.upload("/tmp/proj/out/deep/r.txt", "report\n")
+                s.rename("/tmp/proj/out/deep/r.txt", "/tmp/proj/out/report.txt")
+                s.remove("/tmp/proj/out/deep")
+                listing = s.list_dir("/tmp/proj/out")
+                self.assertEqual([(e["name"], e["type"], e["size"]) for e in listing["entries"]],
+                                 [("report.txt", "file", 7)], listing)
+                self.assertEqual(s.stat("/tmp/proj/lib")["type"], "dir")
+                with self.assertRaises(llm_sandbox.NotFound):
+                    s.stat("/tmp/proj/nope")
+                self.assertEqual(s.execute("echo $X; pwd")["stdout"], "kept\n/tmp/proj\n")
+                # The file-system API's own calls are changes too; the upload is not.
+                ch = s.changes("/tmp/proj")
+                self.assertEqual({f["path"]: f["change"] for f in ch["files"]},
+                                 {"/tmp/proj/lib/a.txt": "modified", "/tmp/proj/out/report.txt": "renamed",
+                                  "/tmp/proj/out/deep": "deleted"}, ch)
+                ch = s.changes("/tmp/proj/lib")
+            patch = os.path.join(pristine, "p.patch")
+            with open(patch, "w") as f:
+                f.write(ch["patch"])
+            subprocess.run(["git", "apply", "../p.patch"], cwd=os.path.join(pristine, "lib"), check=True)
+            with open(os.path.join(pristine, "lib", "a.txt")) as f:
+                self.assertEqual(f.read(), "one\ntwo\n")
+
     def test_session_reset_returns_to_the_setup_and_snapshot_state(self):
         with self.client().session(language="python", setup="import decimal\nBASE = 1") as s:
             s.execute("kept = 2\nopen('/tmp/kept.txt', 'w').write('k')")

@@ -109,5 +109,21 @@ TEST(RichOutputs, EntriesAreCheckedAsHostile) {
   EXPECT_EQ(CheckedEntry(R"({"application/json": {"a": [1]}})", 1000)["application/json"]["a"][0], 1);
 }
 
+TEST(WithoutIgnored, DropsMatchingComponentsAndWhatIsUnderThemBelowTheRootOnly) {
+  Manifest m;
+  for (const char* p : {"/tmp/w/a.py", "/tmp/w/__pycache__", "/tmp/w/__pycache__/a.cpython-311.pyc",
+                        "/tmp/w/pkg/b.pyc", "/tmp/w/.pytest_cache/v/x", "/tmp/w/keep.pycx"})
+    m[p] = ManifestEntry{};
+  Manifest kept = WithoutIgnored(m, "/tmp/w", DefaultChangesIgnore());
+  std::vector<std::string> paths;
+  for (const auto& [p, _] : kept) paths.push_back(p);
+  EXPECT_EQ(paths, (std::vector<std::string>{"/tmp/w/a.py", "/tmp/w/keep.pycx"}));
+  // A root that itself matches is not a reason to drop everything under it.
+  Manifest under;
+  under["/tmp/__pycache__/x"] = ManifestEntry{};
+  EXPECT_EQ(WithoutIgnored(under, "/tmp/__pycache__", DefaultChangesIgnore()).size(), 1u);
+  EXPECT_EQ(WithoutIgnored(m, "/tmp/w", {}).size(), m.size());
+}
+
 }  // namespace
 }  // namespace lsb::sched

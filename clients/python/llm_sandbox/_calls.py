@@ -338,9 +338,9 @@ def batch_errors(results: Sequence[Any]) -> List[Optional[SandboxError]]:
 
 def create_session(*, policy: Optional[str], language: Optional[str],
                    idle_timeout: Optional[float], max_lifetime: Optional[float],
-                   base_timeout: float, setup: Optional[str] = None) -> Call:
+                   base_timeout: float, setup: Optional[str] = None, changes: bool = False) -> Call:
     body = _given(policy=policy, language=language, idle_timeout=idle_timeout,
-                  max_lifetime=max_lifetime, setup=setup)
+                  max_lifetime=max_lifetime, setup=setup, changes=True if changes else None)
     return _post_json("/v1/sessions", body, base_timeout, _new_session)
 
 
@@ -424,6 +424,44 @@ def download_archive(session_id: str, path: str, base_timeout: float) -> Call:
 def download(session_id: str, path: str, base_timeout: float) -> Call:
     return Call("GET", _file_path(session_id, path), accept="application/octet-stream",
                 http_timeout=base_timeout, parse=_raw)
+
+
+# --- the file-system API (docs/api.md "File-system API"): any language, no interpreter in the box
+
+def _fs(session_id: str, op: str, path: Optional[str] = None, **query: Any) -> str:
+    q = "" if path is None else f"?path={quote(path, safe='/')}"
+    for k, v in query.items():
+        if v is not None:
+            q += ("&" if q else "?") + f"{k}={quote(str(v), safe='')}"
+    return f"/v1/sessions/{_sid(session_id)}/fs/{op}{q}"
+
+
+def fs_list(session_id: str, path: str, limit: Optional[int], base_timeout: float) -> Call:
+    """GET .../fs/list: {"path", "entries": [...], "truncated", "total", "message"?}."""
+    return Call("GET", _fs(session_id, "list", path, limit=limit), http_timeout=base_timeout, parse=decode_json)
+
+
+def fs_stat(session_id: str, path: str, base_timeout: float) -> Call:
+    return Call("GET", _fs(session_id, "stat", path), http_timeout=base_timeout, parse=decode_json)
+
+
+def fs_mkdir(session_id: str, path: str, parents: bool, base_timeout: float) -> Call:
+    return _post_json(_fs(session_id, "mkdir"), {"path": path, "parents": bool(parents)}, base_timeout, decode_json)
+
+
+def fs_rename(session_id: str, src: str, dst: str, base_timeout: float) -> Call:
+    return _post_json(_fs(session_id, "rename"), {"from": src, "to": dst}, base_timeout, decode_json)
+
+
+def fs_remove(session_id: str, path: str, recursive: bool, base_timeout: float) -> Call:
+    return _post_json(_fs(session_id, "remove"), {"path": path, "recursive": bool(recursive)}, base_timeout,
+                      decode_json)
+
+
+def session_changes(session_id: str, path: Optional[str], base_timeout: float) -> Call:
+    """GET .../changes: the change set since creation (or the last upload), as an execute's."""
+    q = "" if not path else f"?path={quote(path, safe='/')}"
+    return Call("GET", f"/v1/sessions/{_sid(session_id)}/changes{q}", http_timeout=base_timeout, parse=decode_json)
 
 
 def policies(base_timeout: float) -> Call:

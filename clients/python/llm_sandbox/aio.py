@@ -236,6 +236,26 @@ class AsyncSession(SessionBase):
         return await self._client._run(
             _calls.download(self.session_id, path, self._client.timeout))
 
+    async def list_dir(self, path: str, *, limit: Optional[int] = None) -> Dict[str, Any]:
+        """See Session.list_dir."""
+        return await self._client._run(_calls.fs_list(self.session_id, path, limit, self._client.timeout))
+
+    async def stat(self, path: str) -> Dict[str, Any]:
+        return await self._client._run(_calls.fs_stat(self.session_id, path, self._client.timeout))
+
+    async def mkdir(self, path: str, *, parents: bool = False) -> Dict[str, Any]:
+        return await self._client._run(_calls.fs_mkdir(self.session_id, path, parents, self._client.timeout))
+
+    async def rename(self, src: str, dst: str) -> Dict[str, Any]:
+        return await self._client._run(_calls.fs_rename(self.session_id, src, dst, self._client.timeout))
+
+    async def remove(self, path: str, *, recursive: bool = False) -> Dict[str, Any]:
+        return await self._client._run(_calls.fs_remove(self.session_id, path, recursive, self._client.timeout))
+
+    async def changes(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """See Session.changes."""
+        return await self._client._run(_calls.session_changes(self.session_id, path, self._client.timeout))
+
     async def reset(self) -> Dict[str, Any]:
         """See Session.reset."""
         self._info = await self._client._run(
@@ -419,11 +439,11 @@ class AsyncSandboxClient(ClientBase):
     def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
                 idle_timeout: Optional[float] = None,
                 max_lifetime: Optional[float] = None,
-                setup: Optional[str] = None) -> _SessionStarter:
+                setup: Optional[str] = None, changes: bool = False) -> _SessionStarter:
         async def create() -> AsyncSession:
             return AsyncSession(self, await self._run(_calls.create_session(
                 policy=policy or self._policy, language=language, idle_timeout=idle_timeout,
-                max_lifetime=max_lifetime, base_timeout=self.timeout, setup=setup)))
+                max_lifetime=max_lifetime, base_timeout=self.timeout, setup=setup, changes=changes)))
         return _SessionStarter(create)
 
     async def attach_session(self, session_id: str) -> AsyncSession:

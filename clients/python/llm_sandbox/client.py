@@ -275,14 +275,16 @@ class SandboxClient(ClientBase):
 
     def session(self, *, language: Optional[str] = None, policy: Optional[str] = None,
                 idle_timeout: Optional[float] = None,
-                max_lifetime: Optional[float] = None, setup: Optional[str] = None) -> Session:
+                max_lifetime: Optional[float] = None, setup: Optional[str] = None,
+                changes: bool = False) -> Session:
         """Creates a session (one box kept for several executions). Use it with ``with`` so the
         box is released: ``with client.session(language="python") as s: s.execute("x = 1")``.
         ``setup`` (python) runs once when the interpreter starts; ``Session.reset()`` returns to
-        the state after it without running it again."""
+        the state after it without running it again. ``changes``: keep a baseline of the
+        writable dirs, so ``Session.changes()`` can give the change set as a patch."""
         return Session(self, self._run(_calls.create_session(
             policy=policy or self._policy, language=language, idle_timeout=idle_timeout,
-            max_lifetime=max_lifetime, base_timeout=self.timeout, setup=setup)))
+            max_lifetime=max_lifetime, base_timeout=self.timeout, setup=setup, changes=changes)))
 
     def attach_session(self, session_id: str) -> Session:
         """A Session object for an existing session id (e.g. created by another process)."""

@@ -79,6 +79,34 @@ class Session(SessionBase):
         """Reads a file from the box, byte for byte. Raises NotFound when it is absent."""
         return self._client._run(_calls.download(self.session_id, path, self._client.timeout))
 
+    def list_dir(self, path: str, *, limit: Optional[int] = None) -> Dict[str, Any]:
+        """A directory's entries by name (at most ``limit``, 1-2000): {"path", "entries": [{"name",
+        "type", "size", "mode", "mtime_ms", "target"?}], "truncated", "total", "message"?}. Carried
+        out in the box by init for any language; links are described, never followed."""
+        return self._client._run(_calls.fs_list(self.session_id, path, limit, self._client.timeout))
+
+    def stat(self, path: str) -> Dict[str, Any]:
+        """One entry ({"name", "path", "type", "size", "mode", "mtime_ms", "target"?}); NotFound when absent."""
+        return self._client._run(_calls.fs_stat(self.session_id, path, self._client.timeout))
+
+    def mkdir(self, path: str, *, parents: bool = False) -> Dict[str, Any]:
+        """Makes a directory inside the policy's writable dirs (``parents``: like mkdir -p)."""
+        return self._client._run(_calls.fs_mkdir(self.session_id, path, parents, self._client.timeout))
+
+    def rename(self, src: str, dst: str) -> Dict[str, Any]:
+        """Renames (moves) ``src`` to ``dst``, both inside the policy's writable dirs."""
+        return self._client._run(_calls.fs_rename(self.session_id, src, dst, self._client.timeout))
+
+    def remove(self, path: str, *, recursive: bool = False) -> Dict[str, Any]:
+        """Removes a file, a link, or a directory (empty, or with ``recursive``)."""
+        return self._client._run(_calls.fs_remove(self.session_id, path, recursive, self._client.timeout))
+
+    def changes(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """What changed under ``path`` (default: every writable dir) since the session was created
+        or last uploaded to, as {"root", "files", "patch", ...}: the patch applies with `git apply`.
+        The session must be created with ``changes=True``."""
+        return self._client._run(_calls.session_changes(self.session_id, path, self._client.timeout))
+
     def reset(self) -> Dict[str, Any]:
         """Returns the session to its state right after creation (or the last snapshot()): a
         fresh interpreter with the setup's imports, the tmpfs files put back, no process of the

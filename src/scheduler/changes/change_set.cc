@@ -1,5 +1,8 @@
 #include "scheduler/changes/change_set.h"
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -220,6 +223,23 @@ Result<Manifest> ManifestFromBox(BoxSession& box, const std::vector<std::string>
     m[rec.path] = std::move(e);
   }
   return m;
+}
+
+Manifest WithoutIgnored(const Manifest& m, const std::string& root, const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return m;
+  const size_t skip = root == "/" ? 1 : root.size() + 1;
+  Manifest out;
+  for (const auto& [path, e] : m) {
+    bool ignored = false;
+    for (size_t at = std::min(skip, path.size()); at < path.size() && !ignored;) {
+      size_t end = path.find('/', at);
+      const std::string part = path.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      for (const auto& p : patterns) ignored = ignored || ::fnmatch(p.c_str(), part.c_str(), FNM_PERIOD) == 0;
+      at = end == std::string::npos ? path.size() : end + 1;
+    }
+    if (!ignored) out.emplace(path, e);
+  }
+  return out;
 }
 
 json DiffManifests(const Manifest& before, const Manifest& after, const std::string& root, const ChangesLimits& limits) {

@@ -44,6 +44,16 @@ using Manifest = std::map<std::string, ManifestEntry>;  // absolute path -> entr
 // counts within the limits). kResourceExhausted past max_entries.
 Result<Manifest> ManifestFromBox(BoxSession& box, const std::vector<std::string>& roots, const ChangesLimits& limits);
 
+// What a session's change set leaves out unless asked otherwise: Python's bytecode caches and
+// pytest's cache, which a program makes as it runs and nobody wants in a patch.
+inline const std::vector<std::string>& DefaultChangesIgnore() {
+  static const std::vector<std::string> v{"__pycache__", "*.pyc", ".pytest_cache"};
+  return v;
+}
+// `m` without the entries any of whose path components below `root` matches one of `patterns`
+// (fnmatch, no FNM_PATHNAME: a pattern names one component), and without what lies under them.
+Manifest WithoutIgnored(const Manifest& m, const std::string& root, const std::vector<std::string>& patterns);
+
 // The change set between two manifests as the result's "changes" object: {root, files: [...],
 // patch, truncated}. `root` is the directory the patch's paths are relative to ("/" for all the
 // writable paths).

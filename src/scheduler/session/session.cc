@@ -128,7 +128,28 @@ void Session::TakeChangesBase() {
   else changes_error_ = m.error().message;
 }
 
-Result<nlohmann::json> Session::Changes(const std::string& dir) {
+void Session::AbsorbUpload(const std::vector<std::string>& paths) {
+  if (!config_.changes || !changes_base_) return;
+  auto box = LiveBox();
+  auto now = box.ok() ? ManifestFromBox(**box, WritableDirs(policy_), ChangesLimits{}) : Result<Manifest>(box.error());
+  if (!now.ok()) {
+    changes_base_.reset();  // no honest baseline is left: Changes says why
+    changes_error_ = "after an upload: " + now.error().message;
+    return;
+  }
+  // The uploaded paths, and the directories the upload made on the way, now count as they are;
+  // what the programs changed before stays a change.
+  for (const std::string& p : paths) {
+    for (size_t at = p.find('/', 1); at != std::string::npos; at = p.find('/', at + 1)) {
+      std::string dir = p.substr(0, at);
+      if (!changes_base_->count(dir) && now->count(dir)) (*changes_base_)[dir] = now->at(dir);
+    }
+    if (auto it = now->find(p); it != now->end()) (*changes_base_)[p] = it->second;
+    else changes_base_->erase(p);
+  }
+}
+
+Result<nlohmann::json> Session::Changes(const std::string& dir, const std::vector<std::string>& ignore) {
   if (!config_.changes)
     return Error{ErrorCode::kInvalidArgument,
                  "changes: this session keeps no baseline; create it with \"changes\": true (POST /v1/sessions)"};
@@ -144,7 +165,8 @@ Result<nlohmann::json> Session::Changes(const std::string& dir) {
     bool inside = dir.empty() || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
     if (inside) before.emplace(path, e);
   }
-  return DiffManifests(before, *now, dir.empty() ? "/" : dir, ChangesLimits{});
+  const std::string root = dir.empty() ? "/" : dir;
+  return DiffManifests(WithoutIgnored(before, root, ignore), WithoutIgnored(*now, root, ignore), root, ChangesLimits{});
 }
 
 Status Session::StartDriver() {
@@ -318,7 +340,7 @@ Result<FileCall> Session::PutFile(const std::string& path, const std::string& da
   Touch(false);
   LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
   auto r = WriteBoxFile(*box, path, data);
-  if (r.ok() && r->reply.status == protocol::FileStatus::kOk) TakeChangesBase();  // an upload is no change
+  if (r.ok() && r->reply.status == protocol::FileStatus::kOk) AbsorbUpload({path});  // an upload is no change
   Touch(false);
   return r;
 }
@@ -335,7 +357,11 @@ Status Session::PutArchive(const UnpackedArchive& archive) {
   Touch(false);
   LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
   Status s = UnpackIntoBox(*box, archive);
-  if (s.ok()) TakeChangesBase();  // an upload is no change
+  if (s.ok()) {  // an upload is no change
+    std::vector<std::string> paths;
+    for (const auto& item : archive.items) paths.push_back(item.path);
+    AbsorbUpload(paths);
+  }
   Touch(false);
   return s;
 }

@@ -40,7 +40,7 @@ struct SessionConfig {
   // a reset comes back to the state after it without running it again. Python sessions only.
   std::string setup;
   // Change sets for the session (GET /v1/sessions/{id}/changes): a manifest of the writable dirs
-  // is taken when the box opens and again after each upload (PUT files, PUT archive).
+  // is taken when the box opens; an upload updates it for the paths it wrote (AbsorbUpload).
   bool changes = false;
 };
 
@@ -122,9 +122,10 @@ class Session {
   // An archive checked on the host (archive_in.h) written under its target.
   Status PutArchive(const UnpackedArchive& archive);
   Result<TreeArchive> GetTree(const std::string& dir, const TreeLimits& limits);
-  // What changed under `dir` ("" = every writable dir) since the box opened or the last upload,
+  // What changed under `dir` ("" = every writable dir) since the box opened (uploads are not changes),
   // as an execute's "changes" object (change_set.h). kInvalidArgument without config.changes.
-  Result<nlohmann::json> Changes(const std::string& dir);
+  // Entries with a path component matching one of `ignore` (DefaultChangesIgnore) are left out.
+  Result<nlohmann::json> Changes(const std::string& dir, const std::vector<std::string>& ignore = DefaultChangesIgnore());
   // Back to the state after creation (or the last Snapshot): a fresh interpreter forked from the
   // zygote with the files put back and every process of the episode gone; a new box when that
   // cannot be done (a plain-run session, an interpreter that died since, a failed restore).
@@ -202,6 +203,10 @@ class Session {
   std::optional<Manifest> changes_base_;
   std::string changes_error_;
   void TakeChangesBase();
+  // After an upload of `paths`: their entries (and the directories made for them) in the baseline
+  // become what the box holds now; every other entry keeps its baseline, so what programs
+  // changed before the upload is still reported.
+  void AbsorbUpload(const std::vector<std::string>& paths);
   std::optional<ExecResult> setup_result_;
 
   mutable std::mutex info_mu_;
