@@ -262,6 +262,7 @@ export class SandboxClient {
     if (opts.idle_timeout !== undefined) body.idle_timeout = opts.idle_timeout;
     if (opts.max_lifetime !== undefined) body.max_lifetime = opts.max_lifetime;
     if (opts.setup !== undefined) body.setup = opts.setup;
+    if (opts.changes) body.changes = true;
     const info = await this.transport.json<SessionInfo>({
       method: "POST", path: "/v1/sessions", json: body, timeoutMs: httpTimeoutMs(this.timeout),
     });

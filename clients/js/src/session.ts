@@ -9,7 +9,9 @@ import { fileQuery, httpTimeoutMs, segment } from "./body.js";
 import { NotFound } from "./errors.js";
 import { readBytes, type Transport } from "./http.js";
 import type { PolicyTimeouts } from "./timeouts.js";
-import type { ExecResult, SessionExecuteOptions, SessionInfo, SessionResetInfo } from "./types.js";
+import type {
+  ChangeSet, ExecResult, FsEntry, FsListing, SessionExecuteOptions, SessionInfo, SessionResetInfo,
+} from "./types.js";
 import { packDir, unpackTar } from "./workspace.js";
 
 /** The answer of PUT /v1/sessions/{id}/archive. */
@@ -95,6 +97,61 @@ export class Session {
   /** Reads a file and decodes it as UTF-8. */
   async downloadText(path: string): Promise<string> {
     return new TextDecoder().decode(await this.download(path));
+  }
+
+  /**
+   * A directory's entries by name, at most `limit` (1-2000), carried out in the box by init for
+   * any language; a link is described, never followed.
+   */
+  listDir(path: string, opts: { limit?: number } = {}): Promise<FsListing> {
+    const limit = opts.limit !== undefined ? `&limit=${opts.limit}` : "";
+    return this.transport.json({
+      method: "GET", path: `${this.base}/fs/list?path=${fileQuery(path)}${limit}`,
+      timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+  }
+
+  /** One entry (a link described, not followed). Throws NotFound when absent. */
+  stat(path: string): Promise<FsEntry> {
+    return this.transport.json({
+      method: "GET", path: `${this.base}/fs/stat?path=${fileQuery(path)}`, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+  }
+
+  /** Makes a directory inside the policy's writable dirs (`parents`: like mkdir -p). */
+  mkdir(path: string, opts: { parents?: boolean } = {}): Promise<{ path: string }> {
+    return this.fsCall("mkdir", { path, parents: opts.parents ?? false });
+  }
+
+  /** Renames (moves) `from` to `to`, both inside the policy's writable dirs. */
+  rename(from: string, to: string): Promise<{ from: string; to: string }> {
+    return this.fsCall("rename", { from, to });
+  }
+
+  /** Removes a file, a link, or a directory (empty, or with `recursive`). */
+  remove(path: string, opts: { recursive?: boolean } = {}): Promise<{ path: string; removed: boolean }> {
+    return this.fsCall("remove", { path, recursive: opts.recursive ?? false });
+  }
+
+  /**
+   * What changed under `path` (default: every writable dir) since the session was created, as a
+   * change set whose `patch` applies with `git apply`. The session must be created with
+   * `changes: true`; `ignore` replaces the default (__pycache__, *.pyc, .pytest_cache).
+   */
+  changes(path?: string, opts: { ignore?: readonly string[] } = {}): Promise<ChangeSet> {
+    const q: string[] = [];
+    if (path !== undefined) q.push(`path=${fileQuery(path)}`);
+    if (opts.ignore !== undefined) q.push(`ignore=${encodeURIComponent(opts.ignore.join(","))}`);
+    return this.transport.json({
+      method: "GET", path: `${this.base}/changes${q.length ? "?" + q.join("&") : ""}`,
+      timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
+  }
+
+  private fsCall<T>(op: string, body: Record<string, unknown>): Promise<T> {
+    return this.transport.json<T>({
+      method: "POST", path: `${this.base}/fs/${op}`, json: body, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
+    });
   }
 
   /**

@@ -125,6 +125,39 @@ export interface SessionOptions {
   max_lifetime?: number;
   /** Python run once when the interpreter starts; `Session.reset()` returns to the state after it. */
   setup?: string;
+  /** Keep a baseline of the writable dirs so `Session.changes()` can return the change set. */
+  changes?: boolean;
+}
+
+/** One entry of the file-system API (docs/api.md "File-system API"). */
+export interface FsEntry {
+  name: string;
+  path?: string;
+  type: "file" | "dir" | "symlink" | "fifo" | "socket" | "char" | "block";
+  size: number;
+  /** Permission bits (07777). */
+  mode: number;
+  mtime_ms: number;
+  /** A symlink's target (never followed). */
+  target?: string;
+}
+
+/** GET /v1/sessions/{id}/fs/list. */
+export interface FsListing {
+  path: string;
+  entries: FsEntry[];
+  truncated: boolean;
+  total: number;
+  message?: string;
+}
+
+/** A change set (docs/api.md "Change sets"): what changed, and a patch `git apply` takes. */
+export interface ChangeSet {
+  root: string;
+  files: Array<{ path: string; change: string; kind: string; [key: string]: unknown }>;
+  patch: string;
+  complete?: boolean;
+  [key: string]: unknown;
 }
 
 export interface SessionInfo {

@@ -227,6 +227,25 @@ describe("sessions", () => {
     assert.equal(one.stdout, "VALUE = 7\n", JSON.stringify(one));
   });
 
+  test("the file-system API and changes() in a node session (no python in the box)", async () => {
+    await client.withSession(async (s) => {
+      await s.upload("/tmp/p/a.txt", "one\n");
+      const r = await s.execute("require('fs').appendFileSync('/tmp/p/a.txt', 'two\\n'); globalThis.kept = 7;");
+      assert.equal(r.status, "ok", JSON.stringify(r));
+      const ch = await s.changes("/tmp/p");
+      assert.deepEqual(ch.files.map((f) => [f.path, f.change]), [["/tmp/p/a.txt", "modified"]], JSON.stringify(ch));
+      assert.match(ch.patch, /\+two/);
+      await s.mkdir("/tmp/p/d/e", { parents: true });
+      await s.rename("/tmp/p/a.txt", "/tmp/p/d/b.txt");
+      const listing = await s.listDir("/tmp/p/d");
+      assert.deepEqual(listing.entries.map((e) => [e.name, e.type]), [["b.txt", "file"], ["e", "dir"]]);
+      assert.equal((await s.stat("/tmp/p/d/b.txt")).size, 8);
+      await s.remove("/tmp/p/d/e");
+      await assert.rejects(s.stat("/tmp/p/d/e"), NotFound);
+      assert.equal((await s.execute("console.log(kept)")).stdout, "7\n");
+    }, { policy: "node", changes: true });
+  });
+
   test("a path outside the policy's tmpfs is a BadRequest", async () => {
     await client.withSession(async (s) => {
       await assert.rejects(s.upload("/etc/passwd", "x"), BadRequest);
