@@ -35,6 +35,19 @@ int LoadFilter(const sock_filter* prog, unsigned short len, bool new_listener) {
 
 }  // namespace
 
+const char* TakeProgramIds(uint32_t uid, uint32_t gid) {
+  if (::getuid() != uid || ::getgid() != gid) {
+    if (::setgroups(0, nullptr) != 0) return "setgroups";
+    if (::setresgid(gid, gid, gid) != 0) return "setresgid";
+    if (::setresuid(uid, uid, uid) != 0) return "setresuid";
+  }
+  if (::getuid() == 0 || ::geteuid() == 0) {
+    errno = EPERM;
+    return "refusing to run the program as uid 0";
+  }
+  return nullptr;
+}
+
 const char* ConfineSelf(const ConfineParams& p) {
   const int handoff = static_cast<int>(p.nofile);
   ResetSignals();  // ignored dispositions survive execve
@@ -56,15 +69,7 @@ const char* ConfineSelf(const ConfineParams& p) {
   if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0) return "setrlimit FSIZE";
   if (::setrlimit(RLIMIT_CORE, &core) != 0) return "setrlimit CORE";
 
-  if (::getuid() != p.uid || ::getgid() != p.gid) {
-    if (::setgroups(0, nullptr) != 0) return "setgroups";
-    if (::setresgid(p.gid, p.gid, p.gid) != 0) return "setresgid";
-    if (::setresuid(p.uid, p.uid, p.uid) != 0) return "setresuid";
-  }
-  if (::getuid() == 0 || ::geteuid() == 0) {
-    errno = EPERM;
-    return "refusing to run the program as uid 0";
-  }
+  if (const char* step = TakeProgramIds(p.uid, p.gid)) return step;
   if (p.dumpable && ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return "PR_SET_DUMPABLE";
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return "PR_SET_NO_NEW_PRIVS";
   if (p.ruleset_fd >= 0 && ::syscall(SYS_landlock_restrict_self, p.ruleset_fd, 0) != 0) return "landlock_restrict_self";

@@ -34,4 +34,9 @@ struct ConfineParams {
 // confined and the listener handed to init on fd `nofile` as an 'L' message.
 const char* ConfineSelf(const ConfineParams& p);
 
+// The program's ids for good: no supplementary groups, then gid and uid (real, effective, saved),
+// refusing to go on as uid 0. Which step failed (errno set), or nullptr. Shared with init's file
+// worker (file_worker.h), which runs as the program does.
+const char* TakeProgramIds(uint32_t uid, uint32_t gid);
+
 }  // namespace lsb::init

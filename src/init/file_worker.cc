@@ -1,7 +1,6 @@
 #include "init/file_worker.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -16,6 +15,7 @@
 
 #include "base/reset_signals.h"
 #include "base/unique_fd.h"
+#include "init/confine.h"
 #include "init/file_ops.h"
 #include "init/run_loop.h"
 #include "init/seccomp_filter.h"
@@ -42,15 +42,7 @@ const char* ConfineWorker(const WorkerIdentity& who) {
     (void)!::write(oom, "1000", 4);  // the worker goes before init at the memory limit
     ::close(oom);
   }
-  if (::getuid() != who.uid || ::getgid() != who.gid) {
-    if (::setgroups(0, nullptr) != 0) return "setgroups";
-    if (::setresgid(who.gid, who.gid, who.gid) != 0) return "setresgid";
-    if (::setresuid(who.uid, who.uid, who.uid) != 0) return "setresuid";
-  }
-  if (::getuid() == 0 || ::geteuid() == 0) {
-    errno = EPERM;
-    return "refusing to serve files as uid 0";
-  }
+  if (const char* step = TakeProgramIds(who.uid, who.gid)) return step;
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return "PR_SET_DUMPABLE";
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return "PR_SET_NO_NEW_PRIVS";
   if (who.ruleset_fd >= 0 && ::syscall(SYS_landlock_restrict_self, who.ruleset_fd, 0) != 0)

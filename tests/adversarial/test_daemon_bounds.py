@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 import uuid
 
@@ -180,6 +181,20 @@ class Daemon:
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
+
+    def call(self, method, path, data=None, json_body=None, timeout=120):
+        """(status, body) of one request, an HTTP error included; raw `data` or a JSON body."""
+        headers = {}
+        if json_body is not None:
+            data, headers["Content-Type"] = json.dumps(json_body).encode(), "application/json"
+        elif data is not None:
+            headers["Content-Type"] = "application/octet-stream"
+        req = urllib.request.Request(self.url(path), data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
 
     def post(self, path, body, timeout=300):
         req = urllib.request.Request(self.url(path), data=json.dumps(body).encode(),

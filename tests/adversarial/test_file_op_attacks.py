@@ -23,8 +23,6 @@ import sys
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -63,17 +61,7 @@ class FileOpAttacks:
         cls.addClassCleanup(cls.d.stop)
 
     def call(self, method, path, data=None, json_body=None, timeout=120):
-        headers = {}
-        if json_body is not None:
-            data, headers["Content-Type"] = json.dumps(json_body).encode(), "application/json"
-        elif data is not None:
-            headers["Content-Type"] = "application/octet-stream"
-        req = urllib.request.Request(self.d.url(path), data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
+        return self.d.call(method, path, data, json_body, timeout)
 
     def session(self, **body):
         code, out = self.call("POST", "/v1/sessions", json_body={"language": "python", **body})

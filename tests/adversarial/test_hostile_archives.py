@@ -23,8 +23,6 @@ import os
 import sys
 import tarfile
 import unittest
-import urllib.error
-import urllib.request
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -102,17 +100,7 @@ class HostileArchives:
         cls.sid = json.loads(cls.d.post("/v1/sessions", {"language": "python"}))["session_id"]
 
     def call(self, method, path, data=None, json_body=None):
-        headers = {}
-        if json_body is not None:
-            data, headers["Content-Type"] = json.dumps(json_body).encode(), "application/json"
-        elif data is not None:
-            headers["Content-Type"] = "application/octet-stream"
-        req = urllib.request.Request(self.d.url(path), data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
+        return self.d.call(method, path, data, json_body)
 
     def test_every_hostile_archive_is_refused_naming_its_entry_and_writes_nothing(self):
         for cid, data, status, words in CASES:
