@@ -218,7 +218,8 @@ Result<std::string> ReadAtMost(int fd, const std::string& path, uint64_t limit) 
     if (n < 0) return PathError(path, errno);
     if (n == 0) return data;
     data.append(buf, static_cast<size_t>(n));
-    if (data.size() > limit) return Error{path + ": the file grew past the limit of " + std::to_string(limit) + " bytes", EFBIG};
+    if (data.size() > limit)
+      return Error{path + ": the file grew past the limit of " + std::to_string(limit) + " bytes", EFBIG};
   }
 }
 
@@ -228,8 +229,10 @@ Status WriteFromInput(const std::string& path, InputReader& in, uint64_t n, bool
   struct stat before;  // a FIFO or a device is named as such (opening one for writing could block)
   if (::fstatat(p.dir.get(), p.name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(before.st_mode) &&
       !S_ISLNK(before.st_mode))
-    return Error{path + ": not a regular file (a " + TypeOf(before.st_mode) + ")", S_ISDIR(before.st_mode) ? EISDIR : EINVAL};
-  UniqueFd fd(::openat(p.dir.get(), p.name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode));
+    return Error{path + ": not a regular file (a " + TypeOf(before.st_mode) + ")",
+                 S_ISDIR(before.st_mode) ? EISDIR : EINVAL};
+  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  UniqueFd fd(::openat(p.dir.get(), p.name.c_str(), flags, mode));
   if (!fd) return PathError(path, errno);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return PathError(path, errno);

@@ -139,7 +139,8 @@ FileReply BrokenReply(const Relay& r, const FileOp& op, int wait_status) {
   FileReply f;
   f.status = FileStatus::kFailed;
   if (r.timed_out) {
-    f.message = std::string(protocol::Name(op.op)) + " " + op.path + ": timed out after " + std::to_string(op.timeout_ms) + " ms";
+    f.message = std::string(protocol::Name(op.op)) + " " + op.path + ": timed out after " +
+                std::to_string(op.timeout_ms) + " ms";
   } else if (r.over_cap) {
     f.status = FileStatus::kTooLarge;
     f.message = std::string(protocol::Name(op.op)) + " " + op.path + ": the reply passed its bound of " +

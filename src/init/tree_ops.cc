@@ -169,7 +169,8 @@ Status ManifestRecord(const FileOp& op, int dfd, const Named& n, const std::stri
     std::string t = k > 0 ? std::string(target, static_cast<size_t>(k)) : "";
     return out.Record('l', path, std::string(mode) + " " + std::to_string(t.size()) + " " + Hex(Sha256(t)) + "\n" + t);
   }
-  UniqueFd fd(S_ISREG(n.st.st_mode) ? ::openat(dfd, n.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1);
+  const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  UniqueFd fd(S_ISREG(n.st.st_mode) ? ::openat(dfd, n.name.c_str(), flags) : -1);
   if (!fd) return out.Record('o', path, std::string(mode) + " 0 -\n");
   Sha256Hasher h;
   std::string kept;

@@ -98,7 +98,8 @@ Status UnpackIntoBox(BoxSession& box, const UnpackedArchive& archive) {
     LSB_ASSIGN_OR_RETURN(FileCall r, CallFileOp(box, op, msg));
     if (r.reply.status != FileStatus::kOk)
       return Error{ErrorCode::kInvalidArgument, "the archive could not be unpacked in the box: " +
-                                                    r.reply.message.substr(0, 1000) + " (entries before it were written)"};
+                                                    r.reply.message.substr(0, 1000) +
+                                                    " (entries before it were written)"};
   }
   return OkStatus();
 }
@@ -167,7 +168,8 @@ Result<TreeArchive> TreeFromBox(BoxSession& box, const std::string& dir, const T
       case 'd': tar.Dir(name); ++out.dirs; break;
       case 'f':
       case 'x':
-        if ((out.bytes += rec.data.size()) > limits.max_bytes) return Error{"the box's file worker sent more bytes than asked for"};
+        if ((out.bytes += rec.data.size()) > limits.max_bytes)
+          return Error{"the box's file worker sent more bytes than asked for"};
         tar.File(name, rec.data, rec.kind == 'x');
         ++out.files;
         break;

@@ -71,10 +71,12 @@ Reply List(ServerContext& ctx, HttpRequest& req) {
   op.path = *path;
   op.max_entries = protocol::kMaxListEntries;
   if (std::string limit = req.Query("limit"); !limit.empty()) {
-    uint64_t n = 0;
-    if (limit.find_first_not_of("0123456789") != std::string::npos || limit.size() > 6 || (n = std::stoull(limit)) == 0 ||
-        n > protocol::kMaxListEntries)
-      return ErrorResponse(BadRequest("limit: a number of entries from 1 to " + std::to_string(protocol::kMaxListEntries)));
+    const bool digits =
+        !limit.empty() && limit.size() <= 6 && limit.find_first_not_of("0123456789") == std::string::npos;
+    const uint64_t n = digits ? std::stoull(limit) : 0;
+    if (n == 0 || n > protocol::kMaxListEntries)
+      return ErrorResponse(
+          BadRequest("limit: a number of entries from 1 to " + std::to_string(protocol::kMaxListEntries)));
     op.max_entries = n;
   }
   auto r = Call(ctx, **s, op);
@@ -155,11 +157,16 @@ Reply Remove(ServerContext& ctx, HttpRequest& req) {
 }  // namespace
 
 void AddSessionFsRoutes(Router& router, ServerContext& ctx) {
-  router.Add("GET", "/v1/sessions/{id}/fs/list", [&ctx](HttpRequest& req, ResponseStream&) { return List(ctx, req); });
-  router.Add("GET", "/v1/sessions/{id}/fs/stat", [&ctx](HttpRequest& req, ResponseStream&) { return Stat(ctx, req); });
-  router.Add("POST", "/v1/sessions/{id}/fs/mkdir", [&ctx](HttpRequest& req, ResponseStream&) { return Mkdir(ctx, req); });
-  router.Add("POST", "/v1/sessions/{id}/fs/rename", [&ctx](HttpRequest& req, ResponseStream&) { return Rename(ctx, req); });
-  router.Add("POST", "/v1/sessions/{id}/fs/remove", [&ctx](HttpRequest& req, ResponseStream&) { return Remove(ctx, req); });
+  const std::pair<const char*, Reply (*)(ServerContext&, HttpRequest&)> routes[] = {
+      {"GET /fs/list", List}, {"GET /fs/stat", Stat}, {"POST /fs/mkdir", Mkdir},
+      {"POST /fs/rename", Rename}, {"POST /fs/remove", Remove}};
+  for (const auto& [route, handler] : routes) {
+    const std::string r = route;
+    const size_t space = r.find(' ');
+    auto h = handler;
+    router.Add(r.substr(0, space), "/v1/sessions/{id}" + r.substr(space + 1),
+               [&ctx, h](HttpRequest& req, ResponseStream&) { return h(ctx, req); });
+  }
 }
 
 }  // namespace lsb::server

@@ -46,11 +46,14 @@ json EntryInfo(const protocol::FileEntry& e, const std::string& path) {
 
 RpcError FsError(const protocol::FileReply& r, const std::string& path) {
   switch (r.status) {
-    case FileStatus::kNotFound: return {RpcCode::kNotFound, path + " does not exist in the sandbox (" + r.message + ")"};
-    case FileStatus::kNotADirectory: return {RpcCode::kInvalidArgument, path + " is not a directory (" + r.message + ")"};
+    case FileStatus::kNotFound:
+      return {RpcCode::kNotFound, path + " does not exist in the sandbox (" + r.message + ")"};
+    case FileStatus::kNotADirectory:
+      return {RpcCode::kInvalidArgument, path + " is not a directory (" + r.message + ")"};
     case FileStatus::kExists: return {RpcCode::kAlreadyExists, path + " already exists"};
     case FileStatus::kDenied:
-      return {RpcCode::kPermissionDenied, path + ": " + r.message + " (outside the policy's writable dirs, or read-only)"};
+      return {RpcCode::kPermissionDenied,
+              path + ": " + r.message + " (outside the policy's writable dirs, or read-only)"};
     case FileStatus::kTooLarge: return {RpcCode::kResourceExhausted, r.message};
     case FileStatus::kInvalid:
     case FileStatus::kIsADirectory:
