@@ -33,7 +33,9 @@ constexpr uint64_t kMaxOpTimeoutMs = 10 * 60 * 1000;
 
 // In the child: the program's confinement, in its order (confine.cc), without the program's
 // stdio, hand-off socket and watch. Returns the step that failed (errno set) or nullptr.
-const char* ConfineWorker(const WorkerIdentity& who) {
+}  // namespace
+
+const char* ConfineFileWorker(const WorkerIdentity& who) {
   ResetSignals();
   rlimit nofile{64, 64}, core{0, 0};
   if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0 || ::setrlimit(RLIMIT_CORE, &core) != 0) return "setrlimit";
@@ -55,10 +57,12 @@ const char* ConfineWorker(const WorkerIdentity& who) {
   return nullptr;
 }
 
+namespace {
+
 [[noreturn]] void WorkerMain(const FileOp& op, const WorkerIdentity& who, int in, int out) {
   if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0) ::_exit(1);  // init then says it ended without a reply
   ReplyWriter reply(1);
-  if (const char* step = ConfineWorker(who)) {
+  if (const char* step = ConfineFileWorker(who)) {
     FileReply r{FileStatus::kFailed, std::string("the file worker could not be confined (") + step + "): " +
                                          std::strerror(errno), errno, {}, false, 0};
     (void)reply.Finish(r);
@@ -155,9 +159,10 @@ FileReply BrokenReply(const Relay& r, const FileOp& op, int wait_status) {
   return f;
 }
 
-// The kFileData frames of the op, into the worker (or dropped once it stopped reading).
+// The kFileData frames of the op, into the worker (or dropped once it stopped reading, or when
+// there is none: `in` -1).
 Status CopyInput(Stream& stream, const FileOp& op, int in, uint64_t deadline, bool* ok) {
-  *ok = true;
+  *ok = in >= 0;
   for (uint64_t left = op.data_bytes; left > 0;) {
     LSB_ASSIGN_OR_RETURN(protocol::Frame f, stream.Read());
     if (f.type != FrameType::kFileData || f.payload.size() > left) {
@@ -181,13 +186,22 @@ Status ServeFileOp(Stream& stream, const std::string& payload, const WorkerIdent
     return Error{std::string("protocol: bad FileOp: ") + e.what()};
   }
   const uint64_t deadline = MonotonicMs() + std::min<uint64_t>(op.timeout_ms ? op.timeout_ms : 1, kMaxOpTimeoutMs);
+  // No worker (the box at its pids or descriptor limit: the program's doing): the op fails, the
+  // stream and the box go on.
+  auto no_worker = [&](const char* what) -> Status {
+    const int err = errno;
+    bool unused = false;
+    LSB_TRY(CopyInput(stream, op, -1, deadline, &unused));
+    FileReply r{FileStatus::kFailed, std::string(what) + ": " + std::strerror(err), err, {}, false, 0};
+    return stream.SendJson(FrameType::kFileReply, r);
+  };
   int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return Error::FromErrno("pipe for the file worker");
+  if (::pipe2(in, O_CLOEXEC) != 0) return no_worker("no pipe for the file worker");
   UniqueFd in_r(in[0]), in_w(in[1]);
-  if (::pipe2(out, O_CLOEXEC) != 0) return Error::FromErrno("pipe for the file worker");
+  if (::pipe2(out, O_CLOEXEC) != 0) return no_worker("no pipe for the file worker");
   UniqueFd out_r(out[0]), out_w(out[1]);
   pid_t pid = ::fork();
-  if (pid < 0) return Error::FromErrno("fork the file worker");
+  if (pid < 0) return no_worker("the file worker could not be started (the box's process limit?)");
   if (pid == 0) WorkerMain(op, who, in_r.get(), out_w.get());
   in_r.reset();
   out_w.reset();

@@ -30,6 +30,10 @@ struct WorkerIdentity {
   const std::vector<sock_filter>* escape = nullptr;  // null: none (the accepted weaker mode)
 };
 
+// In a fresh child of init: the confinement of the file worker (and of the file watcher,
+// file_watch.h). Which step failed (errno set), or nullptr.
+const char* ConfineFileWorker(const WorkerIdentity& who);
+
 // Serves the kFileOp whose payload is `payload` (its kFileData frames still on `stream`). An error
 // only when the stream broke (Error::Eof() when the host went away); the op's own failures are
 // kFileReply answers.

@@ -171,6 +171,7 @@ RunLoop::PollSet RunLoop::BuildPollSet() {
   ps.sig = ps.Add(sigfd_, POLLIN);
   ps.timer = out_.exited ? -1 : ps.Add(timer_.get(), POLLIN);
   ps.to_stdin = stdin_pending_.empty() ? -1 : ps.Add(child_.stdin_w.get(), POLLOUT);
+  ps.side = watch_files_ ? ps.Add(watch_files_->fd(), POLLIN) : -1;
   return ps;
 }
 
@@ -212,6 +213,7 @@ Status RunLoop::Dispatch(const PollSet& ps) {
   }
   if (ps.Ready(ps.timer)) OnTimer();
   if (ps.Ready(ps.to_stdin)) OnStdinWritable();
+  if (ps.Ready(ps.side)) watch_files_->OnReadable();
   if (ps.stream >= 0 && (ps.fds[ps.stream].revents & (POLLIN | POLLHUP | POLLERR))) {
     auto more = stream_.Pump();
     if (!more.ok() || !*more) {
@@ -244,6 +246,10 @@ Status RunLoop::HandleFrames(bool* shutdown) {
       case FrameType::kFileOp:
         if (!files_) return Error{"protocol: a file op during a run that serves none"};
         LSB_TRY(ServeFileOp(stream_, (*f)->payload, *files_));
+        break;
+      case FrameType::kWatch:
+      case FrameType::kUnwatch:
+        if (watch_files_ && files_) ServeWatchFrame(*watch_files_, **f, *files_);
         break;
       case FrameType::kPreempt:
         // The program decides what it means (a session's zygote: end the episode as a reset).

@@ -15,6 +15,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "init/file_watch.h"
 #include "init/file_worker.h"
 #include "init/notify_watch.h"
 #include "init/output_coalescer.h"
@@ -53,14 +54,19 @@ class RunLoop {
   // A kShutdown during the run sets *shutdown.
   Result<protocol::ExitReport> Run(bool* shutdown);
   // kFileOp frames during the run are served as `who` (file_worker.h); without, they are refused.
-  void ServeFilesAs(WorkerIdentity who) { files_ = who; }
+  // kWatch/kUnwatch go to `watch`, whose watcher's pipe the loop polls too.
+  void ServeFilesAs(WorkerIdentity who, FileWatch* watch = nullptr) {
+    files_ = who;
+    watch_files_ = watch;
+  }
 
  private:
   // The fds of one poll round and where each one sits in `fds` (-1: not polled this round).
   struct PollSet {
-    pollfd fds[9];
+    pollfd fds[10];
     int n = 0;
     int stream = -1, flush = -1, out = -1, err = -1, watch = -1, control = -1, sig = -1, timer = -1, to_stdin = -1;
+    int side = -1;  // the file watcher's pipe (file_watch.h)
     bool out_pending = false, same_fd = false, read_output = false;
     int Add(int fd, short events);
     bool Ready(int i) const;
@@ -114,6 +120,7 @@ class RunLoop {
   // the output printed before it.
   OutputCoalescer lines_;
   std::optional<WorkerIdentity> files_;
+  FileWatch* watch_files_ = nullptr;
 };
 
 }  // namespace lsb::init

@@ -58,15 +58,18 @@ Result<Frame> Stream::Read() {
     LSB_ASSIGN_OR_RETURN(auto f, Next());
     if (f) return std::move(*f);
     if (eof_) return Error::Eof();
-    pollfd p[2] = {{in_, POLLIN, 0}, {out_, POLLOUT, 0}};
+    pollfd p[3] = {{in_, POLLIN, 0}, {out_, POLLOUT, 0}, {-1, POLLIN, 0}};
     bool out = pending() > 0 && !broken_;
     nfds_t n = 1;
     if (out && out_ == in_) p[0].events |= POLLOUT;
     else if (out) n = 2;
+    const int side = side_ ? side_->fd() : -1;
+    if (side >= 0) p[n++] = {side, POLLIN, 0};
     if (::poll(p, n, -1) < 0) {
       if (errno == EINTR) continue;
       return Error::FromErrno("poll control stream");
     }
+    if (side >= 0 && p[n - 1].revents) side_->OnReadable();
     if (out) (void)Flush();  // a broken output shows up as EOF on the input
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     LSB_ASSIGN_OR_RETURN(bool more, Pump());
@@ -77,9 +80,10 @@ Result<Frame> Stream::Read() {
 
 bool Stream::QuietFor(int ms) {
   if (eof_ || dec_.buffered() > 0 || pending() > 0) return false;
-  pollfd p{in_, POLLIN, 0};
+  pollfd p[2] = {{in_, POLLIN, 0}, {side_ ? side_->fd() : -1, POLLIN, 0}};
   int n;
-  do n = ::poll(&p, 1, ms); while (n < 0 && errno == EINTR);
+  do n = ::poll(p, p[1].fd >= 0 ? 2 : 1, ms); while (n < 0 && errno == EINTR);
+  if (n > 0 && p[1].fd >= 0 && p[1].revents) side_->OnReadable();  // served; not quiet
   return n == 0;
 }
 

@@ -25,6 +25,15 @@ inline constexpr size_t kMaxDataChunk = 64 * 1024;
 inline constexpr size_t kOutputHighWater = 256 * 1024;  // stop reading the program's output
 inline constexpr size_t kOutBufferLimit = 1024 * 1024;  // refuse events beyond this
 
+// A second source init serves while it waits on the host (the file watcher, file_watch.h): its
+// fd is polled with the stream's, and OnReadable queues what it has as frames.
+class SideInput {
+ public:
+  virtual ~SideInput() = default;
+  virtual int fd() const = 0;  // -1: nothing to poll now
+  virtual void OnReadable() = 0;
+};
+
 class Stream {
  public:
   // Switches `out_fd` to non-blocking mode.
@@ -63,6 +72,9 @@ class Stream {
   // Waits up to `ms` for the queue to drain (on the way out of init); false if it did not.
   bool Drain(int ms);
   size_t pending() const { return out_buf_.size() - out_pos_; }
+  // The side input Read() and QuietFor() serve too (nullptr: none); the run loop polls it itself.
+  void SetSide(SideInput* side) { side_ = side; }
+  SideInput* side() const { return side_; }
   bool output_paused() const { return pending() >= kOutputHighWater; }
   bool broken() const { return broken_; }
 
@@ -76,6 +88,7 @@ class Stream {
   protocol::FrameDecoder dec_;
   std::string out_buf_;
   size_t out_pos_ = 0;
+  SideInput* side_ = nullptr;
 };
 
 }  // namespace lsb::init

@@ -72,6 +72,12 @@ Status Supervisor::Serve() {
         if (!st.ok()) return st.error().IsEof() ? OkStatus() : st;
         break;
       }
+      case FrameType::kWatch:
+      case FrameType::kUnwatch: {
+        LSB_ASSIGN_OR_RETURN(WorkerIdentity who, FileWorkerIdentity());
+        ServeWatchFrame(file_watch_, *f, who);
+        break;
+      }
       case FrameType::kShutdown:
         return OkStatus();
       case FrameType::kKill:
@@ -201,8 +207,9 @@ Status Supervisor::Run(const RunSpec& spec, const std::string& code, bool* shutd
   LSB_ASSIGN_OR_RETURN(WorkerIdentity who, FileWorkerIdentity());
   RunLoop loop(stream_, sigfd_, spec, std::move(child), WatchConfig{&exec_, setup_.network_enabled, setup_.trace, setup_.egress_proxy},
                p.path, start, before);
-  loop.ServeFilesAs(who);
+  loop.ServeFilesAs(who, &file_watch_);
   LSB_ASSIGN_OR_RETURN(ExitReport report, loop.Run(shutdown));
+  file_watch_.Revive(who);  // the run's end killed every process of the box, the watcher too
   return stream_.SendJson(FrameType::kExit, report);
 }
 

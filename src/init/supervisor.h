@@ -10,6 +10,7 @@
 #include "base/result.h"
 #include "init/adopt.h"
 #include "init/exec_policy.h"
+#include "init/file_watch.h"
 #include "init/file_worker.h"
 #include "init/run_loop.h"
 #include "init/seccomp_filter.h"
@@ -22,7 +23,10 @@ class Supervisor {
  public:
   Supervisor(Stream& stream, int signal_fd, const protocol::BoxSetup& setup, const ExecPolicy& exec,
              int ruleset_fd)
-      : stream_(stream), sigfd_(signal_fd), setup_(setup), exec_(exec), ruleset_fd_(ruleset_fd) {}
+      : stream_(stream), sigfd_(signal_fd), setup_(setup), exec_(exec), ruleset_fd_(ruleset_fd), file_watch_(stream) {
+    stream_.SetSide(&file_watch_);
+  }
+  ~Supervisor() { stream_.SetSide(nullptr); }
 
   // Serves runs until kShutdown or the end of the stream (then everything is killed). Whenever no
   // frame comes for kIdleAfterMs, init gives back what it does not need while it waits
@@ -69,6 +73,7 @@ class Supervisor {
   std::optional<Adoptee> adoptee_;
   bool zygote_started_ = false;
   std::vector<sock_filter> zygote_filter_;
+  FileWatch file_watch_;  // kWatch: the box's file events (file_watch.h)
 };
 
 }  // namespace lsb::init

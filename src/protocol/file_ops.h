@@ -95,6 +95,29 @@ struct FileReply {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FileReply, status, message, sys_errno, entries, truncated, total)
 
+// kWatch: file events under `path` (its subdirectories too with `recursive`, at most
+// kMaxWatchDirs directories), from an inotify watcher init runs confined as the file worker is.
+// Events come as kFileEvent frames whenever init is not busy, between runs and during them; a
+// run's end kills every process of the box, the watcher too, and init starts it again.
+struct WatchSpec {
+  std::string path;
+  bool recursive = false;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WatchSpec, path, recursive)
+inline constexpr size_t kMaxWatchDirs = 256;
+
+// op: "create" | "write" (closed after writing) | "remove" | "rename" (moved in or out) | "chmod" |
+// "overflow" (events were dropped: the kernel's queue or init's; path is the watched directory) |
+// "end" (the watch stopped: its directory went away, or the watcher could not be started; path
+// says why).
+struct FileEvent {
+  std::string path;
+  std::string op;
+  bool dir = false;
+  bool operator==(const FileEvent&) const = default;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FileEvent, path, op, dir)
+
 // The most entries one kList returns (what one reply frame holds with names of 255 bytes), and
 // the most it looks at to count them: a directory of a million entries answers in bounded time.
 inline constexpr uint64_t kMaxListEntries = 2000;

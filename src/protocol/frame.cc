@@ -6,7 +6,7 @@ namespace lsb::protocol {
 namespace {
 
 bool KnownType(uint8_t t) {
-  return (t >= 1 && t <= 10) || (t >= 64 && t <= 71);
+  return (t >= 1 && t <= 12) || (t >= 64 && t <= 72);
 }
 
 uint32_t DecodeLength(const char* p) {
@@ -29,6 +29,8 @@ const char* FrameTypeName(FrameType t) {
     case FrameType::kPreempt: return "preempt";
     case FrameType::kFileOp: return "file_op";
     case FrameType::kFileData: return "file_data";
+    case FrameType::kWatch: return "watch";
+    case FrameType::kUnwatch: return "unwatch";
     case FrameType::kReady: return "ready";
     case FrameType::kStdout: return "stdout";
     case FrameType::kStderr: return "stderr";
@@ -37,6 +39,7 @@ const char* FrameTypeName(FrameType t) {
     case FrameType::kError: return "error";
     case FrameType::kFileChunk: return "file_chunk";
     case FrameType::kFileReply: return "file_reply";
+    case FrameType::kFileEvent: return "file_event";
   }
   return "unknown";
 }

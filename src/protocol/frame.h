@@ -28,6 +28,8 @@ enum class FrameType : uint8_t {
                    // ends its episode as a reset: docs/protocol.md); ignored between runs
   kFileOp = 9,     // JSON FileOp: a file operation carried out by init's file worker (file_ops.h)
   kFileData = 10,  // raw: the op's input (FileOp.data_bytes in all), right behind kFileOp
+  kWatch = 11,     // JSON WatchSpec: report file events under a directory (file_ops.h); replaces a watch
+  kUnwatch = 12,   // empty: stop the watch
   // init -> host
   kReady = 64,     // JSON InitReady: the view is built, waiting for kRun
   kStdout = 65,    // raw chunk of the program's stdout
@@ -37,6 +39,7 @@ enum class FrameType : uint8_t {
   kError = 69,     // JSON InitError: setup or run could not happen (fail closed)
   kFileChunk = 70, // raw: a piece of a file op's output (read: bytes; record ops: records)
   kFileReply = 71, // JSON FileReply: the file op is over
+  kFileEvent = 72, // JSON FileEvent: something changed under the watched directory (any time)
 };
 
 const char* FrameTypeName(FrameType t);

@@ -63,6 +63,8 @@ Result<FileCall> CallFileOp(BoxSession& session, protocol::FileOp op, std::strin
         return broken(std::string("a malformed reply: ") + e.what());
       }
       break;
+    } else if (fr.type == FrameType::kFileEvent) {
+      session.DeliverFileEvent(fr);
     } else if (others_bytes + fr.payload.size() <= FrameChannel::kMaxHeldBytes || fr.type == FrameType::kExit ||
                fr.type == FrameType::kError) {
       others_bytes += fr.payload.size();
@@ -71,6 +73,36 @@ Result<FileCall> CallFileOp(BoxSession& session, protocol::FileOp op, std::strin
   }
   for (auto& fr : others) ch.Hold(std::move(fr));
   return call;
+}
+
+Status WatchBox(BoxSession& session, const protocol::WatchSpec* spec) {
+  if (!session.usable()) return Error{"this sandbox's box was killed or broke: its files cannot be watched"};
+  LSB_TRY(session.EnsureReady());
+  if (spec) session.channel().Queue(FrameType::kWatch, nlohmann::json(*spec).dump());
+  else session.channel().Queue(FrameType::kUnwatch, "");
+  return session.channel().Flush(FrameChannel::Clock::now() + kGrace);
+}
+
+Status DrainFileEvents(BoxSession& session, std::chrono::milliseconds within) {
+  if (!session.usable()) return OkStatus();
+  FrameChannel& ch = session.channel();
+  const auto deadline = FrameChannel::Clock::now() + within;
+  std::vector<protocol::Frame> others;  // a live run's frames: kept for its reader, in order
+  Status st = OkStatus();
+  for (;;) {
+    auto f = ch.Next(deadline);
+    if (!f.ok()) {
+      session.MarkUnusable();
+      st = Error{"the box's init ended (" + f.error().message + ")"};
+      break;
+    }
+    if (!*f) break;
+    if ((*f)->type == FrameType::kFileEvent) session.DeliverFileEvent(**f);
+    else others.push_back(std::move(**f));
+    if (others.size() >= 1024) break;  // a run's output is flowing: its reader will take it
+  }
+  for (auto& fr : others) ch.Hold(std::move(fr));
+  return st;
 }
 
 }  // namespace lsb

@@ -4,6 +4,7 @@
 // callers (scheduler/workspace_io.h): the worker shares the box with the program.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,14 @@ struct FileCall {
 // frames that arrive meanwhile are held for it (FrameChannel::Hold). An Error: the box broke, or
 // init did not answer within op.timeout_ms and a grace (the session is then marked unusable).
 Result<FileCall> CallFileOp(BoxSession& session, protocol::FileOp op, std::string_view input = {});
+
+// Asks init to watch `spec` (protocol/file_ops.h kWatch; a watch replaces the box's last one), or
+// with nullptr to stop. Events reach the box's sink (BoxSession::SetFileEventSink) as readers of
+// the channel meet them: a run's reader while one runs, else DrainFileEvents.
+Status WatchBox(BoxSession& session, const protocol::WatchSpec* spec);
+// Reads the channel for up to `within`, handing file events to the sink and keeping every other
+// frame for the run's reader (FrameChannel::Hold). For an owner whose box runs nothing right now.
+Status DrainFileEvents(BoxSession& session, std::chrono::milliseconds within);
 
 // A failed reply as an Error of the matching kind (kNotFound, kPermissionDenied, kResourceExhausted,
 // kInvalidArgument, else kIo), carrying the worker's message and errno.

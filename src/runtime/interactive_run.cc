@@ -87,6 +87,9 @@ Result<InteractiveRun::Piece> InteractiveRun::Next(Clock::time_point deadline) {
         session_.MarkUnusable();
         return Error{"llm-sandbox-init failed (" + stage + "): " + err.message, err.sys_errno};
       }
+      case FrameType::kFileEvent:
+        session_.DeliverFileEvent(fr);
+        break;
       default:
         break;  // not a run's frame: ignore
     }

@@ -430,8 +430,19 @@ Status BoxSession::OnFrame(RunState& st, const protocol::Frame& fr, const RunCal
                        "): " + err.message,
                    err.sys_errno};
     }
+    case FrameType::kFileEvent:
+      DeliverFileEvent(fr);
+      return OkStatus();
     default:
       return OkStatus();  // kReady again, or a host->init type echoed: ignore
+  }
+}
+
+void BoxSession::DeliverFileEvent(const protocol::Frame& frame) {
+  if (!file_events_) return;
+  try {  // the watcher shares the box with the program: a malformed event is dropped
+    file_events_(protocol::ParseMessage<protocol::FileEvent>(frame.payload));
+  } catch (const std::exception&) {
   }
 }
 

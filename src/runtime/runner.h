@@ -19,6 +19,7 @@
 
 #include "base/result.h"
 #include "policy/policy.h"
+#include "protocol/file_ops.h"
 #include "protocol/messages.h"
 #include "runtime/backend.h"
 #include "runtime/exec_result.h"
@@ -148,6 +149,11 @@ class BoxSession {
   const Policy& policy() const { return policy_; }
   Backend& backend() { return backend_; }
   void MarkUnusable() { usable_ = false; }
+  // Where the box's file events go (protocol/file_ops.h kWatch): every reader of the channel (a
+  // run, an interactive run, a file op, an idle drain) hands each kFileEvent frame to it. Set by
+  // the owner before it asks for a watch; called on the reader's thread.
+  void SetFileEventSink(std::function<void(const protocol::FileEvent&)> sink) { file_events_ = std::move(sink); }
+  void DeliverFileEvent(const protocol::Frame& frame);
   // For those runs: a box opened without awaiting kReady reads it now (the run's frames may be
   // queued already: they are written meanwhile). An error (init refused the setup) retires it.
   Status EnsureReady();
@@ -182,6 +188,7 @@ class BoxSession {
   std::unique_ptr<FrameChannel> channel_;
   protocol::InitReady ready_;
   bool ready_pending_ = false;  // kSetup sent, kReady not read yet (await_ready = false)
+  std::function<void(const protocol::FileEvent&)> file_events_;
   bool usable_ = false;
 };
 

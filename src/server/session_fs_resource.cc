@@ -3,7 +3,9 @@
 // as the program's uid under its Landlock. Paths the API changes must lie inside the policy's
 // writable dirs (sandbox_path.h); paths it only reads about need be absolute and normalized, and
 // the box's own rules decide what can be seen. No link is followed anywhere in a path.
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "scheduler/sandbox_path.h"
 #include "server/json_codec.h"
@@ -154,6 +156,58 @@ Reply Remove(ServerContext& ctx, HttpRequest& req) {
   return JsonResponse(200, {{"path", *path}, {"removed", true}});
 }
 
+std::string EventChunk(const protocol::FileEvent& e) {
+  json data = {{"path", e.path}, {"op", e.op}, {"dir", e.dir}};
+  return "event: " + e.op + "\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+// GET .../fs/watch?path=&recursive=: the box's file events as server-sent events until the client
+// leaves, the session ends, or the watch ends (its directory went, its box was replaced, another
+// watch took over). While nothing runs, this handler reads the box's stream itself for a few ms at
+// a time (Session::PollWatch); during an execute, the execute's reader hands the events over.
+Reply Watch(ServerContext& ctx, HttpRequest& req, ResponseStream& out) {
+  auto s = Find(ctx, req);
+  if (!s.ok()) return ErrorResponse(s.error());
+  auto path = ReadablePath(req.Query("path"), "path");
+  if (!path.ok()) return ErrorResponse(path.error());
+  sched::Session& session = **s;
+  protocol::WatchSpec spec{*path, req.Query("recursive") == "true" || req.Query("recursive") == "1"};
+  using Feed = std::shared_ptr<sched::WatchFeed>;
+  auto feed = OnSession<Feed>(ctx, session, [&]() -> ApiOr<Feed> {
+    auto x = session.Watch(spec);
+    if (!x.ok()) return SandboxError(x.error().message);
+    return std::move(*x);
+  });
+  if (!feed.ok()) return ErrorResponse(feed.error());
+  if (!out.Begin(200, "text/event-stream") || !out.Write(": watching " + *path + "\n\n")) return Reply::Streamed();
+  auto last_write = std::chrono::steady_clock::now();
+  bool over = false;
+  while (!over && !ctx.shutting_down && session.Info().state != "closed") {
+    {
+      sched::Session::Use use(session, sched::Session::Use::IfFree{});
+      if (use.owned()) (void)session.PollWatch(std::chrono::milliseconds(10));
+    }
+    uint64_t dropped = 0;
+    std::string chunk;
+    for (const auto& e : (*feed)->Take(&dropped)) {
+      chunk += EventChunk(e);
+      over = over || e.op == "end";
+    }
+    if (dropped) chunk += EventChunk({*path + ": " + std::to_string(dropped) + " events dropped", "overflow", true});
+    const auto now = std::chrono::steady_clock::now();
+    if (chunk.empty() && now - last_write > std::chrono::seconds(15)) chunk = ": keepalive\n\n";
+    if (!chunk.empty()) {
+      if (!out.Write(chunk)) break;
+      last_write = now;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  sched::Session::Use use(session);
+  if (use.owned()) session.Unwatch(*feed);
+  return Reply::Streamed();
+}
+
 }  // namespace
 
 void AddSessionFsRoutes(Router& router, ServerContext& ctx) {
@@ -167,6 +221,8 @@ void AddSessionFsRoutes(Router& router, ServerContext& ctx) {
     router.Add(r.substr(0, space), "/v1/sessions/{id}" + r.substr(space + 1),
                [&ctx, h](HttpRequest& req, ResponseStream&) { return h(ctx, req); });
   }
+  router.Add("GET", "/v1/sessions/{id}/fs/watch",
+             [&ctx](HttpRequest& req, ResponseStream& out) { return Watch(ctx, req, out); });
 }
 
 }  // namespace lsb::server

@@ -16,6 +16,8 @@ back past a bound.
                        bytes than the bound
   files.huge_tree      100,005 entries: the listing is bounded and says so; the tree download and
                        a session's change set refuse past their bounds (413), in bounded time
+  files.no_pids        the program holds every process the box may have: a file call fails saying
+                       why (no worker can be started), and the session goes on once they are gone
 """
 import json
 import os
@@ -171,6 +173,23 @@ class FileOpAttacks:
         code, body = self.call("GET", f"/v1/sessions/{sid}/changes")
         self.assertEqual(code, 413, body[:300])
         self.assertLess(time.monotonic() - t0, 60)
+
+
+    def test_a_box_at_its_process_limit_fails_the_call_not_the_session(self):
+        sid = self.session()
+        res = self.run_in(sid, "import os, time\nn = 0\nwhile True:\n    try:\n        pid = os.fork()\n"
+                               "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(4)\n"
+                               "        os._exit(0)\n    n += 1\nprint(n)")
+        self.assertGreater(int(res["stdout"] or 0), 0, res)
+        code, body = self.call("PUT", f"/v1/sessions/{sid}/files?path=/tmp/at_limit", b"x")
+        if code != 201:  # no worker could be forked: the call says so and nothing else breaks
+            self.assertIn(b"could not be started", body, body)
+        # The interpreter reaps its children (until then they hold the box's pids, zombies too).
+        self.run_in(sid, "import os\nwhile True:\n    try:\n        os.wait()\n    except ChildProcessError:\n"
+                         "        break")
+        code, body = self.call("PUT", f"/v1/sessions/{sid}/files?path=/tmp/after", b"y")
+        self.assertEqual(code, 201, body)
+        self.assertEqual(self.run_in(sid, "print(open('/tmp/after').read())")["stdout"], "y\n")
 
 
 class NativeFileOpAttacks(FileOpAttacks, unittest.TestCase):

@@ -5,6 +5,7 @@ through the CLI (--workspace, --collect, --changes); a session's file-system API
 mkdir, rename, remove) answers without any interpreter, leaves a bash session's state alone, and
 bounds a listing of a huge directory. Init's file worker does the work (runtime/box_files.h)."""
 import base64
+import http.client
 import io
 import json
 import os
@@ -12,6 +13,8 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
+import time
 import unittest
 
 from daemon_harness import POLICY_DIR, Daemon, OpenApi, request, skip_unless_daemon_suite
@@ -213,6 +216,97 @@ class FilesAnyLanguageTest(unittest.TestCase):
             with open(os.path.join(root, "src/app.js"), "w") as f:
                 f.write(PROJECT["src/app.js"].replace("41", "42"))
         self.assert_patch_applies(res["changes"]["patch"], change)
+
+
+class WatchStream:
+    """GET .../fs/watch read in a thread: every event with the host's time of arrival."""
+
+    def __init__(self, base, sid, path, recursive=False):
+        host, port = base.split("//")[1].split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        q = f"/v1/sessions/{sid}/fs/watch?path={path}" + ("&recursive=true" if recursive else "")
+        self.conn.request("GET", q)
+        self.resp = self.conn.getresponse()
+        self.events = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        try:
+            for raw in self.resp:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    self.events.append((time.time(), json.loads(line[6:])))
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+
+    def wait_for(self, pred, timeout=10):
+        end = time.time() + timeout
+        while time.time() < end:
+            for t, e in list(self.events):
+                if pred(e):
+                    return t, e
+            time.sleep(0.01)
+        raise AssertionError(f"no such event; got {self.events}")
+
+    def close(self):
+        self.conn.close()
+
+
+class WatchTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_unless_daemon_suite()
+        cls.d = Daemon("--max-concurrency", "4")
+        cls.addClassCleanup(cls.d.close)
+
+    def session(self, policy):
+        r = request(self.d.base, "POST", "/v1/sessions", {"policy": policy})
+        self.assertEqual(r.status, 201, r.body)
+        sid = r.json()["session_id"]
+        self.addCleanup(request, self.d.base, "DELETE", f"/v1/sessions/{sid}")
+        return sid
+
+    def execute(self, sid, code):
+        r = request(self.d.base, "POST", f"/v1/sessions/{sid}/execute", {"code": code})
+        self.assertEqual(r.status, 200, r.body)
+        return r.json()
+
+    def test_a_file_the_program_creates_is_reported_within_100_ms(self):
+        sid = self.session("code-sandbox")
+        self.execute(sid, "import os; os.makedirs('/tmp/w/sub')")
+        w = WatchStream(self.d.base, sid, "/tmp/w", recursive=True)
+        self.addCleanup(w.close)
+        time.sleep(0.3)  # the watcher is set up before the program writes
+        res = self.execute(sid, "import time\nopen('/tmp/w/new.txt', 'w').write('x')\nt = time.time()\n"
+                                "open('/tmp/w/sub/deep.txt', 'w').write('y')\nprint(repr(t))\ntime.sleep(0.5)")
+        made = float(res["stdout"])
+        got, _ = w.wait_for(lambda e: e["path"] == "/tmp/w/new.txt" and e["op"] == "create")
+        self.assertLess(got - made, 0.1, f"reported {got - made:.3f} s after the program made it")
+        w.wait_for(lambda e: e["path"] == "/tmp/w/sub/deep.txt" and e["op"] == "write")
+        # Between executes too: a background process of the box writes while nothing runs.
+        self.execute(sid, "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
+                          "\"import time; time.sleep(0.5); open('/tmp/w/later.txt', 'w').write('z'); "
+                          "print(repr(time.time()), file=open('/tmp/w/sub/t', 'w'))\"])")
+        got, _ = w.wait_for(lambda e: e["path"] == "/tmp/w/later.txt" and e["op"] == "create")
+        r = request(self.d.base, "GET", f"/v1/sessions/{sid}/files?path=/tmp/w/sub/t")
+        self.assertLess(got - float(r.body), 0.2)
+        # The watch does not keep executes out: no conflict while it streams.
+        self.assertEqual(self.execute(sid, "print(2)")["stdout"], "2\n")
+
+    def test_a_bash_session_is_watched_and_the_watch_ends_with_its_directory(self):
+        sid = self.session("bash-tools")
+        self.execute(sid, "mkdir -p /tmp/v")
+        w = WatchStream(self.d.base, sid, "/tmp/v")
+        self.addCleanup(w.close)
+        time.sleep(0.3)
+        self.execute(sid, "echo a > /tmp/v/a; mv /tmp/v/a /tmp/v/b; rm /tmp/v/b")
+        for op, path in (("create", "/tmp/v/a"), ("rename", "/tmp/v/b"), ("remove", "/tmp/v/b")):
+            w.wait_for(lambda e, op=op, path=path: e["op"] == op and e["path"] == path)
+        self.execute(sid, "rmdir /tmp/v")
+        w.wait_for(lambda e: e["op"] == "end")
+        r = request(self.d.base, "GET", f"/v1/sessions/{sid}/fs/watch?path=/tmp/../etc")
+        self.assertEqual(r.status, 400, r.body)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ TEST(FrameDecoder, KnowsThePreemptFrame) {
 
 TEST(FrameDecoder, RejectsUnknownTypeAndOversizedLength) {
   FrameDecoder unknown;
-  unknown.Feed(std::string("\x00\x00\x00\x00\x0b", 5));  // 11: past kFileData
+  unknown.Feed(std::string("\x00\x00\x00\x00\x0d", 5));  // 13: past kUnwatch
   EXPECT_FALSE(unknown.Next().ok());
 
   FrameDecoder huge;

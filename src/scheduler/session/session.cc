@@ -30,7 +30,8 @@ ExecResult PreemptedResult(const std::string& backend, const Result<ExecResult>&
 }  // namespace
 
 Session::Use::Use(Session& s, Preempting, bool* preempted) : s_(s), lock_(s.use_mu_, std::defer_lock) {
-  *preempted = !lock_.try_lock();
+  // A short holder that runs no program (a watch's drain, a file op) is waited for, not preempted.
+  *preempted = !lock_.try_lock() && (s.executing_ || !lock_.try_lock_for(kUseWait));
   if (*preempted) {
     s.Preempt();
     if (!lock_.try_lock_for(kPreemptWait)) {
@@ -99,6 +100,10 @@ bool Session::AdoptWarm() {
 }
 
 Status Session::OpenBox() {
+  if (watch_) {  // its events came from the box being replaced
+    watch_->End("the session's box was replaced (a reset took a new box); watch again");
+    watch_.reset();
+  }
   if (AdoptWarm()) return OkStatus();
   {
     std::lock_guard<std::mutex> lock(info_mu_);
@@ -334,6 +339,63 @@ Result<FileCall> Session::Files(const protocol::FileOp& op, std::string_view inp
   auto r = CallFileOp(*box, op, input);
   Touch(false);
   return r;
+}
+
+void WatchFeed::Push(protocol::FileEvent e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_) return;
+  if (events_.size() >= kMaxQueued) {
+    events_.pop_front();
+    ++dropped_;
+  }
+  events_.push_back(std::move(e));
+}
+
+std::vector<protocol::FileEvent> WatchFeed::Take(uint64_t* dropped) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<protocol::FileEvent> out(events_.begin(), events_.end());
+  events_.clear();
+  *dropped = dropped_;
+  dropped_ = 0;
+  return out;
+}
+
+void WatchFeed::End(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_) return;
+  events_.push_back({why, "end", true});
+  ended_ = true;
+}
+
+bool WatchFeed::ended() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ended_;
+}
+
+Result<std::shared_ptr<WatchFeed>> Session::Watch(const protocol::WatchSpec& spec) {
+  Touch(false);
+  LSB_ASSIGN_OR_RETURN(BoxSession * box, LiveBox());
+  if (watch_) watch_->End("another watch of this session replaced this one");
+  watch_ = std::make_shared<WatchFeed>();
+  box->SetFileEventSink([feed = std::weak_ptr<WatchFeed>(watch_)](const protocol::FileEvent& e) {
+    if (auto f = feed.lock()) {
+      f->Push(e);
+      if (e.op == "end") f->End(e.path);
+    }
+  });
+  LSB_TRY(WatchBox(*box, &spec));
+  return watch_;
+}
+
+void Session::Unwatch(const std::shared_ptr<WatchFeed>& feed) {
+  if (!feed || feed != watch_) return;
+  watch_.reset();
+  if (box_ && box_->usable()) (void)WatchBox(*box_, nullptr);
+}
+
+Status Session::PollWatch(std::chrono::milliseconds within) {
+  if (!box_ || !box_->usable()) return OkStatus();
+  return DrainFileEvents(*box_, within);
 }
 
 Result<FileCall> Session::PutFile(const std::string& path, const std::string& data) {

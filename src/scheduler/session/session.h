@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,27 @@ struct SessionConfig {
 inline constexpr uint64_t kMaxSessionSnapshots = 16;
 // How long a reset waits for a running operation it preempted to end before it kills the box.
 inline constexpr std::chrono::milliseconds kPreemptWait{3000};
+// How long an operation waits for the session before it answers "busy" (Session::Use).
+inline constexpr std::chrono::milliseconds kUseWait{100};
+
+// A file watch's events (GET /v1/sessions/{id}/fs/watch): the box's sink fills it, the stream's
+// handler takes from it. Bounded: past kMaxQueued the oldest are dropped and counted.
+class WatchFeed {
+ public:
+  static constexpr size_t kMaxQueued = 4096;
+  void Push(protocol::FileEvent e);
+  // What arrived since the last call, and how many were dropped meanwhile.
+  std::vector<protocol::FileEvent> Take(uint64_t* dropped);
+  // The watch is over (replaced by another, or its box replaced): a last "end" event says why.
+  void End(const std::string& why);
+  bool ended() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<protocol::FileEvent> events_;
+  uint64_t dropped_ = 0;
+  bool ended_ = false;
+};
 
 // What a reset did (docs/api.md "Reset and snapshot").
 struct ResetReport {
@@ -81,7 +103,12 @@ class Session {
   // operation runs.
   class Use {
    public:
-    explicit Use(Session& s) : s_(s), lock_(s.use_mu_, std::try_to_lock) { if (owned()) s_.SetBusy(true); }
+    // Waits kUseWait at most: a file watch's drain (PollWatch) holds the session that long, and
+    // must not turn an execute into a conflict.
+    explicit Use(Session& s) : s_(s), lock_(s.use_mu_, kUseWait) { if (owned()) s_.SetBusy(true); }
+    // Only when free now (a watch's drain: it never waits on an operation).
+    struct IfFree {};
+    Use(Session& s, IfFree) : s_(s), lock_(s.use_mu_, std::try_to_lock) {}
     // A reset's: always owned. A running operation is preempted (an execute ends as "reset"), and
     // the box is killed when it has not ended within kPreemptWait; `*preempted` says whether one ran.
     struct Preempting {};
@@ -119,6 +146,13 @@ class Session {
   // Any other file op (list, stat, mkdir, remove, rename: the v1 file-system API); paths checked
   // by the caller (sandbox_path.h).
   Result<FileCall> Files(const protocol::FileOp& op, std::string_view input = {});
+  // A watch of `spec` from now on (protocol/file_ops.h kWatch): one per session, a new one ends the
+  // last one's feed. Unwatch stops it if `feed` is still the session's watch.
+  Result<std::shared_ptr<WatchFeed>> Watch(const protocol::WatchSpec& spec);
+  void Unwatch(const std::shared_ptr<WatchFeed>& feed);
+  // While nothing runs: reads the box's stream for up to `within` so the watch's events arrive (a
+  // running execute's reader hands them over itself). Needs a Use (IfFree).
+  Status PollWatch(std::chrono::milliseconds within);
   // An archive checked on the host (archive_in.h) written under its target.
   Status PutArchive(const UnpackedArchive& archive);
   Result<TreeArchive> GetTree(const std::string& dir, const TreeLimits& limits);
@@ -201,6 +235,7 @@ class Session {
   bool baseline_ = false;
   // config.changes: the manifest the session's change sets compare with (or why there is none).
   std::optional<Manifest> changes_base_;
+  std::shared_ptr<WatchFeed> watch_;  // the session's file watch, if any
   std::string changes_error_;
   void TakeChangesBase();
   // After an upload of `paths`: their entries (and the directories made for them) in the baseline
