@@ -6,7 +6,6 @@
 
 namespace lsb {
 
-using protocol::FileStatus;
 using protocol::FrameType;
 
 namespace {
@@ -14,24 +13,6 @@ namespace {
 constexpr std::chrono::milliseconds kGrace{5000};
 
 }  // namespace
-
-Error FileReplyError(const protocol::FileReply& reply) {
-  ErrorCode code = ErrorCode::kIo;
-  switch (reply.status) {
-    case FileStatus::kNotFound:
-    case FileStatus::kNotADirectory: code = ErrorCode::kNotFound; break;
-    case FileStatus::kDenied: code = ErrorCode::kPermissionDenied; break;
-    case FileStatus::kTooLarge: code = ErrorCode::kResourceExhausted; break;
-    case FileStatus::kInvalid:
-    case FileStatus::kIsADirectory:
-    case FileStatus::kExists:
-    case FileStatus::kNotEmpty: code = ErrorCode::kInvalidArgument; break;
-    case FileStatus::kOk:
-    case FileStatus::kFailed: break;
-  }
-  return Error{code, reply.message.empty() ? std::string(protocol::Name(reply.status)) : reply.message, "",
-               reply.sys_errno};
-}
 
 Result<FileCall> CallFileOp(BoxSession& session, protocol::FileOp op, std::string_view input) {
   if (!session.usable()) return Error{"this sandbox's box was killed or broke: its files cannot be reached"};

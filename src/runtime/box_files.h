@@ -33,8 +33,4 @@ Status WatchBox(BoxSession& session, const protocol::WatchSpec* spec);
 // frame for the run's reader (FrameChannel::Hold). For an owner whose box runs nothing right now.
 Status DrainFileEvents(BoxSession& session, std::chrono::milliseconds within);
 
-// A failed reply as an Error of the matching kind (kNotFound, kPermissionDenied, kResourceExhausted,
-// kInvalidArgument, else kIo), carrying the worker's message and errno.
-Error FileReplyError(const protocol::FileReply& reply);
-
 }  // namespace lsb
