@@ -46,11 +46,14 @@ constexpr const char* kServeUsage =
     "                           Docker engine;\n"
     "                           without it, the first box of a policy builds it)\n"
     "  --native-pool N          the same as --pool-size (its older name; the last one given wins)\n"
-    "  --fork-server            native: a python run's box comes from a fork of the policy's interpreter,\n"
-    "                           started once, instead of a new python (docs/architecture.md \"Fork server\")\n"
-    "  --session-pool N         warm python session boxes kept per (policy, setup) key, setup already\n"
-    "                           run, for creates, forks and resets (default 0 = none; at most 16 per key,\n"
-    "                           8 keys; docs/api.md \"Warm session pool\")\n"
+    "  --fork-server            native: a python run's or session's box comes from a fork of the policy's\n"
+    "                           interpreter, started once per token, instead of a new python (the default;\n"
+    "                           asked for: an error where it cannot be had; docs/architecture.md \"Fork server\")\n"
+    "  --no-fork-server         every box starts its own python (default: $LLM_SANDBOX_FORK_SERVER=off)\n"
+    "  --session-pool N         warm python session boxes kept at most per (policy, setup, token) key, setup\n"
+    "                           already run, for creates, forks and resets; a key keeps one more than it\n"
+    "                           served in the last 10 s (default: one per 2 GiB of available memory, 2 to 16;\n"
+    "                           0 = none; 8 keys; docs/api.md \"Warm session pool\")\n"
     "  --max-concurrency N      executions at once (default: by box cost, the largest policy's memory\n"
     "                           and pids against the host's, from 4 to 64; docs/api.md)\n"
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
@@ -230,6 +233,7 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   const std::string& v = o.value();
   if (o.arg() == "--prebuild") return c.prebuild = true, true;
   if (o.arg() == "--fork-server") return c.fork_server = true, true;
+  if (o.arg() == "--no-fork-server") return c.fork_server = false, true;
   if (o.Is("--listen")) return ListenOption(v, c);
   if (o.Is("--policies")) return c.policies_dir = v, true;
   if (o.Is("--default-policy")) return c.limits.default_policy = v, true;
@@ -247,8 +251,10 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
     return true;
   }
   if (o.Is("--session-pool")) {
-    if (!ParseCountOrZero(v, &c.session_pool) || c.session_pool > sched::kMaxSessionPoolPerKey)
+    size_t depth = 0;
+    if (!ParseCountOrZero(v, &depth) || depth > sched::kMaxSessionPoolPerKey)
       return Error{"--session-pool wants a count from 0 to " + std::to_string(sched::kMaxSessionPoolPerKey)};
+    c.session_pool = depth;
     return true;
   }
   if (o.Is("--max-concurrency")) {

@@ -1,5 +1,5 @@
 # The fork server's zygote (runtime/native/fork_server.h): run by the image's own interpreter as the
-# one program of the zygote box, as `python3 -c SOURCE PRELUDE` (runtime/native/fork_server.cc).
+# one program of the zygote box, as `python3 -c SOURCE PRELUDE DRIVER` (runtime/native/fork_server.cc).
 # Embedded in the daemon so the daemon and the binary it ships with always agree on the protocol.
 # (This header, the leading comment lines, is not embedded: cmake/embed_sources.cmake.)
 
@@ -13,10 +13,10 @@ lib.lsb_fork_enter.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctype
 lib.lsb_become_init.argtypes = [ctypes.c_int] * 5
 lib.lsb_adopt.argtypes = [ctypes.c_int]
 lib.lsb_set_cmdline.argtypes = [ctypes.c_char_p, ctypes.c_ulong]
-# The one-shot prelude, compiled once here instead of in every run (the run's argv names it again,
-# and a run whose source differs compiles its own).
-PRELUDE_SOURCE = sys.argv[1] if len(sys.argv) > 1 else None
-PRELUDE = compile(PRELUDE_SOURCE, '<string>', 'exec') if PRELUDE_SOURCE else None
+# The sources runs name as `-c SOURCE` (the one-shot prelude, the session driver), compiled once
+# here instead of in every run (the run's argv names one again; a run whose source differs
+# compiles its own).
+COMPILED = {source: compile(source, '<string>', 'exec') for source in sys.argv[1:]}
 
 
 def identity(path):
@@ -41,7 +41,7 @@ def tell(report, why):
 
 def run_program(sock):
     # pid 2 of the box, init's child: wait for the run, take the confinement, run the program as
-    # `python -c PRELUDE args...` would. Nothing of the zygote's fds stays.
+    # `python -c SOURCE args...` would. Nothing of the zygote's fds stays.
     os.closerange(3, sock)
     os.closerange(sock + 1, 1 << 16)
     s = socket.socket(fileno=sock)
@@ -69,7 +69,7 @@ def run_program(sock):
     sys.modules['__main__'] = main
     code = 0
     try:
-        exec(PRELUDE if source == PRELUDE_SOURCE else compile(source, '<string>', 'exec'), main.__dict__)
+        exec(COMPILED.get(source) or compile(source, '<string>', 'exec'), main.__dict__)
     except SystemExit as e:
         if e.code is None:
             code = 0

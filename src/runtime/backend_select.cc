@@ -1,5 +1,6 @@
 #include "runtime/backend_select.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
@@ -13,7 +14,9 @@ namespace lsb {
 namespace {
 
 // An explicit --fork-server that cannot be honoured is an error at start, never a daemon that
-// quietly starts every box on its own: its library must be beside the init binary it runs.
+// quietly starts every box on its own: its library must be beside the init binary it runs. (The
+// fork server is a speed, not a control: by default a daemon without the library says so and
+// starts each box on its own.)
 Status CheckForkServerParts(const BackendOptions& opts) {
   if (!opts.fork_server) return OkStatus();
   auto init = native::OpenInitBinary(opts.init_path);
@@ -25,14 +28,19 @@ Status CheckForkServerParts(const BackendOptions& opts) {
 }
 
 Result<std::unique_ptr<Backend>> MakeNative(const BackendOptions& opts) {
-  LSB_TRY(CheckForkServerParts(opts));
+  bool fork_server = opts.fork_server;
+  if (auto parts = CheckForkServerParts(opts); !parts.ok()) {
+    if (opts.fork_server_asked) return parts.error();
+    std::fprintf(stderr, "llm-sandbox: %s: every box starts its own python\n", parts.error().message.c_str());
+    fork_server = false;
+  }
   native::NativeOptions n;
   n.images_file = opts.images_file;
   n.init_path = opts.init_path;
   const char* lo = std::getenv("LLM_SANDBOX_NATIVE_LOOPBACK");  // docs/security.md: loopback up
   n.loopback_up = lo && std::string(lo) == "up";
-  n.fork_server = opts.fork_server;
-  n.fork_server_prelude = opts.fork_server_prelude;
+  n.fork_server = fork_server;
+  n.fork_server_sources = opts.fork_server_sources;
   n.image_source = opts.image_source;
   n.image_puller = opts.image_puller;
   n.egress = opts.egress;
@@ -83,7 +91,7 @@ Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const Back
   const std::optional<BackendKind> kind = name.empty() ? BackendKind::kAuto : ParseBackendKind(name);
   if (kind == BackendKind::kNative || (kind == BackendKind::kAuto && !opts.auto_docker)) return MakeNative(opts);
   if (kind == BackendKind::kAuto) {
-    if (opts.fork_server) {  // the fork server is the native backend's: asking for it is choosing it
+    if (opts.fork_server_asked) {  // the fork server is the native backend's: asking for it is choosing it
       say("auto: native (the fork server is the native backend's)");
       return MakeNative(opts);
     }
@@ -103,7 +111,7 @@ Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name, const Back
     return std::unique_ptr<Backend>(std::move(*b));
   }
   if (kind == BackendKind::kDocker) {
-    if (opts.fork_server)
+    if (opts.fork_server_asked)
       return Error{"--fork-server is the native backend's (a python box forked from a warm interpreter); the Docker "
                    "backend pools containers instead: drop --fork-server or choose --backend native"};
     auto b = MakeDocker(opts, /*probing=*/false);

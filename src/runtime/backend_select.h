@@ -43,10 +43,13 @@ struct BackendOptions {
   std::vector<std::string> mount_roots;
   // container.build's events (the daemon's image_build events; runtime/build_events.h).
   std::function<void(nlohmann::json)> build_event;
-  // native: boxes from a fork server (runtime/native/fork_server.h), and the one-shot prelude it
-  // compiles once. The daemon's only (serve --fork-server).
+  // native: boxes from a fork server (runtime/native/fork_server.h), and the sources it compiles
+  // once (the one-shot prelude, the session driver). The daemon's only (on by default). Asked for
+  // (serve --fork-server): choosing the native backend, and an error where it cannot be had; by
+  // default: used where the native backend has its parts, and the Docker backend ignores it.
   bool fork_server = false;
-  std::string fork_server_prelude;
+  bool fork_server_asked = false;
+  std::vector<std::string> fork_server_sources;
 };
 
 // Names accepted by MakeBackend, "auto" first.

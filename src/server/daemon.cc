@@ -140,10 +140,12 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   BackendOptions bopts;
   bopts.images_file = config.images_file;
   bopts.mount_roots = config.mount_roots;
-  // $LLM_SANDBOX_FORK_SERVER=on: the default of --fork-server (a test suite run both ways).
+  // $LLM_SANDBOX_FORK_SERVER=on|off: the default when neither flag is given (suites run both ways).
   const char* fork_env = std::getenv("LLM_SANDBOX_FORK_SERVER");
-  bopts.fork_server = config.fork_server || (fork_env && std::string(fork_env) == "on");
-  bopts.fork_server_prelude = sched::OneShotPreludeSource();
+  const bool env_off = fork_env && std::string(fork_env) == "off";
+  bopts.fork_server = config.fork_server.value_or(!env_off);
+  bopts.fork_server_asked = config.fork_server.value_or(false);
+  bopts.fork_server_sources = {sched::OneShotPreludeSource(), sched::PythonDriverProgram()};
   bopts.image_source = images.store;
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;
@@ -333,8 +335,10 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   sessions_->set_node(c.node_name);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
-  if (c.session_pool > 0) {
-    session_pool_ = std::make_unique<sched::SessionPool>(*backend_, c.session_pool, c.limits.max_session_lifetime_ms);
+  // By default each key's depth follows the host's memory (its target, the recent rate).
+  const size_t depth = c.session_pool.value_or(sched::DefaultSessionPoolDepth(ReadHostCapacity().memory_available_bytes));
+  if (depth > 0) {
+    session_pool_ = std::make_unique<sched::SessionPool>(*backend_, depth, c.limits.max_session_lifetime_ms);
     session_pool_->Start();
     boxes_.set_session_pool(session_pool_.get());
   }

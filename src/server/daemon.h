@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -32,7 +33,10 @@ struct DaemonConfig {
   std::string policies_dir;        // "" = DefaultPolicyDir()
   std::string images_file;
   std::vector<std::string> mount_roots;  // --mount-root: where container.mounts' sources may be
-  bool fork_server = false;  // --fork-server: native boxes of python runs from a warm interpreter
+  // Native boxes of python runs and sessions from a warm interpreter (runtime/native/fork_server.h):
+  // on by default; --fork-server asks for it (an error where it cannot be had), --no-fork-server
+  // turns it off; unset: $LLM_SANDBOX_FORK_SERVER (on|off), else on where the native backend has it.
+  std::optional<bool> fork_server;
   // The image store (--store; "" = DefaultStoreDir()) and how pulls into it on first use reach
   // registries (--insecure-registry, --ca-file, --certs-dir, --registry-mirror).
   std::string image_store;
@@ -48,9 +52,9 @@ struct DaemonConfig {
   // Warm boxes kept per policy, whatever the backend (--pool-size, alias --native-pool; 0 = none):
   // kept by the backend when it pools itself (Docker's containers), else by the one-shot pool.
   size_t pool_size = 2;
-  // Warm python session boxes kept per (policy, setup) key (--session-pool; 0 = none):
+  // Warm python session boxes kept at most per (policy, setup, owner) key (--session-pool; 0 = none):
   // scheduler/session/session_pool.h.
-  size_t session_pool = 0;
+  std::optional<size_t> session_pool;  // unset: sched::DefaultSessionPoolDepth of the host's memory
   bool prebuild = false;           // --prebuild: every policy's container.build before listening
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency

@@ -98,7 +98,8 @@ std::string UserLimitsText(const BoxUserLimits& l) {
 
 Result<std::unique_ptr<ForkServer>> ForkServer::Start(const protocol::BoxSetup& setup, protocol::RunSpec run,
                                                       const std::string& init_path, int init_fd,
-                                                      const std::string& prelude, const LaunchZygote& launch) {
+                                                      const std::vector<std::string>& sources,
+                                                      const LaunchZygote& launch) {
   std::unique_ptr<ForkServer> s(new ForkServer());
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return Error::FromErrno("socketpair for the fork server");
@@ -115,7 +116,7 @@ Result<std::unique_ptr<ForkServer>> ForkServer::Start(const protocol::BoxSetup& 
   run.argv = argv;
   run.argv.push_back("-c");
   run.argv.push_back(ForkServerSource());
-  if (!prelude.empty()) run.argv.push_back(prelude);
+  for (const auto& source : sources) run.argv.push_back(source);  // compiled once, there
   run.timeout_ms = 10ull * 365 * 24 * 3600 * 1000;  // as long as the server lives
   run.timeout_grace_ms = 0;
   LSB_ASSIGN_OR_RETURN(s->zygote_, launch(z, run, z.fork_fds));

@@ -58,7 +58,8 @@ class ForkServer {
   // run's (its env and workdir become the interpreter's). Waits until the interpreter is ready.
   static Result<std::unique_ptr<ForkServer>> Start(const protocol::BoxSetup& setup, protocol::RunSpec run,
                                                    const std::string& init_path, int init_fd,
-                                                   const std::string& prelude, const LaunchZygote& launch);
+                                                   const std::vector<std::string>& sources,
+                                                   const LaunchZygote& launch);
   ~ForkServer();
   ForkServer(const ForkServer&) = delete;
   ForkServer& operator=(const ForkServer&) = delete;

@@ -359,7 +359,7 @@ Result<std::unique_ptr<ForkServer>> NativeBackend::StartServer(const LaunchPlan&
     LSB_ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Launch(zygote_plan, z, &how));
     return std::unique_ptr<NativeBox>(static_cast<NativeBox*>(box.release()));
   };
-  return ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_prelude, launch);
+  return ForkServer::Start(setup, run, init.path, init.fd.get(), opts_.fork_server_sources, launch);
 }
 
 Result<std::shared_ptr<ForkServer>> NativeBackend::ServerFor(const LaunchPlan& plan, const protocol::BoxSetup& setup,

@@ -62,8 +62,9 @@ struct NativeOptions {
   // becomes a fork of an interpreter started once, not a new one (serve --fork-server). Boxes it
   // cannot make (network on, container.mounts) start as usual.
   bool fork_server = false;
-  // The one-shot prelude's source (scheduler/driver/rich_outputs.h), compiled once by each fork server.
-  std::string fork_server_prelude;
+  // Sources a run hands its adopted copy as `-c SOURCE` (the one-shot prelude, the session driver:
+  // scheduler/driver), compiled once by each fork server instead of by every run.
+  std::vector<std::string> fork_server_sources;
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.

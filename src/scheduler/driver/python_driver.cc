@@ -5,6 +5,11 @@
 
 namespace lsb::sched {
 
+const std::string& PythonDriverProgram() {
+  static const std::string program = RichOutputSource() + PythonDriverSource();
+  return program;
+}
+
 Status CheckDriverSupported(const Policy& policy) {
   const Language* py = policy.FindLanguage("python");
   if (!py || py->command.empty())
@@ -23,13 +28,14 @@ Result<std::unique_ptr<PythonDriver>> PythonDriver::Start(BoxSession& session, u
   req.language = "python";
   req.code = "";
   req.stdin_data = "";
+  req.prelude_args = {"-c", PythonDriverProgram()};
   LSB_ASSIGN_OR_RETURN(protocol::RunSpec spec, BuildRunSpec(policy, req));
-  spec.file_name = "lsb_driver.py";
+  spec.file_name = "lsb_driver.py";  // empty, and unread: sys.argv[1] of the driver
   spec.timeout_ms = lifetime_ms;
   // The host enforces each op's own cap; the driver's whole-life output has none of its own.
   spec.output_limit_bytes = uint64_t{1} << 50;
   std::unique_ptr<PythonDriver> d(new PythonDriver(session));
-  LSB_ASSIGN_OR_RETURN(d->wire_, DriverWire::Start(session, spec, RichOutputSource() + PythonDriverSource()));
+  LSB_ASSIGN_OR_RETURN(d->wire_, DriverWire::Start(session, spec, ""));
   if (zygote) {
     std::string roots;
     for (const auto& r : zygote->roots) roots += r + "\n";

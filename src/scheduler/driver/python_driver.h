@@ -42,6 +42,9 @@ namespace lsb::sched {
 
 // The driver's Python source (kept here so the daemon needs no file next to it).
 const std::string& PythonDriverSource();
+// What the interpreter runs as `python -c`: the rich outputs, then the driver. Passed as an argument
+// rather than a file so that a fork server's interpreter adopts the run (runtime/native/fork_server.h).
+const std::string& PythonDriverProgram();
 
 // Whether `policy` lets the driver run (a python language whose interpreter commands.allow lists);
 // the error says what is missing. The Python session interpreter needs it.

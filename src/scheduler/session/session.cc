@@ -83,8 +83,8 @@ Result<std::unique_ptr<Session>> Session::Open(Backend& backend, BoxRegistry& re
 
 bool Session::AdoptWarm() {
   SessionPool* pool = registry_.session_pool();
-  if (!pool || config_.language != "python" || config_.setup.empty()) return false;
-  auto w = pool->Take(policy_, config_.setup);
+  if (!pool || config_.language != "python") return false;
+  auto w = pool->Take(policy_, config_.setup, config_.owner);
   if (!w) return false;
   box_ = std::move(w->box);
   lease_ = std::make_unique<BoxRegistry::Lease>(registry_, box_.get());
@@ -104,7 +104,10 @@ Status Session::OpenBox() {
     watch_->End("the session's box was replaced (a reset took a new box); watch again");
     watch_.reset();
   }
-  if (AdoptWarm()) return OkStatus();
+  if (AdoptWarm()) {
+    TakeChangesBase();
+    return OkStatus();
+  }
   {
     std::lock_guard<std::mutex> lock(info_mu_);
     warm_ = false;

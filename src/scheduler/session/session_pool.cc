@@ -1,5 +1,6 @@
 #include "scheduler/session/session_pool.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -11,10 +12,17 @@ namespace {
 constexpr auto kRetryAfterFailure = std::chrono::seconds(30);
 }  // namespace
 
+size_t DefaultSessionPoolDepth(uint64_t memory_available_bytes) {
+  const uint64_t per_box = uint64_t{2} << 30;
+  return std::clamp<size_t>(static_cast<size_t>(memory_available_bytes / per_box), 2, kMaxSessionPoolPerKey);
+}
+
 Result<WarmInterpreter> OpenWarmInterpreter(Backend& backend, const Policy& policy, const std::string& setup,
-                                            uint64_t lifetime_ms, bool* setup_failed) {
+                                            const BoxOwner& owner, uint64_t lifetime_ms, bool* setup_failed) {
   WarmInterpreter w;
-  LSB_ASSIGN_OR_RETURN(w.box, BoxSession::Open(backend, policy));
+  SessionOptions opts;
+  opts.owner = owner;  // a fork server's box comes from this owner's zygote only
+  LSB_ASSIGN_OR_RETURN(w.box, BoxSession::Open(backend, policy, opts));
   ZygoteSpec zygote;
   zygote.setup = setup;
   for (const auto& t : policy.tmpfs) zygote.roots.push_back(t.path);
@@ -39,11 +47,14 @@ void SessionPool::Start() {
   refiller_ = std::thread([this] { RefillLoop(); });
 }
 
-std::optional<WarmInterpreter> SessionPool::Take(const Policy& policy, const std::string& setup) {
+std::optional<WarmInterpreter> SessionPool::Take(const Policy& policy, const std::string& setup,
+                                                 const BoxOwner& owner) {
   if (per_key_ == 0) return std::nullopt;
   auto shape = backend_.ShapeFor(policy);
   if (!shape.ok()) return std::nullopt;  // the fresh open reports why
-  std::string name = policy.name + "\n" + setup;
+  // A fork server's boxes are one owner's (runtime/backend.h BoxesBelongToOwner): so are its keys.
+  const BoxOwner key_owner = backend_.BoxesBelongToOwner() ? owner : BoxOwner();
+  std::string name = policy.name + "\n" + setup + "\n" + (key_owner ? "owner:" + *key_owner : "anyone");
   std::vector<WarmInterpreter> stale;
   std::optional<WarmInterpreter> got;
   {
@@ -58,10 +69,12 @@ std::optional<WarmInterpreter> SessionPool::Take(const Policy& policy, const std
         for (auto& w : oldest->second.ready) stale.push_back(std::move(w));
         keys_.erase(oldest);
       }
-      it = keys_.emplace(name, Key{policy, setup, *shape, {}, false, {}, {}}).first;
+      it = keys_.emplace(name, Key{policy, setup, key_owner, *shape}).first;
     }
     Key& k = it->second;
     k.last_taken = Clock::now();
+    k.recent.push_back(k.last_taken);
+    while (k.recent.size() > per_key_ || k.last_taken - k.recent.front() > kPoolRateWindow) k.recent.pop_front();
     if (k.shape != *shape) {  // the policy changed since these boxes were made
       for (auto& w : k.ready) stale.push_back(std::move(w));
       k.ready.clear();
@@ -84,13 +97,39 @@ std::optional<WarmInterpreter> SessionPool::Take(const Policy& policy, const std
   return got;
 }
 
+size_t SessionPool::TargetLocked(const Key& k, Clock::time_point now) const {
+  size_t recent = 0;
+  for (const auto& t : k.recent) recent += now - t <= kPoolRateWindow;
+  return std::min(per_key_, recent + 1);
+}
+
+void SessionPool::ForgetIdleLocked(Clock::time_point now, std::vector<WarmInterpreter>& stale) {
+  for (auto it = keys_.begin(); it != keys_.end();) {
+    if (now - it->second.last_taken < kPoolKeyIdle) {
+      ++it;
+      continue;
+    }
+    for (auto& w : it->second.ready) stale.push_back(std::move(w));
+    it = keys_.erase(it);
+  }
+}
+
 void SessionPool::RefillLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
+    const auto now = Clock::now();
+    std::vector<WarmInterpreter> stale;
+    ForgetIdleLocked(now, stale);
+    if (!stale.empty()) {
+      l.unlock();
+      stale.clear();  // destroyed outside the lock
+      l.lock();
+      continue;
+    }
     std::string want;
     for (auto& [name, k] : keys_) {
-      if (k.ready.size() >= per_key_) continue;
-      if (k.failed && Clock::now() < k.retry_at) continue;
+      if (k.ready.size() >= TargetLocked(k, now)) continue;
+      if (k.failed && now < k.retry_at) continue;
       want = name;
       break;
     }
@@ -101,9 +140,10 @@ void SessionPool::RefillLoop() {
     }
     Policy policy = keys_[want].policy;
     std::string setup = keys_[want].setup, shape = keys_[want].shape;
+    BoxOwner owner = keys_[want].owner;
     uint64_t gen = gen_;
     l.unlock();
-    auto w = OpenWarmInterpreter(backend_, policy, setup, lifetime_ms_);
+    auto w = OpenWarmInterpreter(backend_, policy, setup, owner, lifetime_ms_);
     l.lock();
     auto it = keys_.find(want);
     bool keep = w.ok() && !stop_ && gen == gen_ && it != keys_.end() && it->second.shape == shape &&
@@ -164,8 +204,9 @@ SessionPoolStats SessionPool::stats() const {
 }
 
 bool SessionPool::FullLocked() const {
+  const auto now = Clock::now();
   for (const auto& [name, k] : keys_)
-    if (k.ready.size() < per_key_ && !k.failed) return false;
+    if (k.ready.size() < TargetLocked(k, now) && !k.failed) return false;
   return true;
 }
 
