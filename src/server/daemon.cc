@@ -403,6 +403,7 @@ void DaemonCore::ReloadPolicies() {
 void DaemonCore::BeginShutdown() {
   ctx_->shutting_down = true;
   if (monitor_) monitor_->events().CloseAll();  // live event streams end now
+  sessions_->queue().Shutdown();                // creates waiting for a slot answer 503 now
 }
 
 void DaemonCore::FinishWork(int grace_ms) {

@@ -136,6 +136,17 @@ class SessionQueueTest(unittest.TestCase):
         self.assertEqual(r.json()["code"], 429)
         self.assertEqual(r.json()["queue"]["position"], 1)
 
+    def test_a_shutdown_answers_a_waiting_create_at_once(self):
+        self.start("--session-queue-wait", "60000")
+        self.fill()
+        t, out = self.in_thread(self.create)
+        self.await_waiting(1)
+        self.d.stop()
+        t.join(60)
+        self.assertEqual(out["r"].status, 503, out["r"].body[:500])
+        self.assertLess(out["s"], 30)
+        self.assertIn("Retry-After", out["r"].headers)
+
     def test_a_burst_beyond_the_cap_is_served_in_turn(self):
         # 8 creates at once against 2 slots; each session is deleted as soon as it is made, so all
         # are served (the benchmark's burst, scaled to a small cap).
@@ -156,6 +167,46 @@ class SessionQueueTest(unittest.TestCase):
             t.join(180)
         self.assertEqual([r.status for r in answers], [201] * 8, [r.body[:300] for r in answers if r.status != 201])
         self.assertTrue(any("queued" in r.json() for r in answers))
+
+
+class BurstTest(unittest.TestCase):
+    """The public burst benchmark's shape: creates at once, beyond what the executor admits."""
+
+    def burst(self, n, *flags):
+        skip_unless_daemon_suite()
+        d = Daemon(*flags)
+        self.addCleanup(d.close)
+        limit = [ln for ln in request(d.base, "GET", "/metrics").body.decode().splitlines()
+                 if ln.startswith("lsb_sessions_limit")]
+        if limit and float(limit[0].split()[-1]) < n:
+            self.skipTest(f"this host's memory sizes --max-sessions below {n}")
+        answers, lock = [], threading.Lock()
+
+        def one():
+            r = request(d.base, "POST", "/v1/sessions", {"language": "python"}, timeout=300)
+            with lock:
+                answers.append(r)
+
+        threads = [threading.Thread(target=one) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        self.assertEqual([r.status for r in answers], [201] * n, [r.body[:300] for r in answers if r.status != 201])
+        for r in answers:
+            request(d.base, "DELETE", f"/v1/sessions/{r.json()['session_id']}")
+        return [r.json().get("queued") for r in answers], d
+
+    def test_creates_wait_for_executor_room_instead_of_429(self):
+        # 1 worker and 1 queued: the executor admits 2 at once; the other 4 wait for room.
+        queued, _ = self.burst(6, "--max-concurrency", "1", "--queue", "1")
+        reasons = [q["reason"] for q in queued if q]
+        self.assertIn("executor", reasons)
+        self.assertTrue(all(q["position"] is None for q in queued if q and q["reason"] == "executor"))
+
+    def test_a_hundred_at_once_with_the_defaults(self):
+        _, d = self.burst(100)
+        self.assertRegex(d.log(), r"\d+ sessions at most by memory")
 
 
 if __name__ == "__main__":
