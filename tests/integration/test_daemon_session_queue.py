@@ -6,7 +6,7 @@ import threading
 import time
 import unittest
 
-from daemon_harness import Daemon, request, skip_unless_daemon_suite
+from daemon_harness import Daemon, OpenApi, request, skip_unless_daemon_suite
 
 
 class SessionQueueTest(unittest.TestCase):
@@ -69,6 +69,7 @@ class SessionQueueTest(unittest.TestCase):
         self.assertGreaterEqual(q["waited_ms"], 300)
         self.assertLess(q["waited_ms"], 20000)
         self.assertIn("reason=max_sessions", r.headers.get("X-Session-Queued", ""))
+        OpenApi().check("POST", "/v1/sessions", 201, r.json())
 
     def test_a_wait_that_ends_without_a_slot_is_429_with_its_place(self):
         self.start("--session-queue-wait", "1000")
@@ -86,6 +87,7 @@ class SessionQueueTest(unittest.TestCase):
         self.assertEqual(err["queue"]["position"], 1)
         self.assertEqual(err["queue"]["max_wait_ms"], 1000)
         self.assertGreaterEqual(err["queue"]["waited_ms"], 1000)
+        OpenApi().check("POST", "/v1/sessions", 429, r.json())
 
     def test_a_full_queue_is_429_at_once(self):
         self.start("--session-queue", "1", "--session-queue-wait", "20000")
