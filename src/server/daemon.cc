@@ -207,6 +207,7 @@ size_t WorkerCount(const DaemonConfig& config, const sched::PolicyStore& policie
   return sizing.workers;
 }
 
+// --max-sessions, else sized by the host's memory (session_sizing.h), logged like the workers.
 size_t SessionCap(const DaemonConfig& config) {
   if (config.max_sessions) return config.max_sessions;
   auto sizing = SizeMaxSessions(ReadHostCapacity());
