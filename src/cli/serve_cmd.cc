@@ -59,7 +59,10 @@ constexpr const char* kServeUsage =
     "  --queue N                requests waiting for a worker before 429 (default 4 x concurrency)\n"
     "  --max-body BYTES         largest request body, e.g. 10M (default: what one --max-file file needs\n"
     "                           as base64 plus 64K, at least 10M: 21.4M with the default; larger: 413)\n"
-    "  --max-sessions N         sessions at once (default 64)\n"
+    "  --max-sessions N         sessions at once (default: the host's memory / 32 MiB, from 16 to 4096)\n"
+    "  --session-queue N        creates waiting for a session slot at the cap, first come first served\n"
+    "                           (default 256; 0: no queue, 429 at once)\n"
+    "  --session-queue-wait MS  how long a create waits in that queue before 429 (default 30000; 0: none)\n"
     "  --max-file BYTES         largest file uploaded/downloaded (default 16M; with only --max-body,\n"
     "                           the largest file that body carries)\n"
     "  --async-keep N           asynchronous executions kept, pending or finished (default 1000)\n"
@@ -297,6 +300,19 @@ Took ServingOption(OptionCursor& o, ServeInputs& in) {
   return false;
 }
 
+// The session create queue (docs/api.md "Session queue"): how many creates wait for a slot, how long.
+Took SessionQueueOption(OptionCursor& o, ServeInputs& in) {
+  if (o.Is("--session-queue")) {
+    if (!ParseCountOrZero(o.value(), &in.c.session_queue)) return Error{"--session-queue wants a count (0: no queue)"};
+    return true;
+  }
+  if (!o.Is("--session-queue-wait")) return false;
+  size_t ms = 0;
+  if (!ParseCountOrZero(o.value(), &ms)) return Error{"--session-queue-wait wants milliseconds (0: refuse at once)"};
+  in.c.session_queue_wait_ms = ms;
+  return true;
+}
+
 // Paused sessions' bounds and the fan-out budget (docs/api.md "Pause and resume", "Memory budget").
 Took PausedOption(OptionCursor& o, ServeInputs& in) {
   server::DaemonConfig& c = in.c;
@@ -444,7 +460,8 @@ std::optional<int> ParseServeArgs(const Args& args, ServeInputs& in) {
     }
     const std::string a = o.arg();
     bool took = false;
-    for (auto group : {ServingOption, SizeOption, PausedOption, AccessOption, ConnectionOption, MonitoringOption, EgressOption}) {
+    for (auto group : {ServingOption, SizeOption, SessionQueueOption, PausedOption, AccessOption, ConnectionOption,
+                       MonitoringOption, EgressOption}) {
       Took t = group(o, in);
       if (!t.ok()) return Bad(t.error().message);
       if ((took = *t)) break;

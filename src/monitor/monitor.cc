@@ -69,6 +69,7 @@ Monitor::Monitor(MonitorOptions opts) : opts_(std::move(opts)) {
   metrics_.Declare("lsb_boxes_live", MetricType::kGauge, "Boxes alive now (executions and sessions).");
   metrics_.Declare("lsb_sessions_active", MetricType::kGauge, "Sessions open now.");
   metrics_.Declare("lsb_sessions_limit", MetricType::kGauge, "Sessions that may be open at once.");
+  metrics_.Declare("lsb_sessions_queued", MetricType::kGauge, "Session creates waiting for a slot at the limit.");
   metrics_.Declare("lsb_sessions_created_total", MetricType::kCounter, "Sessions created.");
   metrics_.Declare("lsb_session_pool_warm", MetricType::kGauge, "Warm python session boxes waiting (--session-pool).");
   metrics_.Declare("lsb_session_pool_hits_total", MetricType::kCounter, "Sessions started from a warm box.");

@@ -28,6 +28,15 @@ Admission Executor::SubmitWait(Task task, Then then) {
   return Admission::kAccepted;
 }
 
+Admission Executor::SubmitWaitUntil(Task task, Then then, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!room_cv_.wait_until(lock, deadline, [this] { return !accepting_ || HasRoom(); })) return Admission::kQueueFull;
+  if (!accepting_) return Admission::kShuttingDown;
+  queue_.push_back({std::move(task), std::move(then)});
+  work_cv_.notify_one();
+  return Admission::kAccepted;
+}
+
 void Executor::StopAccepting() {
   std::lock_guard<std::mutex> lock(mu_);
   accepting_ = false;

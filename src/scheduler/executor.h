@@ -6,6 +6,7 @@
 // executor and joined by Shutdown() (or the destructor).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -39,6 +40,9 @@ class Executor {
   Admission Submit(Task task, Then then = {});
   // As Submit, but waits for room instead of answering kQueueFull (work of an admitted batch).
   Admission SubmitWait(Task task, Then then = {});
+  // As SubmitWait, but only until `deadline` (kQueueFull then): a burst of session creates waits
+  // for room for a bounded time instead of being refused at once (issue 35).
+  Admission SubmitWaitUntil(Task task, Then then, std::chrono::steady_clock::time_point deadline);
 
   // Stops accepting; drops queued tasks (each is called with cancelled = true); waits until the
   // running ones finished, then joins the workers. Idempotent.
@@ -72,8 +76,9 @@ class Executor {
 
 // Runs `fn` on `ex` and waits for its value. nullopt + `*admission` when it was not admitted or was
 // cancelled by a shutdown before it ran.
-template <typename T>
-std::optional<T> RunOn(Executor& ex, std::function<T()> fn, Admission* admission, bool wait_for_room = false) {
+// `submit` is how the task is offered (Submit, SubmitWait, SubmitWaitUntil).
+template <typename T, typename SubmitFn>
+std::optional<T> RunOnWith(SubmitFn submit, std::function<T()> fn, Admission* admission) {
   // The value is published by the continuation, after the worker's slot is free again: the caller
   // answers its client only then, so the client's next request finds that room.
   auto value = std::make_shared<std::optional<T>>();
@@ -83,12 +88,29 @@ std::optional<T> RunOn(Executor& ex, std::function<T()> fn, Admission* admission
     if (!cancelled) value->emplace(fn());
   };
   Executor::Then then = [value, promise] { promise->set_value(std::move(*value)); };
-  *admission = wait_for_room ? ex.SubmitWait(std::move(task), std::move(then))
-                             : ex.Submit(std::move(task), std::move(then));
+  *admission = submit(std::move(task), std::move(then));
   if (*admission != Admission::kAccepted) return std::nullopt;
   auto v = future.get();
   if (!v) *admission = Admission::kShuttingDown;
   return v;
+}
+
+template <typename T>
+std::optional<T> RunOn(Executor& ex, std::function<T()> fn, Admission* admission, bool wait_for_room = false) {
+  auto submit = [&](Executor::Task t, Executor::Then then) {
+    return wait_for_room ? ex.SubmitWait(std::move(t), std::move(then)) : ex.Submit(std::move(t), std::move(then));
+  };
+  return RunOnWith<T>(submit, std::move(fn), admission);
+}
+
+// As RunOn, waiting for room until `deadline`.
+template <typename T>
+std::optional<T> RunOnUntil(Executor& ex, std::function<T()> fn, Admission* admission,
+                            std::chrono::steady_clock::time_point deadline) {
+  auto submit = [&](Executor::Task t, Executor::Then then) {
+    return ex.SubmitWaitUntil(std::move(t), std::move(then), deadline);
+  };
+  return RunOnWith<T>(submit, std::move(fn), admission);
 }
 
 }  // namespace lsb::sched

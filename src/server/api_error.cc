@@ -59,7 +59,10 @@ const char* CodeName(ApiCode code) {
 }
 
 nlohmann::json ErrorJson(const ApiError& e) {
-  return {{"error", {{"code", CodeName(e.code)}, {"message", e.message}}}};
+  nlohmann::json err = {{"code", CodeName(e.code)}, {"message", e.message}};
+  if (e.detail.is_object())
+    for (const auto& [k, v] : e.detail.items()) err[k] = v;
+  return {{"error", std::move(err)}};
 }
 
 HttpResponse JsonResponse(int status, const nlohmann::json& body) {

@@ -35,6 +35,7 @@ struct ApiError {
   ApiCode code = ApiCode::kInternal;
   std::string message;
   int retry_after_s = 1;  // for 429 / 503
+  nlohmann::json detail;  // an object whose members join "error" (a queue's position and length); null: none
 };
 
 int HttpStatus(ApiCode code);

@@ -26,6 +26,7 @@
 #include "server/http_server.h"
 #include "server/owner.h"
 #include "server/routes.h"
+#include "server/session_sizing.h"
 #include "server/web_guard.h"
 #include "server/worker_sizing.h"
 
@@ -208,6 +209,15 @@ size_t WorkerCount(const DaemonConfig& config, const sched::PolicyStore& policie
   return sizing.workers;
 }
 
+// --max-sessions, else sized by the host's memory (session_sizing.h), logged like the workers.
+size_t SessionCap(const DaemonConfig& config) {
+  if (config.max_sessions) return config.max_sessions;
+  auto sizing = SizeMaxSessions(ReadHostCapacity());
+  Log(std::to_string(sizing.max_sessions) + " sessions at most by memory (" + sizing.why +
+      "); --max-sessions N sets them");
+  return sizing.max_sessions;
+}
+
 // Signals are taken by sigwait() on the calling thread only; every thread started after inherits
 // the mask (the native launcher resets it for boxes).
 sigset_t BlockDaemonSignals() {
@@ -265,6 +275,7 @@ void LogListening(const DaemonConfig& config, DaemonCore& core, uint16_t port) {
   Log("listening on http://" + config.http.host + ":" + std::to_string(port) + " (backend " + core.backend().name() +
       ", " + std::to_string(ctx.policies.Snapshot()->size()) + " policies from " + config.policies_dir + ", " +
       std::to_string(ctx.executor.workers()) + " workers, queue " + std::to_string(ctx.executor.queue_limit()) +
+      ", " + std::to_string(ctx.sessions.max_sessions()) + " sessions at most" +
       (config.tokens.empty() ? ", no auth" : ", bearer tokens") +
       (!config.monitoring ? ", monitoring off"
        : config.monitor.audit_path.empty() ? ", no audit log"
@@ -331,7 +342,8 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   executions_ = std::make_unique<ExecutionStore>(c.async_results);
   jobs_ = std::make_unique<BackgroundJobs>();
   executor_ = std::make_unique<sched::Executor>(workers, c.queue ? c.queue : 4 * workers);
-  sessions_ = std::make_unique<sched::SessionManager>(c.max_sessions);
+  sessions_ = std::make_unique<sched::SessionManager>(SessionCap(c));
+  sessions_->queue().set_limits({c.session_queue, std::chrono::milliseconds(c.session_queue_wait_ms)});
   sessions_->set_node(c.node_name);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
@@ -396,6 +408,7 @@ void DaemonCore::ReloadPolicies() {
 void DaemonCore::BeginShutdown() {
   ctx_->shutting_down = true;
   if (monitor_) monitor_->events().CloseAll();  // live event streams end now
+  sessions_->queue().Shutdown();                // creates waiting for a slot answer 503 now
 }
 
 void DaemonCore::FinishWork(int grace_ms) {

@@ -58,7 +58,9 @@ struct DaemonConfig {
   bool prebuild = false;           // --prebuild: every policy's container.build before listening
   size_t max_concurrency = 0;      // 0 = sized by box cost (worker_sizing.h)
   size_t queue = 0;                // 0 = 4 x max_concurrency
-  size_t max_sessions = 64;
+  size_t max_sessions = 0;               // 0 = sized by host memory (session_sizing.h)
+  size_t session_queue = 256;            // creates waiting at the cap (--session-queue; 0 = none)
+  uint64_t session_queue_wait_ms = 30000;  // how long each waits (--session-queue-wait; 0 = 429 at once)
   int shutdown_grace_ms = 10000;
   std::set<std::string> tokens;
   std::set<std::string> allowed_origins;  // --allow-origin, normalized (web_guard.h)

@@ -32,6 +32,7 @@ void SetLiveGauges(ServerContext& ctx, monitor::Monitor& m) {
   mx.Set("lsb_boxes_live", {}, static_cast<double>(ctx.boxes.size()));
   mx.Set("lsb_sessions_active", {}, static_cast<double>(ctx.sessions.count()));
   mx.Set("lsb_sessions_limit", {}, static_cast<double>(ctx.sessions.max_sessions()));
+  mx.Set("lsb_sessions_queued", {}, static_cast<double>(ctx.sessions.queue().waiting()));
   mx.Set("lsb_events_subscribers", {}, static_cast<double>(m.events().subscribers()));
   mx.Set("lsb_executions_running", {}, static_cast<double>(m.RunningCount()));
   if (const sched::SessionPool* p = ctx.boxes.session_pool()) {
@@ -174,7 +175,7 @@ Reply Overview(ServerContext& ctx, HttpRequest& req) {
                           {"queued", ctx.executor.queued()}, {"queue_limit", ctx.executor.queue_limit()}}},
             {"pool", pool},
             {"sessions", {{"active", ctx.sessions.count()}, {"limit", ctx.sessions.max_sessions()},
-                          {"mine", ctx.sessions.List(req.owner).size()}}},
+                          {"queued", ctx.sessions.queue().waiting()}, {"mine", ctx.sessions.List(req.owner).size()}}},
             {"executions", {{"running", ctx.monitor->RunningCount()},
                             {"running_mine", ctx.monitor->Running(req.owner).size()}}},
             {"audit_log", ctx.monitor->has_audit_log()},

@@ -15,6 +15,7 @@
 #include "server/json_codec.h"
 #include "server/routes.h"
 #include "server/session_ops.h"
+#include "server/session_turn.h"
 
 namespace lsb::server {
 namespace {
@@ -76,11 +77,8 @@ Reply Fork(ServerContext& ctx, HttpRequest& req) {
   if (!count.ok()) return ErrorResponse(count.error());
   sched::Session& parent = **s;
   if (parent.Info().state == "busy") return ErrorResponse(Conflict(parent.id()));
-  if (ctx.sessions.count() + *count > ctx.sessions.max_sessions())
-    return ErrorResponse({ApiCode::kTooManyRequests,
-                          "fork: " + std::to_string(*count) + " more sessions would pass the daemon's maximum of " +
-                              std::to_string(ctx.sessions.max_sessions()) + " (serve --max-sessions); delete some or retry later",
-                          5});
+  auto turn = AwaitSessionSlots(ctx, *count, "fork: ");  // the children's slots, in the create queue
+  if (!turn.ok()) return ErrorResponse(turn.error());
   auto reserved = ReserveFanout(ctx, ExportWorstBytes(ctx, parent.policy()), "fork of " + parent.id());
   if (!reserved.ok()) return ErrorResponse(reserved.error());
   auto state = OnSession<sched::ForkExport>(ctx, parent, [&]() -> ApiOr<sched::ForkExport> {
@@ -140,6 +138,7 @@ Reply Fork(ServerContext& ctx, HttpRequest& req) {
   if (ctx.monitor)
     for (auto& c : children)
       ctx.monitor->SessionEvent("session_created", SessionJson((**c)->Info()), (**c)->owner());
+  if (!turn->reason.empty()) fork["queued"] = turn->Queued();
   return JsonResponse(201, {{"sessions", std::move(sessions)}, {"fork", std::move(fork)}});
 }
 

@@ -18,6 +18,7 @@
 #include "server/json_codec.h"
 #include "server/routes.h"
 #include "server/session_ops.h"
+#include "server/session_turn.h"
 
 namespace lsb::server {
 namespace {
@@ -133,10 +134,8 @@ Reply Resume(ServerContext& ctx, HttpRequest& req) {
                                                   "' is not loaded any more: " + policy.error().message});
   auto trees = sched::ReadForkTrees(**policy, r.tars, ctx.limits.archive);
   if (!trees.ok()) return ErrorResponse({ApiCode::kConflict, "resume: " + trees.error().message});
-  if (ctx.sessions.count() >= ctx.sessions.max_sessions())
-    return ErrorResponse({ApiCode::kTooManyRequests, "the daemon holds its maximum of " +
-                                                         std::to_string(ctx.sessions.max_sessions()) +
-                                                         " sessions; delete one or retry later", 5});
+  auto turn = AwaitSessionSlots(ctx, 1, "resume: ");  // at the cap: wait in line (bounded), or 429
+  if (!turn.ok()) return ErrorResponse(turn.error());
   sched::ForkExport state;
   state.trees = std::move(*trees);
   state.state_path = r.state_path;
@@ -177,6 +176,7 @@ Reply Resume(ServerContext& ctx, HttpRequest& req) {
                     {"not_carried", {{"globals", r.skipped}, {"not_loaded", not_loaded}}},
                     {"not_kept", kNotKept},
                     {"duration_ms", MsSince(start)}};
+  if (!turn->reason.empty()) body["queued"] = turn->Queued();
   if (ctx.monitor) ctx.monitor->SessionEvent("session_resumed", {{"session_id", id}}, session->owner());
   return JsonResponse(200, body);
 }

@@ -4,6 +4,7 @@
 #include "scheduler/sandbox_path.h"
 #include "server/execute_plan.h"
 #include "server/session_ops.h"
+#include "server/session_turn.h"
 #include "server/routes.h"
 
 namespace lsb::server {
@@ -49,10 +50,8 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse({ApiCode::kForbidden, "max_lifetime: at most " +
                                                    std::to_string(ctx.limits.max_session_lifetime_ms / 1000) +
                                                    " s on this daemon"});
-  if (ctx.sessions.count() >= ctx.sessions.max_sessions())
-    return ErrorResponse({ApiCode::kTooManyRequests, "the daemon holds its maximum of " +
-                                                         std::to_string(ctx.sessions.max_sessions()) +
-                                                         " sessions; delete one or retry later", 5});
+  auto turn = AwaitSessionSlots(ctx, 1);  // at the cap: wait in line (bounded), or 429 with the place
+  if (!turn.ok()) return ErrorResponse(turn.error());
   std::string id = ctx.sessions.NewId();
   sched::Admission admission;
   std::function<Result<std::shared_ptr<sched::Session>>()> open =
@@ -61,7 +60,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
     if (!s.ok()) return s.error();
     return std::shared_ptr<sched::Session>(std::move(*s));
   };
-  auto r = sched::RunOn<Result<std::shared_ptr<sched::Session>>>(ctx.executor, open, &admission);
+  auto r = RunForTurn<Result<std::shared_ptr<sched::Session>>>(ctx, *turn, open, &admission);
   if (!r) return ErrorResponse(FromAdmission(admission));
   if (!r->ok() && r->error().field == "setup") return ErrorResponse(BadRequest(r->error().message));
   if (!r->ok()) return ErrorResponse(SandboxError(r->error().message));
@@ -71,9 +70,12 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
     return ErrorResponse(ctx.shutting_down ? FromAdmission(sched::Admission::kShuttingDown)
                                            : ApiError{ApiCode::kTooManyRequests, "too many sessions; retry later", 5});
   }
+  turn->slots.Release();  // the manager counts the session now
   json created = SessionJson(s->Info());
   created["node"] = ctx.node;  // where the session lives (its id names it too)
+  if (!turn->reason.empty()) created["queued"] = turn->Queued();
   HttpResponse res = JsonResponse(201, created);
+  turn->AddHeader(res);
   res.headers.emplace_back("Location", "/v1/sessions/" + id);
   if (ctx.monitor) ctx.monitor->SessionEvent("session_created", SessionJson(s->Info()), s->owner());
   return res;

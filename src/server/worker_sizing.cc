@@ -19,14 +19,15 @@ uint64_t ReadNumber(const std::string& path) {
   }
 }
 
-uint64_t MemAvailable() {
+// One /proc/meminfo line's bytes ("MemAvailable:", "MemTotal:"), 0 when absent.
+uint64_t MemInfo(const std::string& want) {
   std::ifstream in("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   std::string unit;
   while (in >> key >> kib) {
     std::getline(in, unit);
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == want) return kib * 1024;
   }
   return 0;
 }
@@ -92,12 +93,14 @@ WorkerSizing SizeWorkers(const HostCapacity& host, const BoxCost& box) {
 HostCapacity ReadHostCapacity() {
   HostCapacity h;
   std::string cg = OwnCgroupDir();
-  h.memory_available_bytes = MemAvailable();
+  h.memory_available_bytes = MemInfo("MemAvailable:");
+  h.memory_total_bytes = MemInfo("MemTotal:");
   h.pid_budget = Tighter(ReadNumber("/proc/sys/kernel/pid_max"), ReadNumber("/proc/sys/kernel/threads-max"));
   if (!cg.empty()) {
     uint64_t max = ReadNumber(cg + "/memory.max");
     uint64_t used = ReadNumber(cg + "/memory.current");
     if (max) h.memory_available_bytes = Tighter(h.memory_available_bytes, max > used ? max - used : 1);
+    h.memory_total_bytes = Tighter(h.memory_total_bytes, max);
     uint64_t pids_max = ReadNumber(cg + "/pids.max");
     uint64_t pids_now = ReadNumber(cg + "/pids.current");
     if (pids_max) h.pid_budget = Tighter(h.pid_budget, pids_max > pids_now ? pids_max - pids_now : 1);

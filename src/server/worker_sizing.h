@@ -27,6 +27,7 @@ inline constexpr uint64_t kUnlimitedBoxMemory = 1ull << 30;  // the cost of a bo
 struct HostCapacity {
   uint64_t memory_available_bytes = 0;  // MemAvailable, or the daemon's cgroup memory.max if lower
   uint64_t pid_budget = 0;              // kernel pid_max / threads-max, or the cgroup's pids.max
+  uint64_t memory_total_bytes = 0;      // MemTotal, or the cgroup's memory.max if lower (session_sizing.h)
 };
 
 // What the most expensive box of the loaded policies costs.

@@ -59,5 +59,26 @@ TEST(ExecutorAdmission, ThenRunsAfterACancelledTaskToo) {
   EXPECT_TRUE(then_ran);
 }
 
+// A burst of session creates waits for room for a bounded time (issue 35) instead of a 429 at once.
+TEST(ExecutorAdmission, SubmitWaitUntilWaitsForRoomThenGivesUp) {
+  sched::Executor ex(1, 0);  // room for one: the one running
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  ASSERT_EQ(ex.Submit([gate](bool) { gate.wait(); }), sched::Admission::kAccepted);
+  while (ex.running() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto soon = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  EXPECT_EQ(ex.SubmitWaitUntil([](bool) {}, {}, soon), sched::Admission::kQueueFull);
+  EXPECT_GE(std::chrono::steady_clock::now(), soon);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    release.set_value();
+  });
+  std::promise<void> ran;
+  auto later = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  EXPECT_EQ(ex.SubmitWaitUntil([&](bool) { ran.set_value(); }, {}, later), sched::Admission::kAccepted);
+  ran.get_future().wait();
+  opener.join();
+}
+
 }  // namespace
 }  // namespace lsb

@@ -9,7 +9,11 @@
 
 namespace lsb::sched {
 
-SessionManager::SessionManager(size_t max_sessions) : max_sessions_(max_sessions) {}
+SessionManager::SessionManager(size_t max_sessions)
+    : max_sessions_(max_sessions), queue_([this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        return sessions_.size() >= max_sessions_ ? size_t{0} : max_sessions_ - sessions_.size();
+      }) {}
 
 SessionManager::~SessionManager() { Shutdown(); }
 
@@ -60,6 +64,7 @@ bool SessionManager::Remove(const std::string& id, const std::string& owner) {
     s = std::move(it->second);
     sessions_.erase(it);
   }
+  queue_.Notify();  // the slot is free now; its box closes below
   s->Close();
   return true;
 }
@@ -84,6 +89,7 @@ void SessionManager::Reap() {
       }
     }
     lock.unlock();
+    if (!expired.empty()) queue_.Notify();
     for (auto& s : expired) {
       std::fprintf(stderr, "serve: session %s expired; closing it\n", s->id().c_str());
       s->Close();
@@ -100,6 +106,7 @@ void SessionManager::Shutdown() {
     stopping_ = true;
     all.swap(sessions_);
   }
+  queue_.Shutdown();
   cv_.notify_all();
   if (reaper_.joinable()) reaper_.join();
   for (auto& [_, s] : all) s->Close();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "scheduler/session/session.h"
+#include "scheduler/session/session_queue.h"
 
 namespace lsb::sched {
 
@@ -29,6 +30,9 @@ class SessionManager {
 
   size_t max_sessions() const { return max_sessions_; }
   size_t count() const;
+  // The line creates wait in for a slot (session_queue.h): it counts this manager's sessions and is
+  // told when one goes away (Remove, the reaper). Shutdown() ends its waits.
+  SessionQueue& queue() { return queue_; }
   // A fresh id ("ses-" + 16 hex digits).
   // "ses-<16 hex>", then "-<node>" when the manager has a node tag (set_node): a front routes a
   // session's requests to its node by the id alone (deploy/swarm/haproxy.cfg).
@@ -56,6 +60,7 @@ class SessionManager {
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   bool stopping_ = false;
   std::thread reaper_;
+  SessionQueue queue_;  // last: its slots count sessions_ under mu_
 };
 
 }  // namespace lsb::sched

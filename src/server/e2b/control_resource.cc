@@ -13,6 +13,7 @@
 #include "server/e2b/front_door.h"
 #include "server/execute_plan.h"
 #include "server/json_codec.h"
+#include "server/session_turn.h"
 
 namespace lsb::server::e2b {
 namespace {
@@ -29,7 +30,18 @@ HttpResponse E2bError(int status, const std::string& message) {
   r.body = json{{"code", status}, {"message", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
-HttpResponse E2bError(const ApiError& e) { return E2bError(HttpStatus(e.code), e.message); }
+// An ApiError in E2B's shape: its detail (a queue's place) at the top level, Retry-After on 429 / 503.
+HttpResponse E2bError(const ApiError& e) {
+  HttpResponse r = E2bError(HttpStatus(e.code), e.message);
+  if (e.detail.is_object()) {
+    json body = json::parse(r.body);
+    for (const auto& [k, v] : e.detail.items()) body[k] = v;
+    r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  if (e.code == ApiCode::kTooManyRequests || e.code == ApiCode::kUnavailable)
+    r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s > 0 ? e.retry_after_s : 1));
+  return r;
+}
 
 std::string Iso(std::chrono::system_clock::time_point t) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -155,9 +167,8 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   if (!metadata.ok()) return E2bError(metadata.error());
   auto envs = EnvVars(*j, **policy);
   if (!envs.ok()) return E2bError(envs.error());
-  if (ctx.sessions.count() >= ctx.sessions.max_sessions())
-    return E2bError(429, "the daemon holds its maximum of " + std::to_string(ctx.sessions.max_sessions()) +
-                             " sessions; kill a sandbox or retry later");
+  auto turn = AwaitSessionSlots(ctx, 1);  // at the cap: wait in line (bounded), or 429 with the place
+  if (!turn.ok()) return E2bError(turn.error());
   sched::SessionConfig cfg;
   cfg.language = (*policy)->default_language;
   cfg.idle_timeout_ms = *timeout;
@@ -173,7 +184,7 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
     if (!s.ok()) return s.error();
     return std::shared_ptr<sched::Session>(std::move(*s));
   };
-  auto r = sched::RunOn<Result<std::shared_ptr<sched::Session>>>(ctx.executor, open, &admission);
+  auto r = RunForTurn<Result<std::shared_ptr<sched::Session>>>(ctx, *turn, open, &admission);
   if (!r) return E2bError(FromAdmission(admission));
   if (!r->ok()) return E2bError(502, "the sandbox did not start: " + r->error().message);
   std::shared_ptr<sched::Session> s = **r;
@@ -181,6 +192,7 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
     s->Close();
     return E2bError(ctx.shutting_down ? 503 : 429, "too many sessions; retry later");
   }
+  turn->slots.Release();  // the manager counts the session now
   SandboxRecord rec{id, req.owner, template_id, SandboxTable::NewAccessToken(), std::move(*metadata),
                     std::chrono::system_clock::now(), std::move(*envs), {}};
   table.Add(rec);
@@ -189,7 +201,11 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
     ev["e2b_template"] = template_id;
     ctx.monitor->SessionEvent("session_created", ev, s->owner());
   }
-  return JsonResponse(201, SandboxJson({rec, s}, true));
+  json created = SandboxJson({rec, s}, true);
+  if (!turn->reason.empty()) created["queued"] = turn->Queued();  // an extra field; the SDKs ignore it
+  HttpResponse res = JsonResponse(201, created);
+  turn->AddHeader(res);
+  return res;
 }
 
 ApiOr<SandboxTable::Found> Find(SandboxTable& table, const HttpRequest& req) {
