@@ -165,6 +165,8 @@ class Backend {
   // figures. nullopt (default): it keeps none, and the daemon's one-shot pool keeps boxes for it
   // (scheduler/one_shot_pool.h), so exactly one layer pools for each backend.
   virtual std::optional<PoolStats> OwnPoolStats() const { return std::nullopt; }
+  // Zygote boxes of fork servers alive now (native; each holds two processes: init and python).
+  virtual size_t ForkServers() const { return 0; }
   // For a policy Check(policy) refused: one line telling an operator how to get it run. Default:
   // fix what Check named, or choose another policy.
   virtual std::string RefusalFix(const Policy& policy) const;

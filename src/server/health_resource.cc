@@ -43,6 +43,7 @@ void AddHealthRoutes(Router& router, ServerContext& ctx) {
                               {"reaping", pool.reaping},
                               {"pool_hits", pool.hits},
                               {"pool_misses", pool.misses},
+                              {"fork_servers", ctx.backend.ForkServers()},  // zygote boxes alive
                               // the warm session pool (--session-pool): sessions started set up / not
                               {"session_pool", SessionPoolJson(ctx)}});
   });

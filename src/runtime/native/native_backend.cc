@@ -327,6 +327,13 @@ Result<std::unique_ptr<Box>> NativeBackend::Start(const Policy& policy, const pr
   return box;
 }
 
+size_t NativeBackend::ForkServers() const {
+  std::lock_guard<std::mutex> lock(fork_mu_);
+  size_t alive = 0;
+  for (const auto& [key, entry] : fork_servers_) alive += entry.server && entry.server->alive();
+  return alive;
+}
+
 bool NativeBackend::MakeRoomLocked(std::shared_ptr<ForkServer>& evicted) {
   // Dead servers go first (their boxes ended with them), then the idle one used least recently.
   for (auto it = fork_servers_.begin(); it != fork_servers_.end();)

@@ -109,6 +109,7 @@ class NativeBackend : public Backend {
   // one for no owner (nullopt) is launched on its own.
   Result<std::unique_ptr<Box>> Start(const Policy& policy, const protocol::BoxSetup& setup, const BoxOwner& owner) override;
   bool BoxesBelongToOwner() const override { return opts_.fork_server; }
+  size_t ForkServers() const override;
   Result<protocol::BoxSetup> SetupFor(const Policy& policy) const override;
   // init's setup and the LaunchPlan: together, all a native box is built from.
   Result<std::string> BoxShape(const Policy& policy, const protocol::BoxSetup& setup) const override;
@@ -166,7 +167,7 @@ class NativeBackend : public Backend {
   NativeOptions opts_;
   std::unique_ptr<EnvironmentBuilder> builder_;  // with an image store only
   ImageMapCache images_;  // read for every box (SetupFor) and every Explain
-  std::mutex fork_mu_;
+  mutable std::mutex fork_mu_;
   // By init's setup and owner (DESIGN §12: a zygote's boxes share its per-user counts and its
   // randomness, so no two owners' boxes ever come from one zygote).
   struct ForkServerEntry {
