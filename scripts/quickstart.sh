@@ -6,8 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LSB_BUILD_DIR:-$root/build}
 # A build dir configured here for the first time has nothing in ccache to reuse: LSB_FAST_FIRST_BUILD
-# (CMakeLists.txt) compiles it in unity batches with a precompiled json header, in less than half the
-# time (docs/testing.md, "The quick start's first build"). scripts/test.sh later builds the rest of
+# (CMakeLists.txt) compiles it in unity batches with a precompiled json header, for under a third of the
+# CPU time (docs/testing.md, "The quick start's first build"). scripts/test.sh later builds the rest of
 # that dir the same way; CI's own clones keep the ccache-friendly default. LSB_FAST_FIRST_BUILD=0 opts out.
 first=()
 [[ -f $build/CMakeCache.txt || ${LSB_FAST_FIRST_BUILD:-1} == 0 ]] || first=(-DLSB_FAST_FIRST_BUILD=ON)
