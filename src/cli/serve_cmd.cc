@@ -52,7 +52,7 @@ constexpr const char* kServeUsage =
     "  --no-fork-server         every box starts its own python (default: $LLM_SANDBOX_FORK_SERVER=off)\n"
     "  --session-pool N         warm python session boxes kept at most per (policy, setup, token) key, setup\n"
     "                           already run, for creates, forks and resets; a key keeps one more than it\n"
-    "                           served in the last 10 s (default: one per 2 GiB of available memory, 2 to 16;\n"
+    "                           served in the last 60 s (default: one per 2 GiB of available memory, 2 to 16;\n"
     "                           0 = none; 8 keys; docs/api.md \"Warm session pool\")\n"
     "  --max-concurrency N      executions at once (default: by box cost, the largest policy's memory\n"
     "                           and pids against the host's, from 4 to 64; docs/api.md)\n"

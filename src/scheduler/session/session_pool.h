@@ -45,7 +45,8 @@ namespace lsb::sched {
 
 inline constexpr size_t kMaxSessionPoolKeys = 8;
 inline constexpr size_t kMaxSessionPoolPerKey = 16;  // serve --session-pool's upper bound
-inline constexpr std::chrono::seconds kPoolRateWindow{10};
+// Long enough to span an RL loop's episodes (a fork of N every few tens of seconds) and a slow refill.
+inline constexpr std::chrono::seconds kPoolRateWindow{60};
 inline constexpr std::chrono::minutes kPoolKeyIdle{10};
 
 // A key's depth when serve --session-pool is not given: one box per 2 GiB of the host's available
