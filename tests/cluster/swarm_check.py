@@ -452,19 +452,20 @@ def main():
             fail("close %s: %s %s" % (sid, status, doc))
 
     # 5. Nothing left behind on the survivors: no session, nothing running, and only the warm
-    #    pool's containers on each engine.
+    #    pools' containers on each engine (the one-shot pool's and the session pool's).
     addr = dict(nodes)
     deadline = time.monotonic() + 60
     for n in survivors:
         while True:
             _, ready, _ = cl.request(addr[n], a.node_port, "GET", "/readyz")
             left = sandbox_containers(socks[n])
+            warm = ready["warm_boxes"] + ((ready.get("session_pool") or {}).get("warm_boxes") or 0)
             clean = (ready["sessions"] == 0 and ready["running"] == 0 and ready["reaping"] == 0
-                     and len(left) == ready["warm_boxes"])
+                     and len(left) == warm)
             if clean:
                 break
             if time.monotonic() > deadline:
-                fail("node %s keeps %d sandbox containers (warm: %d) and %s" % (n, len(left), ready["warm_boxes"], ready))
+                fail("node %s keeps %d sandbox containers (warm: %d) and %s" % (n, len(left), warm, ready))
             time.sleep(1)
     report("leftovers", survivors=survivors, ok=True)
     print("PASS", flush=True)
