@@ -202,17 +202,17 @@ nlohmann::json PullEventJson(const image::PullEvent& e) {
 }
 
 // By what a box costs, not by cores (worker_sizing.h); an operator's --max-concurrency wins.
-size_t WorkerCount(const DaemonConfig& config, const sched::PolicyStore& policies) {
+size_t WorkerCount(const DaemonConfig& config, const sched::PolicyStore& policies, const HostCapacity& host) {
   if (config.max_concurrency) return config.max_concurrency;
-  auto sizing = SizeWorkers(ReadHostCapacity(), LargestBoxCost(PolicyList(policies)));
+  auto sizing = SizeWorkers(host, LargestBoxCost(PolicyList(policies)));
   Log(std::to_string(sizing.workers) + " workers by box cost (" + sizing.why + "); --max-concurrency N sets them");
   return sizing.workers;
 }
 
 // --max-sessions, else sized by the host's memory (session_sizing.h), logged like the workers.
-size_t SessionCap(const DaemonConfig& config) {
+size_t SessionCap(const DaemonConfig& config, const HostCapacity& host) {
   if (config.max_sessions) return config.max_sessions;
-  auto sizing = SizeMaxSessions(ReadHostCapacity());
+  auto sizing = SizeMaxSessions(host);
   Log(std::to_string(sizing.max_sessions) + " sessions at most by memory (" + sizing.why +
       "); --max-sessions N sets them");
   return sizing.max_sessions;
@@ -338,17 +338,18 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Create(const DaemonConfig& confi
 DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::PolicyStore> policies,
                        const DaemonConfig& c)
     : policies_(std::move(policies)), backend_(std::move(backend)) {
-  size_t workers = WorkerCount(c, *policies_);
+  const HostCapacity host = ReadHostCapacity();  // read once: workers, session cap, pool depth
+  size_t workers = WorkerCount(c, *policies_, host);
   executions_ = std::make_unique<ExecutionStore>(c.async_results);
   jobs_ = std::make_unique<BackgroundJobs>();
   executor_ = std::make_unique<sched::Executor>(workers, c.queue ? c.queue : 4 * workers);
-  sessions_ = std::make_unique<sched::SessionManager>(SessionCap(c));
+  sessions_ = std::make_unique<sched::SessionManager>(SessionCap(c, host));
   sessions_->queue().set_limits({c.session_queue, std::chrono::milliseconds(c.session_queue_wait_ms)});
   sessions_->set_node(c.node_name);
   sessions_->StartReaper();
   StartPool(c.pool_size, c.limits.default_policy);
   // By default each key's depth follows the host's memory (its target, the recent rate).
-  const size_t depth = c.session_pool.value_or(sched::DefaultSessionPoolDepth(ReadHostCapacity().memory_available_bytes));
+  const size_t depth = c.session_pool.value_or(sched::DefaultSessionPoolDepth(host.memory_available_bytes));
   if (depth > 0) {
     session_pool_ = std::make_unique<sched::SessionPool>(*backend_, depth, c.limits.max_session_lifetime_ms);
     session_pool_->Start();
