@@ -6,7 +6,8 @@ tree, build/ a symlink to LSB_BUILD_DIR. A block preceded by `<!-- quickstart: n
 not run: that is the build step (./scripts/quickstart.sh), replaced here by the existing build.
 `<!-- expect: TEXT -->` before a block: TEXT must appear in that block's output. Each block must
 run to its end. The whole walk runs in a network namespace of its own (`unshare --net`, loopback
-up), so its daemon's port 8080 is its own whatever else runs on this host.
+up), so its daemon's port 8080 is its own whatever else runs on this host, and pip has no index to
+reach; LLM_SANDBOX_STATE_DIR points into the tree, so the daemon's audit log is not the host's.
 
 README.md: the quick start's first block names ./scripts/quickstart.sh and ./scripts/test.sh (the
 second is CI's whole run: not run here); the build inside quickstart.sh is replaced by the existing
@@ -78,9 +79,10 @@ def walk(tmp, steps):
     path = os.path.join(tmp, ".walk.sh")
     with open(path, "w") as f:
         f.write("\n".join(script) + "\n")
+    env = dict(os.environ, LLM_SANDBOX_STATE_DIR=os.path.join(tmp, "state"), PIP_DISABLE_PIP_VERSION_CHECK="1")
     proc = subprocess.Popen(["unshare", "--net", "bash", "-c", 'ip link set lo up && exec bash "$0"', path],
                             cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     try:
         out, _ = proc.communicate(timeout=WALK_TIMEOUT)
     except subprocess.TimeoutExpired:
