@@ -50,7 +50,7 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
 <body>
 <header>
   <h1>LLM Sandbox</h1>
-  <span id="conn" class="down">connecting</span>
+  <span id="conn" class="@CONN_CLASS@">@CONN_TEXT@</span>
   <span class="stat">running <b id="n-running">0</b></span>
   <span class="stat">recent <b id="n-recent">0</b></span>
   <span class="stat">alerts <b id="n-alerts">0</b></span>
@@ -343,7 +343,7 @@ async function follow() {
       const r = await fetch(state.prefix + "/v1/events", { headers: headers() });
       if (r.status === 401) { $("token-box").style.display = "block"; }
       if (!r.ok) throw new Error("HTTP " + r.status);
-      $("conn").textContent = "live"; $("conn").className = "";
+      $("conn").textContent = "live"; $("conn").className = "live";
       const reader = r.body.getReader();
       const dec = new TextDecoder();
       let buf = "";
@@ -389,6 +389,18 @@ $("token-save").onclick = () => { state.token = $("token").value; sessionStorage
 
 window.addEventListener("hashchange", () => location.reload());
 
+// The daemon's state when it served this page (no token needed, so none is set; null otherwise):
+// drawn before the first paint, so a page never shows empty counters while its first polls run.
+const FIRST = @FIRST@;
+if (FIRST && !location.hash.includes("node=")) {
+  renderTotals(FIRST.overview);
+  fillFilters(FIRST.overview.filters || {});
+  state.running = new Map(FIRST.executions.running.map((e) => [e.execution_id, e]));
+  state.recent = FIRST.executions.recent;
+  renderRunning();
+  renderRecent();
+}
+
 (async () => {
   await findNodes();
   if (state.nodes.length) { refreshNodes(); setInterval(refreshNodes, 3000); }
@@ -408,8 +420,24 @@ window.addEventListener("hashchange", () => location.reload());
 </html>
 )HTML";
 
+void ReplaceOnce(std::string& page, std::string_view marker, std::string_view with) {
+  page.replace(page.find(marker), marker.size(), with);
+}
+
 }  // namespace
 
-std::string_view DashboardPage() { return kPage; }
+std::string DashboardPage(const std::optional<nlohmann::json>& first) {
+  std::string page(kPage);
+  ReplaceOnce(page, "@CONN_CLASS@", first ? "up" : "down");
+  // With a snapshot the daemon is known up; without one (tokens) the page asks once it has one.
+  ReplaceOnce(page, "@CONN_TEXT@", first ? "up" : "loading");
+  std::string data = first ? first->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "null";
+  // Inside <script>: a "</script>" or "<!--" in a value (a policy name, output) must not end it.
+  std::string safe;
+  safe.reserve(data.size());
+  for (char c : data) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+  ReplaceOnce(page, "@FIRST@", safe);
+  return page;
+}
 
 }  // namespace lsb::monitor
