@@ -602,9 +602,11 @@ class ParityWithTheApiTest(DaemonTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.paused = tempfile.mkdtemp(prefix="lsb-paused-")
-        cls.addClassCleanup(shutil.rmtree, cls.paused, True)
-        cls.daemon_args = ("--paused-dir", cls.paused)
+        # Its own state directory: the paused sessions and the audit log (history) go there.
+        cls.state = tempfile.mkdtemp(prefix="lsb-state-")
+        cls.addClassCleanup(shutil.rmtree, cls.state, True)
+        cls.daemon_env = {"LLM_SANDBOX_STATE_DIR": cls.state,
+                          "LLM_SANDBOX_AUDIT_LOG": os.path.join(cls.state, "audit.jsonl")}
         super().setUpClass()
 
     def test_pause_resume_and_resume_by_id(self):
@@ -646,8 +648,10 @@ class ParityWithTheApiTest(DaemonTestCase):
         self.assertIn(done["execution_id"], [e["execution_id"] for e in listed["recent"]], listed)
         self.assertIn("executor", c.overview())
         self.assertIsInstance(c.images(), list)
-        with self.assertRaisesRegex(NotFound, "audit log"):  # this daemon keeps none
-            c.history()
+        page = c.history(limit=5)
+        self.assertIn(done["execution_id"], [e["execution_id"] for e in page["executions"]], page)
+        with self.assertRaises(BadRequest):  # the daemon checks the filter's values
+            c.history(status="no-such-status")
 
     def test_events_and_watch_streams(self):
         c = self.client()
