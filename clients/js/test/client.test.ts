@@ -189,7 +189,8 @@ describe("parity with the API (issue 37)", () => {
     const page = await client.history({ limit: 5 });
     assert.ok(page.executions.some((e) => e.execution_id === done.execution_id), JSON.stringify(page));
     const later = setTimeout(() => { client.execute("print('evented')").catch(() => undefined); }, 500);
-    for await (const ev of client.events({ types: ["execution_finished"] })) {
+    // A bounded wait: a stream that never delivers fails the test instead of hanging it.
+    for await (const ev of client.events({ types: ["execution_finished"], signal: AbortSignal.timeout(20_000) })) {
       assert.equal(ev.event, "execution_finished");
       break;
     }
@@ -198,7 +199,7 @@ describe("parity with the API (issue 37)", () => {
     try {
       await s.execute("import os; os.makedirs('/tmp/w', exist_ok=True)");
       const writer = setTimeout(() => { s.upload("/tmp/w/new.txt", "x").catch(() => undefined); }, 500);
-      for await (const ev of s.watch("/tmp/w")) {
+      for await (const ev of s.watch("/tmp/w", { signal: AbortSignal.timeout(20_000) })) {
         if ((ev.data as { path?: string } | undefined)?.path === "/tmp/w/new.txt") break;
       }
       clearTimeout(writer);
