@@ -596,6 +596,25 @@ class ExecutionIdBeforeTheResultTest(DaemonTestCase):
         self.assertEqual((r["stdout"], r["execution_id"]), ("aio\n", xid), r)
 
 
+class within:
+    """Fails the test (AssertionError, from SIGALRM) when its block takes longer than `seconds`:
+    an event stream that never delivers must not hang the suite."""
+
+    def __init__(self, seconds, what):
+        self.seconds, self.what = seconds, what
+
+    def _expired(self, *_):
+        raise AssertionError(f"{self.what}: nothing within {self.seconds} s")
+
+    def __enter__(self):
+        self.old = signal.signal(signal.SIGALRM, self._expired)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
 class ParityWithTheApiTest(DaemonTestCase):
     """Issue 37: pause/resume, fork's report, the monitoring routes, /v1/images and the event
     streams, through both Python clients against the real daemon."""
@@ -659,7 +678,8 @@ class ParityWithTheApiTest(DaemonTestCase):
         events = c.events(types=["execution_finished"])
         later.start()
         try:
-            kind, data = next(events)
+            with within(30, "GET /v1/events"):
+                kind, data = next(events)
         finally:
             events.close()
             later.join()
@@ -670,7 +690,8 @@ class ParityWithTheApiTest(DaemonTestCase):
             changes = s.watch("/tmp/w")
             writer.start()
             try:
-                _, change = next(e for e in changes if e[1] and e[1].get("path") == "/tmp/w/new.txt")
+                with within(30, "GET .../fs/watch"):
+                    _, change = next(e for e in changes if e[1] and e[1].get("path") == "/tmp/w/new.txt")
             finally:
                 changes.close()
                 writer.join()
