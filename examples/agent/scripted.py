@@ -79,7 +79,7 @@ class ScriptedModel:
         names = [t["function"]["name"] for t in tools]
         if ("spawn_subagents" in names and SUBAGENT_COUNT.search(task)) or _spawned(messages):
             return self._fan_out(messages, task, tools)
-        return self._one_snippet(messages, task)
+        return self._one_snippet(messages, task, tools)
 
     def _subagent(self, messages: List[Dict[str, Any]], path: str) -> Dict[str, Any]:
         last = _last_tool(messages)
@@ -95,14 +95,15 @@ class ScriptedModel:
             asked = SUBAGENT_COUNT.search(task)
             parts = min(int(asked.group(1)) if asked else self.default_parts, props["parts"]["maximum"])
             return _call("spawn_subagents", {"dataset": props["dataset"]["enum"][0], "parts": max(1, parts),
-                                             "instructions": "Count the rows and sum each numeric column."},
-                         "spawn")
+                                             "instructions": "Count the rows and sum each numeric column.",
+                                             **_python_policy(tools, "spawn_subagents")}, "spawn")
         if _last_call_id(messages) == "spawn":
             try:
                 answers = [json.loads(a["answer"]) for a in json.loads(last)]
             except (TypeError, ValueError, KeyError):
                 return {"role": "assistant", "content": f"The sub-agents did not all answer: {last[:500]}"}
-            return _call("run_code", {"code": GATHER.format(answers=json.dumps(answers))}, "gather")
+            return _call("run_code", {"code": GATHER.format(answers=json.dumps(answers)),
+                                      **_python_policy(tools, "run_code")}, "gather")
         out = stdout_of(last)
         try:
             totals = json.loads(out)
@@ -112,16 +113,28 @@ class ScriptedModel:
         return {"role": "assistant", "content": f"{totals['parts']} sub-agents read {totals['rows']} rows; "
                                                 f"totals: {sums or 'no numeric column'}."}
 
-    def _one_snippet(self, messages: List[Dict[str, Any]], task: str) -> Dict[str, Any]:
+    def _one_snippet(self, messages: List[Dict[str, Any]], task: str,
+                     tools: List[Dict[str, Any]]) -> Dict[str, Any]:
         last = _last_tool(messages)
         if last is None:
             expr = EXPRESSION.search(task)
             code = f"print({expr.group(0).strip()})\n" if expr else LOOK_AROUND
-            return _call("run_code", {"code": code}, "snippet")
+            return _call("run_code", {"code": code, **_python_policy(tools, "run_code")}, "snippet")
         out = stdout_of(last)
         if not out or out == "(empty)":
             return {"role": "assistant", "content": f"The code printed nothing; the sandbox said:\n{last[:1000]}"}
         return {"role": "assistant", "content": f"The sandbox ran it and printed: {out}"}
+
+
+def _python_policy(tools: List[Dict[str, Any]], tool: str) -> Dict[str, Any]:
+    """{"policy": P} for a policy of the tool's enum that runs Python, as a model would pick from
+    the descriptions: the seed code-sandbox, else one named for python; {} leaves the default."""
+    spec = next((t["function"]["parameters"] for t in tools if t["function"]["name"] == tool), {})
+    names = spec.get("properties", {}).get("policy", {}).get("enum") or []
+    for name in ["code-sandbox"] + [n for n in names if "python" in n]:
+        if name in names:
+            return {"policy": name}
+    return {}
 
 
 def _call(name: str, args: Dict[str, Any], cid: str) -> Dict[str, Any]:
