@@ -566,7 +566,7 @@ class AsyncPythonClientTest(DaemonTestCase):
 
 
 class ExecutionIdBeforeTheResultTest(DaemonTestCase):
-    """execute_async returns the id at once; the daemon keeps the result for get_execution /
+    """execute_async returns a handle at once; the daemon keeps the result for get_execution /
     wait_execution, so a caller whose HTTP wait is short loses nothing."""
 
     def test_execute_async_then_fetch_the_result_later(self):
