@@ -106,12 +106,15 @@ const pct = (v) => num(v) == null ? "-" : v.toFixed(0) + "%";
 const time = (t) => t ? esc(new Date(t).toLocaleTimeString()) : "";
 const age = (t) => { const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000)); return isFinite(s) ? (s < 120 ? s + " s" : s < 7200 ? Math.round(s / 60) + " min" : Math.round(s / 3600) + " h") : "-"; };
 
+// The badge: "up" once the daemon answered (or served the page with its state), "live" on the
+// event stream, "down" classes when it is not reachable or wants a token.
+function setConn(text, cls) { $("conn").textContent = text; $("conn").className = cls; }
 function headers() { return state.token ? { Authorization: "Bearer " + state.token } : {}; }
 // This page's API paths go to the pinned node, if any (the front's /nodes/<node> prefix).
 function api(path) { return getJson(state.prefix + path); }
 async function getJson(path) {
   const r = await fetch(path, { headers: headers() });
-  if (r.status === 401) { $("token-box").style.display = "block"; throw new Error("unauthorized"); }
+  if (r.status === 401) { $("token-box").style.display = "block"; setConn("token needed", "down"); throw new Error("unauthorized"); }
   if (!r.ok) { let m = "HTTP " + r.status; try { m = (await r.json()).error.message; } catch (e) {} const err = new Error(m); err.status = r.status; throw err; }
   return r.json();
 }
@@ -405,6 +408,7 @@ if (FIRST && !location.hash.includes("node=")) {
   await findNodes();
   if (state.nodes.length) { refreshNodes(); setInterval(refreshNodes, 3000); }
   const o = await refreshTotals();
+  if (o && $("conn").className !== "live") setConn("up", "up");
   refreshSessions();
   const d = await refresh();
   if (d) for (const e of d.recent.slice().reverse()) for (const a of e.alerts || []) addAlert(Object.assign({ execution_id: e.execution_id, policy: e.policy }, a), false);
