@@ -269,14 +269,15 @@ async function refreshTotals() {
 }
 
 async function refreshSessions() {
-  try {
-    const d = await api("/v1/sessions");
-    const owner = state.owner || "single user";
-    $("sessions").innerHTML = d.sessions.map((s) =>
-      `<tr data-id="${esc(s.session_id)}"><td>${esc(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(owner)}</td><td>${esc(s.language)}</td>` +
-      `<td>${esc(age(s.created_at))}</td><td>${esc(age(s.last_used_at))}</td><td class="executions">${esc(s.executions)}</td><td>${esc(s.state)}</td></tr>`).join("") ||
-      `<tr><td colspan=8 class=muted>none</td></tr>`;
-  } catch (err) { /* shown by the next refresh */ }
+  try { renderSessions(await api("/v1/sessions")); } catch (err) { /* shown by the next refresh */ }
+}
+
+function renderSessions(d) {
+  const owner = state.owner || "single user";
+  $("sessions").innerHTML = d.sessions.map((s) =>
+    `<tr data-id="${esc(s.session_id)}"><td>${esc(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(owner)}</td><td>${esc(s.language)}</td>` +
+    `<td>${esc(age(s.created_at))}</td><td>${esc(age(s.last_used_at))}</td><td class="executions">${esc(s.executions)}</td><td>${esc(s.state)}</td></tr>`).join("") ||
+    `<tr><td colspan=8 class=muted>none</td></tr>`;
 }
 
 function addAlert(a, fresh) {
@@ -402,6 +403,7 @@ if (FIRST && !location.hash.includes("node=")) {
   state.recent = FIRST.executions.recent;
   renderRunning();
   renderRecent();
+  renderSessions(FIRST.sessions);
 }
 
 (async () => {

@@ -11,8 +11,9 @@
 
 namespace lsb::monitor {
 
-// The page; `first` ({"overview": ..., "executions": {"running", "recent"}}) is drawn before the
-// first paint, so a screenshot right after load shows the daemon's state rather than "loading".
+// The page; `first` ({"overview", "executions": {"running", "recent"}, "sessions": {"sessions"}},
+// the answers of the routes the page polls) is drawn before the first paint, so a screenshot
+// right after load shows the daemon's state rather than "loading".
 // Only a daemon without tokens gives one: the page itself is served without a token.
 std::string DashboardPage(const std::optional<nlohmann::json>& first);
 

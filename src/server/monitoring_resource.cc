@@ -13,6 +13,7 @@
 #include "scheduler/one_shot_pool.h"
 #include "scheduler/session/session_pool.h"
 #include "server/api_error.h"
+#include "server/json_codec.h"
 #include "server/routes.h"
 
 namespace lsb::server {
@@ -188,7 +189,10 @@ Reply Overview(ServerContext& ctx, HttpRequest& req) { return JsonResponse(200, 
 // page is served to anyone, and then everyone may read these routes anyway.
 std::optional<json> DashboardFirst(ServerContext& ctx) {
   if (!ctx.monitor || !ctx.tokens.empty()) return std::nullopt;
+  json sessions = json::array();
+  for (const auto& s : ctx.sessions.List("")) sessions.push_back(SessionJson(s->Info()));
   return json{{"overview", OverviewJson(ctx, "")},
+              {"sessions", {{"sessions", std::move(sessions)}}},
               {"executions", {{"running", ctx.monitor->Running("")}, {"recent", ctx.monitor->Recent(50, "")}}}};
 }
 

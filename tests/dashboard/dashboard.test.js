@@ -166,6 +166,9 @@ async function firstPaint(browser, base) {
     const first = known.recent[0].execution_id;
     check(await page.isVisible(`#recent tr[data-id="${first}"]`), "the latest execution is listed before any poll");
     check(/\d+ \/ \d+/.test(await page.textContent("#t-workers")), "the daemon's totals are drawn before any poll");
+    const sessions = (await get(base, "/v1/sessions")).body.sessions;
+    check(sessions.length > 0 && await page.isVisible(`#sessions tr[data-id="${sessions[0].session_id}"]`),
+      "the open sessions are listed before any poll");
   } finally {
     await page.close();
   }
@@ -276,10 +279,10 @@ async function clusterView(browser, tmp) {
     check(out.includes("connect refused"), "the detail shows the execution's output");
     const longId = (await long).body.execution_id;
     await newSurfaces(page, base, longId);
-    await firstPaint(browser, base);
     const open = await post(base, "/v1/sessions", {});  // one open session in the screenshot
     await page.waitForSelector(`#sessions tr[data-id="${open.body.session_id}"]`, { timeout: 15000 });
     await page.waitForFunction(() => /^1 \//.test(document.querySelector("#t-sessions").textContent), null, { timeout: 10000 });
+    await firstPaint(browser, base);  // with that session open
     check(errors.length === 0, "no script errors on the page " + errors.join("; "));
     const shot = process.env.LSB_DASHBOARD_SCREENSHOT
       ? path.resolve(SRC, process.env.LSB_DASHBOARD_SCREENSHOT)

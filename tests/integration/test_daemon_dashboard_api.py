@@ -147,6 +147,7 @@ class DashboardFirstPaint(unittest.TestCase):
         snapshot = json.loads(first)
         self.assertIn(xid, [e["execution_id"] for e in snapshot["executions"]["recent"]])
         self.assertIn("executor", snapshot["overview"])
+        self.assertEqual(snapshot["sessions"], {"sessions": []})
         self.assertNotIn("</script><b>", first)  # a value cannot end the page's script
         self.assertIn('<span id="conn" class="up">up</span>', text)
         self.assertNotIn("connecting", text.split("<script>")[0])
