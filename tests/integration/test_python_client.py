@@ -711,8 +711,20 @@ class ParityWithTheApiTest(DaemonTestCase):
                 out = (await s.execute("print(z)"))["stdout"]
             finally:
                 await s.close()
-            return report, resumed, out, await c.overview(), await c.list_executions()
-        report, resumed, out, overview, listed = asyncio.run(go())
+            return report, resumed, out, await c.overview(), await c.list_executions(), await first_event(c)
+
+        async def first_event(c):
+            events = c.events(types=["execution_finished"])
+            later = asyncio.ensure_future(asyncio.sleep(0.5))
+            later.add_done_callback(lambda _: asyncio.ensure_future(c.execute("print('evented')")))
+            try:
+                return await asyncio.wait_for(events.__anext__(), 30)
+            finally:
+                await events.aclose()
+        report, resumed, out, overview, listed, event = asyncio.run(go())
+        self.assertEqual(event[0], "execution_finished", event)
+        page = asyncio.run(AsyncSandboxClient(base_url=self.daemon.url).history(limit=1))
+        self.assertEqual(len(page["executions"]), 1, page)  # this class's executions are in the audit log
         self.assertIn("z", report["carried"]["globals"], report)
         self.assertIn("z", resumed["resume"]["carried"]["globals"], resumed)
         self.assertEqual(out, "7\n")
