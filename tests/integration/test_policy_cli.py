@@ -6,7 +6,9 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 from harness import BINARY, SOURCE_DIR
@@ -90,6 +92,54 @@ class PolicyCheckTest(unittest.TestCase):
         self.assertEqual(policy_cli("check", "--bogus", SEED).returncode, 2)
         self.assertEqual(policy_cli("explain").returncode, 2)
         self.assertEqual(policy_cli("explain", SEED, SEED).returncode, 2)
+
+
+@unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
+class PolicyWorkdirTest(unittest.TestCase):
+    """Issue 37 item 3: a workdir the box will not have is refused by check, naming the path and the fix."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="lsb-workdir-")
+        os.makedirs(os.path.join(self.tmp, "rootfs", "app"))
+        os.makedirs(os.path.join(self.tmp, "rootfs", "usr", "bin"))
+        self.images = os.path.join(self.tmp, "images.yaml")
+        with open(self.images, "w") as f:
+            f.write(f'images:\n  "tiny:1": {self.tmp}/rootfs\n')
+        self.env = {"LLM_SANDBOX_IMAGES": self.images, "LLM_SANDBOX_IMAGE_STORE": os.path.join(self.tmp, "store")}
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def check(self, image, workdir, extra=""):
+        path = os.path.join(self.tmp, "w.yaml")
+        with open(path, "w") as f:
+            f.write(f'version: "1.0"\nname: w\ncontainer:\n  image: "{image}"\n  workdir: {workdir}\n{extra}')
+        return policy_cli("check", path, env=self.env), path
+
+    def test_missing_workdir_in_the_host_image_is_refused(self):
+        proc, path = self.check("host", "/srv/lsb-nowhere")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn(f"{path}:5:12: container.workdir: /srv/lsb-nowhere does not exist in the box", proc.stderr)
+        self.assertIn('mkdir -p /srv/lsb-nowhere', proc.stderr)
+
+    def test_rootfs_image_is_looked_into(self):
+        proc, _ = self.check("tiny:1", "/app")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc, _ = self.check("tiny:1", "/srv")
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("container.image 'tiny:1'", proc.stderr)
+        self.assertIn("has no directory /srv", proc.stderr)
+
+    def test_a_tmpfs_of_the_policy_is_a_workdir(self):
+        proc, _ = self.check("host", "/work", '  tmpfs:\n    /work: "size=16M"\n')
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_an_image_not_here_is_said_not_checked(self):
+        proc, _ = self.check("example.invalid/nothing:1", "/app")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("ok: w", proc.stdout)
+        self.assertIn("note: container.workdir /app was not checked", proc.stderr)
 
 
 @unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
