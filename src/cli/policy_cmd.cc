@@ -50,7 +50,8 @@ Result<native::BoxRoot> RootForCheck(const Policy& policy) {
   std::unique_ptr<image::SharedStore> store;
   if (auto opts = image::StoreOptionsFor(""); opts.ok()) {
     struct stat st;
-    if (::stat(opts->root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) store = std::make_unique<image::SharedStore>(*opts);
+    if (::stat(opts->root.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      store = std::make_unique<image::SharedStore>(*opts);
   }
   auto root = native::ResolveBoxRoot(policy.image, policy.pull, native::RootSources{map, store.get(), nullptr}, false);
   if (!root.ok() && policy.backend == BackendKind::kAuto)

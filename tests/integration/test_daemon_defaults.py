@@ -199,13 +199,39 @@ class DefaultAuditLogTest(unittest.TestCase):
         self.addCleanup(d.close)
         r = request(d.base, "POST", "/v1/execute", {"code": "print(1)"})
         xid = r.json()["execution_id"]
-        path = os.path.join(state, "audit.jsonl")
+        path = os.path.join(state, "daemons", f"127.0.0.1_{d.port}", "audit.jsonl")  # this daemon's own
         self.assertIn("audit log " + path, d.log())
         with open(path, encoding="utf-8") as f:
             self.assertIn(xid, [json.loads(line).get("execution_id") for line in f])
         out = self.logs("--execution", xid, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn(xid, out.stdout)
+
+    def test_each_daemon_has_its_own_and_logs_picks_one(self):
+        """Issue 37: two daemons of one state dir no longer write, and `logs` no longer reads, one file."""
+        state = state_dir(self)
+        env = dict(os.environ, LLM_SANDBOX_STATE_DIR=state)
+        env.pop("LLM_SANDBOX_AUDIT_LOG", None)
+        a, b = Daemon(env=env), Daemon(env=env)
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        xa = request(a.base, "POST", "/v1/execute", {"code": "print(1)"}).json()["execution_id"]
+        xb = request(b.base, "POST", "/v1/execute", {"code": "print(2)"}).json()["execution_id"]
+        mine = self.logs("--daemon", f"127.0.0.1:{a.port}", "--json", env=env)
+        self.assertEqual(mine.returncode, 0, mine.stderr)
+        self.assertIn(xa, mine.stdout)
+        self.assertNotIn(xb, mine.stdout)
+        # Without --daemon: the one written last, said so on stderr with how to choose.
+        last = self.logs("--json", env=env)
+        self.assertEqual(last.returncode, 0, last.stderr)
+        self.assertIn(xb, last.stdout)
+        self.assertIn(f"reading the log of daemon 127.0.0.1_{b.port}", last.stderr)
+        self.assertIn("--daemon HOST:PORT", last.stderr)
+        # An explicit place is kept as it was.
+        explicit = os.path.join(state, "mine.jsonl")
+        c = Daemon(env=dict(env, LLM_SANDBOX_AUDIT_LOG=explicit))
+        self.addCleanup(c.close)
+        self.assertIn("audit log " + explicit, c.log())
 
     def test_none_turns_it_off(self):
         state = state_dir(self)

@@ -105,7 +105,8 @@ WorkdirFinding InImage(const Policy& p, const BoxRoot& root) {
   } else if (root.rootfs != "image") {
     layers = {root.rootfs};
   }
-  if (layers.empty()) return {WorkdirFinding::Verdict::kNotInspected, "container.image '" + p.image + "': " + root.how, ""};
+  if (layers.empty())
+    return {WorkdirFinding::Verdict::kNotInspected, "container.image '" + p.image + "': " + root.how, ""};
   if (IsDirectoryInLayers(layers, w)) return {};
   return Missing(p, "container.image '" + p.image + "' (" + root.how + ") has no directory " + w +
                         ", and no tmpfs or mount of the policy holds it");
@@ -147,7 +148,7 @@ WorkdirFinding CheckWorkdir(const Policy& p, const Result<BoxRoot>& root) {
             ""};
   if (root->pull_pending)
     return {WorkdirFinding::Verdict::kNotInspected,
-            "container.image '" + p.image + "' is not in the image store yet (it is pulled when a box first needs it)", ""};
+            "container.image '" + p.image + "' is not in the image store yet (pulled when a box first needs it)", ""};
   return InImage(p, *root);
 }
 
