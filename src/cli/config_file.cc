@@ -1,5 +1,6 @@
 #include "cli/config_file.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -96,8 +97,15 @@ const std::vector<ConfigKey>& ConfigKeys() {
 }
 
 std::vector<std::string> ConfigFilePaths() {
-  if (const char* only = std::getenv("LLM_SANDBOX_CONFIG"); only && *only) return {only};
   std::vector<std::string> files;
+  if (const char* only = std::getenv("LLM_SANDBOX_CONFIG"); only && *only) {
+    std::string list = only;
+    for (size_t start = 0, colon; start <= list.size(); start = colon + 1) {
+      colon = std::min(list.find(':', start), list.size());
+      if (colon > start) files.push_back(list.substr(start, colon - start));
+    }
+    return files;
+  }
   const char* xdg = std::getenv("XDG_CONFIG_HOME");
   const char* home = std::getenv("HOME");
   if (xdg && *xdg == '/') {

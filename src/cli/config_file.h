@@ -1,5 +1,5 @@
 // The CLI's config file (issue 37: outside the repository the CLI needed three environment
-// variables). Read, in order, $LLM_SANDBOX_CONFIG alone when set, else
+// variables). Read, in order, $LLM_SANDBOX_CONFIG's files (colon-separated) alone when set, else
 // ${XDG_CONFIG_HOME:-~/.config}/llm-sandbox/config.yaml then /etc/llm-sandbox/config.yaml: the
 // user's file wins over /etc's key by key, an environment variable wins over both, and a command
 // line flag (read later, by each command) wins over everything. Each key stands for one variable

@@ -142,6 +142,68 @@ class PolicyWorkdirTest(unittest.TestCase):
         self.assertIn("note: container.workdir /app was not checked", proc.stderr)
 
 
+POLICY = 'version: "1.0"\nname: solo\ndescription: "{}"\n'
+
+
+@unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
+class ConfigFileTest(unittest.TestCase):
+    """Issue 37 item 6: ~/.config/llm-sandbox/config.yaml (then /etc's) stands for the environment variables."""
+
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="lsb-home-")
+        self.addCleanup(shutil.rmtree, self.home, True)
+        self.conf_dir = os.path.join(self.home, ".config", "llm-sandbox")
+        os.makedirs(os.path.join(self.conf_dir, "mine"))
+        with open(os.path.join(self.conf_dir, "mine", "solo.yaml"), "w") as f:
+            f.write(POLICY.format("from the config file"))
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("LLM_SANDBOX_POLICY_DIR", "LLM_SANDBOX_CONFIG", "XDG_CONFIG_HOME")}
+        self.env["HOME"] = self.home
+
+    def write_config(self, text, name="config.yaml"):
+        path = os.path.join(self.conf_dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def cli(self, *args, **extra):
+        return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=60, cwd=self.home,
+                              env=dict(self.env, **extra))
+
+    def test_the_users_file_names_the_policy_dir_relative_to_itself(self):
+        self.write_config("policy_dir: mine\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, f"ok: solo ({self.conf_dir}/mine/solo.yaml)\n")
+
+    def test_the_environment_wins_over_the_file(self):
+        self.write_config("policy_dir: mine\n")
+        other = os.path.join(self.home, "other")
+        os.makedirs(other)
+        with open(os.path.join(other, "solo.yaml"), "w") as f:
+            f.write(POLICY.format("from the environment"))
+        proc = self.cli("policy", "check", "solo", LLM_SANDBOX_POLICY_DIR=other)
+        self.assertEqual(proc.stdout, f"ok: solo ({other}/solo.yaml)\n", proc.stderr)
+
+    def test_the_first_file_wins_key_by_key(self):
+        first = self.write_config("images: first.yaml\n", "user.yaml")
+        second = self.write_config("policy_dir: mine\nimages: second.yaml\n", "machine.yaml")
+        proc = self.cli("policy", "check", "solo", LLM_SANDBOX_CONFIG=f"{first}:{second}")
+        self.assertEqual(proc.returncode, 0, proc.stderr)  # policy_dir from the second: keys merge
+
+    def test_an_unknown_key_is_an_error_naming_the_file_and_the_key_meant(self):
+        path = self.write_config("policy_dir: mine\npolcy_dir: mine\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn(f"{path}:2:1: unknown key 'polcy_dir'", proc.stderr)
+        self.assertIn("did you mean 'policy_dir'?", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
+    def test_version_needs_no_config(self):
+        self.write_config("bogus: 1\n")
+        self.assertEqual(self.cli("version").returncode, 0)
+
+
 @unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
 class PolicyExplainTest(unittest.TestCase):
     def test_explain_seed_names_both_backends(self):
