@@ -186,10 +186,13 @@ class ConfigFileTest(unittest.TestCase):
         self.assertEqual(proc.stdout, f"ok: solo ({other}/solo.yaml)\n", proc.stderr)
 
     def test_the_first_file_wins_key_by_key(self):
-        first = self.write_config("images: first.yaml\n", "user.yaml")
-        second = self.write_config("policy_dir: mine\nimages: second.yaml\n", "machine.yaml")
+        first = self.write_config("policy_dir: mine\n", "user.yaml")
+        second = self.write_config("policy_dir: nowhere\n", "machine.yaml")
         proc = self.cli("policy", "check", "solo", LLM_SANDBOX_CONFIG=f"{first}:{second}")
-        self.assertEqual(proc.returncode, 0, proc.stderr)  # policy_dir from the second: keys merge
+        self.assertEqual(proc.stdout, f"ok: solo ({self.conf_dir}/mine/solo.yaml)\n", proc.stderr)
+        proc = self.cli("policy", "check", "solo", LLM_SANDBOX_CONFIG=f"{second}:{first}")
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn(f"{self.conf_dir}/nowhere", proc.stderr)
 
     def test_an_unknown_key_is_an_error_naming_the_file_and_the_key_meant(self):
         path = self.write_config("policy_dir: mine\npolcy_dir: mine\n")
