@@ -42,6 +42,10 @@ TEST_F(WorkdirCheck, MissingInARootfsIsRefusedNamingThePathAndTheFix) {
   Mk("root/srv/app");
   Policy ok = WithWorkdir("/srv/app");
   EXPECT_EQ(CheckWorkdir(ok, Rootfs(dir_ + "/root")).verdict, WorkdirFinding::Verdict::kFound);
+  // container.build may make it: not known before the build, so said, not refused.
+  Policy built = MustParse("version: \"1.0\"\nname: w\ncontainer:\n  image: python:3.12-slim\n  workdir: /work\n"
+                           "  build:\n    pip: [\"pytest\"]\n");
+  EXPECT_EQ(CheckWorkdir(built, Rootfs(dir_ + "/root")).verdict, WorkdirFinding::Verdict::kNotInspected);
   Policy bad = WithWorkdir("/work");
   WorkdirFinding f = CheckWorkdir(bad, Rootfs(dir_ + "/root"));
   ASSERT_EQ(f.verdict, WorkdirFinding::Verdict::kMissing);

@@ -149,7 +149,13 @@ WorkdirFinding CheckWorkdir(const Policy& p, const Result<BoxRoot>& root) {
   if (root->pull_pending)
     return {WorkdirFinding::Verdict::kNotInspected,
             "container.image '" + p.image + "' is not in the image store yet (pulled when a box first needs it)", ""};
-  return InImage(p, *root);
+  WorkdirFinding in_image = InImage(p, *root);
+  // container.build's steps may make it (run: mkdir): the built image is not known before the build.
+  if (in_image.verdict == WorkdirFinding::Verdict::kMissing && !p.build.empty())
+    return {WorkdirFinding::Verdict::kNotInspected,
+            "container.image '" + p.image + "' has no " + w + ", and container.build may make it (the built image is "
+            "not known before its build)", ""};
+  return in_image;
 }
 
 }  // namespace lsb::native
