@@ -258,6 +258,32 @@ class DefaultAuditLogTest(unittest.TestCase):
         self.assertEqual(self.logs("--rule", "network_attempt", env=env).returncode, 0)
 
 
+class MissingWorkdirTest(unittest.TestCase):
+    """Issue 37 item 3: a policy whose workdir the box will not have is not runnable (400 naming the path and the
+    fix), where every session of it used to fail with 502 "chdir to the workdir: No such file or directory"."""
+
+    @classmethod
+    def setUpClass(cls):
+        skip_unless_daemon_suite()
+
+    def test_refused_with_400_naming_the_path_and_the_fix(self):
+        pdir = state_dir(self)
+        shutil.copy(os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml"), pdir)
+        with open(os.path.join(pdir, "nowhere.yaml"), "w") as f:
+            f.write('version: "1.0"\nname: nowhere\ncontainer:\n  image: host\n  workdir: /lsb-nowhere\n')
+        d = Daemon("--backend", "native", policies=pdir)
+        self.addCleanup(d.close)
+        got = request(d.base, "GET", "/v1/policies/nowhere").json()
+        self.assertFalse(got["runnable"])
+        self.assertIn("/lsb-nowhere does not exist in the box", got["reason"])
+        for path, body in (("/v1/execute", {"code": "print(1)", "policy": "nowhere"}), ("/v1/sessions", {"policy": "nowhere"})):
+            r = request(d.base, "POST", path, body)
+            self.assertEqual(r.status, 400, r.body)
+            self.assertIn("/lsb-nowhere does not exist in the box", r.json()["error"]["message"])
+            self.assertIn("mkdir -p /lsb-nowhere", r.json()["error"]["message"])
+        self.assertEqual(request(d.base, "POST", "/v1/execute", {"code": "print(1)"}).json()["stdout"], "1\n")
+
+
 class BodyLimitsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
