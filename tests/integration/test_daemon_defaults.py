@@ -276,7 +276,8 @@ class MissingWorkdirTest(unittest.TestCase):
         got = request(d.base, "GET", "/v1/policies/nowhere").json()
         self.assertFalse(got["runnable"])
         self.assertIn("/lsb-nowhere does not exist in the box", got["reason"])
-        for path, body in (("/v1/execute", {"code": "print(1)", "policy": "nowhere"}), ("/v1/sessions", {"policy": "nowhere"})):
+        for path, body in (("/v1/execute", {"code": "print(1)", "policy": "nowhere"}),
+                           ("/v1/sessions", {"policy": "nowhere"})):
             r = request(d.base, "POST", path, body)
             self.assertEqual(r.status, 400, r.body)
             self.assertIn("/lsb-nowhere does not exist in the box", r.json()["error"]["message"])

@@ -38,7 +38,8 @@ TEST(PolicyUnits, SpaceBeforeTheUnitIsRefused) {
   for (const char* text : {"256 MB", "256 M", "1.5 G", "100 B", "64\tKiB"}) {
     auto r = ParseBytes(text);
     ASSERT_FALSE(r.ok()) << text;
-    EXPECT_NE(r.error().message.find(std::string("'") + text + "' has a space"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(std::string("'") + text + "' has a space"), std::string::npos)
+        << r.error().message;
     EXPECT_NE(r.error().message.find("accepted:"), std::string::npos) << r.error().message;
   }
   EXPECT_NE(ParseBytes("256 MB").error().message.find("write '256MB'"), std::string::npos);
