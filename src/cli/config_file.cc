@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "policy/bounded_yaml.h"
 #include "policy/suggest.h"
 
 namespace lsb::cli {
@@ -53,12 +54,12 @@ Status ReadOne(const std::string& file, std::vector<std::pair<std::string, std::
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxConfigBytes)
     return Error::InvalidArgument("config", file + ": larger than 64 KiB; the config file holds a few keys");
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Bad(file, e.mark, "YAML error: " + e.msg, "write one 'key: value' per line (docs/configuration.md)");
-  }
+  // Bounded like a policy (depth, nodes): a runaway file is refused before yaml-cpp recurses into it.
+  auto loaded = LoadBoundedYaml(text, file);
+  if (!loaded.ok())
+    return Error::InvalidArgument("config", loaded.error().message + "\n  hint: write one 'key: value' per line "
+                                                                       "(docs/configuration.md)");
+  const YAML::Node root = *loaded;
   if (!root || root.IsNull()) return OkStatus();
   if (!root.IsMap()) return Bad(file, root.Mark(), "expected 'key: value' lines", "see docs/configuration.md");
   std::vector<std::string> known;

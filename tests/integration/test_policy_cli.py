@@ -202,6 +202,16 @@ class ConfigFileTest(unittest.TestCase):
         self.assertIn("did you mean 'policy_dir'?", proc.stderr)
         self.assertEqual(proc.stdout, "")
 
+    def test_bad_yaml_and_a_list_value_name_the_file(self):
+        path = self.write_config("policy_dir: [unclosed\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn(f"{path}:", proc.stderr)
+        path = self.write_config("images:\n  - a.yaml\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn(f"{path}:2:3: images: expected one value", proc.stderr)
+
     def test_version_needs_no_config(self):
         self.write_config("bogus: 1\n")
         self.assertEqual(self.cli("version").returncode, 0)
