@@ -10,12 +10,12 @@ import { batchTasks, batchTimeoutMs, executeBody, httpTimeoutMs, segment } from 
 import { ProtocolError, RequestTimedOut, errorFromBody } from "./errors.js";
 import { fromBase64 } from "./output.js";
 import {
-  DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport, transportError,
+  DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport,
 } from "./http.js";
 import { ExecutionHandle } from "./handle.js";
-import { follow, type StreamedEvent } from "./events.js";
+import { follow, sseMessages, type StreamedEvent } from "./events.js";
 import { Session } from "./session.js";
-import { SSEParser, type SSEMessage } from "./sse.js";
+import type { SSEMessage } from "./sse.js";
 import { PolicyTimeouts } from "./timeouts.js";
 import type {
   BatchEntry, BatchTask, ExecResult, ExecuteOptions, ExecutionFilter, ExecutionState, ExecutionsView, HistoryPage,
@@ -191,30 +191,11 @@ export class SandboxClient {
       method: "POST" as const, path: "/v1/execute?stream=true", json: body, signal: opts.signal,
       accept: "text/event-stream", timeoutMs: httpTimeoutMs(this.timeout, limit),
     };
-    const resp = await this.transport.send(req);
-    if (!resp.body) throw new ProtocolError("the event stream has no body");
-    const parser = new SSEParser();
-    const reader = resp.body.getReader();
     let gotResult = false;
-    try {
-      for (;;) {
-        let chunk: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          chunk = await reader.read();
-        } catch (err) {
-          throw transportError(err, resp.url, req);
-        }
-        const messages = chunk.done ? parser.close() : parser.feed(chunk.value);
-        for (const m of messages) {
-          const ev = decodeEvent(m);
-          gotResult ||= ev.kind === "result";
-          yield ev;
-        }
-        if (chunk.done) break;
-      }
-    } finally {
-      // Runs on break/return too: cancelling the body closes the connection.
-      await reader.cancel().catch(() => undefined);
+    for await (const m of sseMessages(this.transport, req)) {
+      const ev = decodeEvent(m);
+      gotResult ||= ev.kind === "result";
+      yield ev;
     }
     if (!gotResult) throw new ProtocolError("the event stream ended without a result event");
   }

@@ -5,7 +5,7 @@
  */
 import { ProtocolError, errorFromBody } from "./errors.js";
 import { transportError, type HttpRequest, type Transport } from "./http.js";
-import { SSEParser } from "./sse.js";
+import { SSEParser, type SSEMessage } from "./sse.js";
 
 /** One message of an event stream: its name and its JSON data (undefined when it has none). */
 export interface StreamedEvent { event: string; data: unknown }
@@ -13,9 +13,11 @@ export interface StreamedEvent { event: string; data: unknown }
 /** How long one event stream may stay open (the transport's deadline is for the whole body). */
 export const EVENT_STREAM_MS = 24 * 3600 * 1000;
 
-export async function* follow(transport: Transport, path: string, signal?: AbortSignal):
-    AsyncGenerator<StreamedEvent, void, undefined> {
-  const req: HttpRequest = { method: "GET", path, accept: "text/event-stream", timeoutMs: EVENT_STREAM_MS, signal };
+/**
+ * The SSE messages of one streamed answer, as they arrive; leaving the loop (or an error) cancels
+ * the body, which closes the connection.
+ */
+export async function* sseMessages(transport: Transport, req: HttpRequest): AsyncGenerator<SSEMessage, void, undefined> {
   const resp = await transport.send(req);
   if (!resp.body) throw new ProtocolError("the event stream has no body");
   const parser = new SSEParser();
@@ -28,19 +30,25 @@ export async function* follow(transport: Transport, path: string, signal?: Abort
       } catch (err) {
         throw transportError(err, resp.url, req);
       }
-      for (const m of chunk.done ? parser.close() : parser.feed(chunk.value)) {
-        let data: unknown;
-        try {
-          data = m.data ? JSON.parse(m.data) : undefined;
-        } catch {
-          throw new ProtocolError(`SSE event '${m.event}' carries data that is not JSON: ${m.data.slice(0, 200)}`);
-        }
-        if (m.event === "error") throw errorFromBody(data);
-        yield { event: m.event, data };
-      }
+      yield* chunk.done ? parser.close() : parser.feed(chunk.value);
       if (chunk.done) return;
     }
   } finally {
     await reader.cancel().catch(() => undefined);  // on break/return too: closes the connection
+  }
+}
+
+export async function* follow(transport: Transport, path: string, signal?: AbortSignal):
+    AsyncGenerator<StreamedEvent, void, undefined> {
+  const req: HttpRequest = { method: "GET", path, accept: "text/event-stream", timeoutMs: EVENT_STREAM_MS, signal };
+  for await (const m of sseMessages(transport, req)) {
+    let data: unknown;
+    try {
+      data = m.data ? JSON.parse(m.data) : undefined;
+    } catch {
+      throw new ProtocolError(`SSE event '${m.event}' carries data that is not JSON: ${m.data.slice(0, 200)}`);
+    }
+    if (m.event === "error") throw errorFromBody(data);
+    yield { event: m.event, data };
   }
 }

@@ -232,8 +232,8 @@ def execute_stream(body: Dict[str, Any], base_timeout: float,
                       accept="text/event-stream")
 
 
-def stream_event(ev: SSEEvent) -> StreamEvent:
-    """Decodes one SSE event; an "error" event becomes its typed exception, raised."""
+def sse_data(ev: SSEEvent) -> Any:
+    """One SSE event's JSON data (None when it has none); an "error" event is raised as its exception."""
     try:
         data = json.loads(ev.data) if ev.data else None
     except ValueError:
@@ -241,6 +241,12 @@ def stream_event(ev: SSEEvent) -> StreamEvent:
                             f"{ev.data[:200]!r}") from None
     if ev.event == "error":
         raise error_from_body(data)
+    return data
+
+
+def stream_event(ev: SSEEvent) -> StreamEvent:
+    """Decodes one SSE event; an "error" event becomes its typed exception, raised."""
+    data = sse_data(ev)
     if ev.event in ("stdout", "stderr"):
         if not isinstance(data, dict) or not isinstance(data.get("data"), str):
             raise ProtocolError(f"SSE {ev.event} event without a string 'data': {ev.data[:200]!r}")
@@ -612,14 +618,7 @@ class EventDecoder:
 
     def feed(self, chunk: bytes) -> Iterator[Tuple[str, Any]]:
         for ev in self._parser.feed(chunk):
-            try:
-                data = json.loads(ev.data) if ev.data else None
-            except ValueError:
-                raise ProtocolError(f"SSE event {ev.event!r} carries data that is not JSON: "
-                                    f"{ev.data[:200]!r}") from None
-            if ev.event == "error":
-                raise error_from_body(data)
-            yield ev.event, data
+            yield ev.event, sse_data(ev)
 
 
 def execution_id(execution: Any) -> str:
