@@ -24,9 +24,9 @@ Result<std::vector<ImageReference>> LayoutReferences(const std::string& layout_d
                   "name it with --name REF");
     // A bare word is the tag skopeo's oci:DIR:TAG writes, not an image's name.
     if (n.find_first_of(":/@") == std::string::npos)
-      return fail("the layout names its image only by the tag '" + n + "'; name it with --name REF (e.g. --name python:" +
-                  n + "), or copy it as oci:DIR:NAME:TAG (skopeo copy docker://python:3.12-slim "
-                  "oci:DIR:python:3.12-slim)");
+      return fail("the layout names its image only by the tag '" + n + "'; name it with --name REF (e.g. " +
+                  "--name python:" + n + "), or copy it as oci:DIR:NAME:TAG (skopeo copy "
+                  "docker://python:3.12-slim oci:DIR:python:3.12-slim)");
     auto ref = ParseImageReference(n);
     if (!ref.ok()) return fail("its image name '" + n.substr(0, 256) + "' is not a reference: " + ref.error().message);
     refs.push_back(*ref);

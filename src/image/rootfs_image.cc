@@ -42,8 +42,8 @@ std::string ConfigJson(const std::string& diff_id, const RootfsImageOptions& o, 
               {"os", "linux"},
               {"created", now},
               {"config", config},
-              {"rootfs", {{"type", "layers"}, {"diff_ids", {diff_id}}}},
-              {"history", {{{"created", now}, {"created_by", "llm-sandbox image create " + source}}}}}
+              {"rootfs", {{"type", "layers"}, {"diff_ids", json::array({diff_id})}}},
+              {"history", json::array({{{"created", now}, {"created_by", "llm-sandbox image create " + source}}})}}
       .dump();
 }
 
@@ -110,9 +110,11 @@ Result<ImageRoot> CreateImageFromRootfs(Store& store, const std::string& source,
   if (::stat(source.c_str(), &st) != 0) return Error::FromErrno("image create: " + source);
   if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
     return Error{ErrorCode::kInvalidArgument,
-                 "image create: " + source + " is neither a directory (a root filesystem) nor a file (a tarball of one)"};
+                 "image create: " + source +
+                     " is neither a directory (a root filesystem) nor a file (a tarball of one)"};
   if (!options.workdir.empty() && options.workdir[0] != '/')
-    return Error{ErrorCode::kInvalidArgument, "image create: --workdir " + options.workdir + " must be absolute", "workdir"};
+    return Error{ErrorCode::kInvalidArgument, "image create: --workdir " + options.workdir + " must be absolute",
+                 "workdir"};
   LSB_ASSIGN_OR_RETURN(TempDir work, store.NewTempDir("rootfs"));
   UniqueFd tree;
   if (S_ISDIR(st.st_mode)) {

@@ -216,7 +216,8 @@ class OfflineImages(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(MARK, r.stdout)
         # container.build on it: a run step, then a run of the built environment.
-        policy = self.policy_on("python:3.12-slim", '\n  build:\n    run: ["echo built-offline > /usr/local/marker.txt"]')
+        step = '\n  build:\n    run: ["echo built-offline > /usr/local/marker.txt"]'
+        policy = self.policy_on("python:3.12-slim", step)
         b = lsb("image", "build", "--store", self.store, "--images", self.images, policy)
         self.assertEqual(b.returncode, 0, b.stdout + b.stderr)
         r = self.run_policy(policy, "print(open('/usr/local/marker.txt').read().strip())\n")

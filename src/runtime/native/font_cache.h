@@ -7,8 +7,9 @@
 #pragma once
 
 #include <future>
-#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
