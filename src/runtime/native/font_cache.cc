@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "base/io.h"
+#include "base/unique_fd.h"
+#include "image/safe_fs.h"
 
 namespace lsb::native {
 namespace {
@@ -70,9 +72,10 @@ Result<FontCache> TakeFontList(const std::string& dir) {
         out = FontCache{n, std::move(*text)};
       }
     }
-    ::unlink(path.c_str());  // a subdirectory (none is made) stays, and so does the dir then
   }
-  ::rmdir(dir.c_str());
+  // Whatever else the build left (fontconfig's user cache under HOME) goes with the dir.
+  if (UniqueFd tmp(::open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)); tmp)
+    (void)image::RemoveTree(tmp.get(), dir.substr(5));
   if (!status.ok()) return status.error();
   return out;
 }
