@@ -153,6 +153,7 @@ def lsb(*args, timeout=600):
 class OfflineImages(unittest.TestCase):
     def setUp(self):
         self.store = tempfile.mkdtemp(prefix="store-", dir=WORK)
+        os.chmod(self.store, 0o755)
         self.images = os.path.join(WORK, "no-map.yaml")  # maps nothing: every image is the store's
         with open(self.images, "w") as f:
             f.write("images: {}\n")
