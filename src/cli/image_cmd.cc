@@ -131,6 +131,7 @@ int Import(const Args& args) {
       names.push_back(*name);
     } else {
       auto refs = image::LayoutReferences(src, (*store)->limits());
+      if (!refs.ok() && refs.error().field == "name") return Usage(refs.error().message);
       if (!refs.ok()) return Fail(refs.error());
       names = std::move(refs).value();
     }

@@ -15,7 +15,7 @@
 namespace lsb::image {
 
 // Every entry's reference, in index order; an error naming the entry when one has no ref.name or
-// only a tag, or when there is none at all.
+// only a tag, or when there is none at all. An error --name would fix has field "name".
 Result<std::vector<ImageReference>> LayoutReferences(const std::string& layout_dir, const ImageLimits& limits);
 
 }  // namespace lsb::image

@@ -231,7 +231,7 @@ class OfflineImages(unittest.TestCase):
         layout = os.path.join(WORK, f"layout-{os.urandom(3).hex()}")
         oci_layout(layout, layer, "3.12-slim")
         i = lsb("image", "import", "--store", self.store, layout)
-        self.assertEqual(i.returncode, 1, i.stdout + i.stderr)
+        self.assertEqual(i.returncode, 2, i.stdout + i.stderr)  # a usage error: --name fixes it
         self.assertIn("only by the tag '3.12-slim'", i.stderr)
         self.assertIn("--name", i.stderr)
         i = lsb("image", "import", "--store", self.store, "--name", "tiny/img:1", layout)
