@@ -33,7 +33,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LSB_ASAN_BUILD_DIR:-$root/build-asan}
-exclude=${LSB_ASAN_EXCLUDE:-"^(integration_docker|integration_daemon_docker|integration_monitoring_docker|cluster_swarm|cluster_manifests|python_client_unit|integration_images|integration_native_image_root|integration_environment_build|integration_pulled_image|integration_monitoring|dashboard_chromium|integration_js)$"}
+exclude=${LSB_ASAN_EXCLUDE:-"^(integration_docker|integration_daemon_docker|integration_monitoring_docker|cluster_swarm|cluster_manifests|python_client_unit|integration_images|integration_native_image_root|integration_environment_build|integration_pulled_image|integration_monitoring|dashboard_chromium|integration_js|docs_api_routes|docs_quickstart|docs_policy_reload)$"}
 build_only=0
 if [[ ${1:-} == --build-only ]]; then  # scripts/test.sh compiles ahead, while the release suites run
   build_only=1

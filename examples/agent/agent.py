@@ -6,6 +6,7 @@ sub-agents, each in its own sandbox session, over parts of a data set.
     export LLM_SANDBOX_URL=http://127.0.0.1:8080
     python3 examples/agent/agent.py --data sales=sales.csv \\
         "What is the total of the amount column? Use 10 sub-agents."
+    python3 examples/agent/agent.py --model scripted "What is 2**100 + 7?"   # offline, no key
 
 Tools the main agent has:
 - run_code(code, policy): run Python in a fresh box under one of the allowed policies (an enum,
@@ -33,6 +34,7 @@ except ImportError:  # running from a checkout
     sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
 
 from llm import ChatClient, LLMError, tool_spec  # noqa: E402
+from scripted import ScriptedModel  # noqa: E402
 from llm_sandbox import SandboxClient, SandboxError, Session  # noqa: E402
 from llm_sandbox.integrations.common import (SandboxToolConfig, error_for_model,  # noqa: E402
                                              format_result, resolve_tool_config)
@@ -52,7 +54,7 @@ SUB_PROMPT = (
 class Agent:
     """One conversation with the LLM and the tool loop around it."""
 
-    def __init__(self, llm: ChatClient, sandbox: SandboxClient, tools: SandboxToolConfig, *,
+    def __init__(self, llm: Any, sandbox: SandboxClient, tools: SandboxToolConfig, *,
                  datasets: Optional[Dict[str, str]] = None, max_steps: int = 12,
                  max_subagents: int = 16, session: Optional[Session] = None,
                  record: Optional[SubAgentRecord] = None, log: Callable[[str], None] = lambda s: None):
@@ -179,6 +181,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="a data set the agent may split among sub-agents (repeatable)")
     ap.add_argument("--policies", help="comma-separated policies the agent may use "
                                        "(default $LLM_SANDBOX_POLICIES, else all)")
+    ap.add_argument("--model", default=os.environ.get("LLM_MODEL"),
+                    help="the model at $LLM_BASE_URL (default $LLM_MODEL), or `scripted`: an offline "
+                         "scripted stand-in that needs no endpoint or key (examples/agent/scripted.py)")
     ap.add_argument("--sandbox-url", default=os.environ.get("LLM_SANDBOX_URL", "http://localhost:8080"))
     ap.add_argument("--max-steps", type=int, default=12)
     ap.add_argument("--trace", action="store_true", help="print the sub-agents' records as JSON")
@@ -192,7 +197,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         datasets[name] = path
     sandbox = SandboxClient(base_url=args.sandbox_url, policy=None)
     try:
-        llm = ChatClient.from_env()
+        llm = ScriptedModel() if args.model == "scripted" else ChatClient.from_env(args.model)
         tools = resolve_tool_config(sandbox, name="run_code",
                                     policies=args.policies.split(",") if args.policies else None)
         agent = Agent(llm, sandbox, tools, datasets=datasets, max_steps=args.max_steps,

@@ -24,13 +24,14 @@ class ChatClient:
     timeout: float = 120.0
 
     @classmethod
-    def from_env(cls) -> "ChatClient":
-        """LLM_BASE_URL (e.g. https://api.openai.com/v1), LLM_MODEL, LLM_API_KEY."""
+    def from_env(cls, model: Optional[str] = None) -> "ChatClient":
+        """LLM_BASE_URL (e.g. https://api.openai.com/v1), LLM_MODEL (or `model`), LLM_API_KEY."""
         base = os.environ.get("LLM_BASE_URL")
-        model = os.environ.get("LLM_MODEL")
+        model = model or os.environ.get("LLM_MODEL")
         if not base or not model:
             raise LLMError("set LLM_BASE_URL (an OpenAI-compatible /v1 address) and LLM_MODEL; "
-                           "LLM_API_KEY too if the endpoint needs one")
+                           "LLM_API_KEY too if the endpoint needs one; or try --model scripted, an "
+                           "offline stand-in that needs neither")
         return cls(base.rstrip("/"), model, os.environ.get("LLM_API_KEY") or None)
 
     def complete(self, messages: List[Dict[str, Any]], tools: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -24,6 +24,8 @@
 #include "cli/commands.h"
 #include "cli/option_cursor.h"
 #include "monitor/audit_log.h"
+#include "monitor/audit_log_place.h"
+#include "base/state_dir.h"
 #include "monitor/monitor.h"
 #include "policy/alert_rules.h"
 #include "runtime/exec_result.h"
@@ -39,9 +41,11 @@ constexpr size_t kMaxRecordBytes = 16u << 20;
 constexpr const char* kLogsUsage =
     "usage: llm-sandbox logs [--file FILE] [filters] [-f] [--json]\n"
     "\n"
-    "  --file FILE        the audit log (default: the daemon's, $LLM_SANDBOX_AUDIT_LOG,\n"
-    "                     $LLM_SANDBOX_STATE_DIR/audit.jsonl, /var/lib/llm-sandbox/audit.jsonl for root,\n"
-    "                     else ${XDG_STATE_HOME:-~/.local/state}/llm-sandbox/audit.jsonl); FILE.1... first\n"
+    "  --file FILE        the audit log to read (FILE.N ... FILE.1 first)\n"
+    "  --daemon HOST:PORT the log of the daemon started with --listen HOST:PORT (PORT: 127.0.0.1)\n"
+    "                     default: $LLM_SANDBOX_AUDIT_LOG, else the daemons' own logs in the state dir\n"
+    "                     (<state dir>/daemons/HOST_PORT/audit.jsonl): the only one, or the one written\n"
+    "                     last (named on stderr); else <state dir>/audit.jsonl of older daemons\n"
     "  --policy NAME      records of this policy\n"
     "  --status STATUS    executions that ended so (ok, error, timeout, oom, killed, denied,\n"
     "                     output_limit, reset, sandbox_error)\n"
@@ -183,11 +187,35 @@ int Bad(const std::string& msg) {
   return 2;
 }
 
+// The audit log read without --file: the daemon --daemon names; $LLM_SANDBOX_AUDIT_LOG; the only
+// daemon's of the state dir, or the one written last (said on stderr, with how to choose); else the
+// state dir's audit.jsonl, which daemons wrote before each had its own.
+Result<std::string> DefaultLogFile(const std::string& daemon) {
+  if (!daemon.empty()) {
+    std::string key = monitor::KeyOfListenAddress(daemon);
+    if (key.empty())
+      return Error{"--daemon wants the daemon's --listen HOST:PORT (or a PORT of 127.0.0.1), got '" + daemon + "'"};
+    std::string state = DefaultStateDir();
+    if (state.empty()) return Error{"no state dir (no HOME): give --file FILE or set LLM_SANDBOX_STATE_DIR"};
+    return state + "/daemons/" + key + "/audit.jsonl";
+  }
+  if (const char* env = std::getenv("LLM_SANDBOX_AUDIT_LOG"); env && *env) return std::string(env);
+  std::vector<monitor::FoundAuditLog> found = monitor::FindDaemonAuditLogs();
+  if (found.size() > 1) {
+    std::string others;
+    for (size_t i = 1; i < found.size(); ++i) others += (others.empty() ? "" : ", ") + found[i].key;
+    std::fprintf(stderr, "llm-sandbox logs: reading the log of daemon %s (written last); others here: %s; "
+                 "choose one with --daemon HOST:PORT\n", found[0].key.c_str(), others.c_str());
+  }
+  if (!found.empty()) return found[0].path;
+  return monitor::DefaultAuditLogPath();
+}
+
 }  // namespace
 
 int LogsCommand(const Args& args) {
   Filter f;
-  std::string file;
+  std::string file, daemon;
   bool follow = false, raw = false;
   OptionCursor o(args);
   while (o.Next()) {
@@ -201,7 +229,8 @@ int LogsCommand(const Args& args) {
       follow = true;
     } else if (a == "--json") {
       raw = true;
-    } else if (value("--file", file) || value("--policy", f.policy) || value("--status", f.status) ||
+    } else if (value("--file", file) || value("--daemon", daemon) || value("--policy", f.policy) ||
+               value("--status", f.status) ||
                value("--rule", f.rule) || value("--execution", f.execution) || value("--type", f.type)) {
     } else if (value("--since", since)) {
       auto s = ParseSince(since);
@@ -212,7 +241,11 @@ int LogsCommand(const Args& args) {
     }
   }
   const bool default_file = file.empty();
-  if (default_file) file = monitor::DefaultAuditLogPath();
+  if (default_file) {
+    auto chosen = DefaultLogFile(daemon);
+    if (!chosen.ok()) return Bad(chosen.error().message);
+    file = *chosen;
+  }
   if (file.empty()) return Bad("no audit log: give --file FILE (the daemon's --audit-log) or set LLM_SANDBOX_AUDIT_LOG");
   if (auto bad = CheckFilterValues(f)) return Bad(*bad);
 

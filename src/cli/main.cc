@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/config_file.h"
 
 namespace {
 
@@ -21,7 +22,11 @@ constexpr const char* kUsage =
     "  ready [--port PORT]                                        exit 0 if the local daemon is ready\n"
     "  version                                                    print the version\n"
     "\n"
-    "Run 'llm-sandbox <command> --help' for a command's options.\n";
+    "Run 'llm-sandbox <command> --help' for a command's options.\n"
+    "\n"
+    "Defaults come from ~/.config/llm-sandbox/config.yaml, then /etc/llm-sandbox/config.yaml (or only\n"
+    "$LLM_SANDBOX_CONFIG): policy_dir, images, state_dir, image_store, audit_log...\n"
+    "(docs/configuration.md); an environment variable wins over them, a flag over everything.\n";
 
 }  // namespace
 
@@ -33,6 +38,15 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   lsb::cli::Args args(argv + 2, argv + argc);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("llm-sandbox %s\n", LSB_VERSION);
+    return 0;
+  }
+  // Before any command reads a variable: the files fill the ones the environment left unset.
+  if (lsb::Status st = lsb::cli::ApplyConfigFiles(); !st.ok()) {
+    std::fprintf(stderr, "llm-sandbox: %s\n", st.error().message.c_str());
+    return 2;
+  }
   if (cmd == "run") return lsb::cli::RunCommand(args);
   if (cmd == "policy") return lsb::cli::PolicyCommand(args);
   if (cmd == "serve") return lsb::cli::ServeCommand(args);
@@ -46,10 +60,6 @@ int main(int argc, char** argv) {
     return lsb::cli::ImageCreateCommand(lsb::cli::Args(args.begin() + 1, args.end()));
   if (cmd == "image") return lsb::cli::ImageCommand(args);
   if (cmd == "ready") return lsb::cli::ReadyCommand(args);
-  if (cmd == "version" || cmd == "--version") {
-    std::printf("llm-sandbox %s\n", LSB_VERSION);
-    return 0;
-  }
   std::fprintf(stderr, "llm-sandbox: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -1,5 +1,8 @@
 // llm-sandbox policy check FILE... | policy explain [--json] FILE|NAME | policy controls [--json]
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +11,9 @@
 #include "policy/controls.h"
 #include "runtime/policy_explain.h"
 #include "policy/policy_loader.h"
+#include "image/store_puller.h"
+#include "runtime/image_map.h"
+#include "runtime/native/workdir_check.h"
 
 namespace lsb::cli {
 namespace {
@@ -24,6 +30,8 @@ constexpr const char* kUsage =
     "  controls  list every control a policy can set: its key, default, whether a request may lower\n"
     "            it, and what it is (a Markdown table; --json: the same as JSON).\n"
     "\n"
+    "check also looks for container.workdir in the image's root (the image map, then the image store;\n"
+    "nothing is pulled) and the policy's tmpfs and mounts; an image it cannot inspect is named on stderr.\n"
     "A NAME (no '/', no .yaml) is looked up as NAME.yaml in $LLM_SANDBOX_POLICY_DIR (colon-separated),\n"
     "./policies and /etc/llm-sandbox/policies. Every field is documented in docs/policy.md.\n";
 
@@ -33,6 +41,40 @@ int Usage(const std::string& problem) {
 }
 
 bool IsHelp(const std::string& a) { return a == "--help" || a == "-h"; }
+
+// The native box's root for `policy`, without pulling or creating a store (a check changes nothing).
+Result<native::BoxRoot> RootForCheck(const Policy& policy) {
+  if (policy.backend == BackendKind::kDocker)
+    return Error{"backend: docker, so the image is the Docker engine's, which policy check does not inspect"};
+  LSB_ASSIGN_OR_RETURN(ImageMap map, ImageMap::Load());
+  std::unique_ptr<image::SharedStore> store;
+  if (auto opts = image::StoreOptionsFor(""); opts.ok()) {
+    struct stat st;
+    if (::stat(opts->root.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      store = std::make_unique<image::SharedStore>(*opts);
+  }
+  auto root = native::ResolveBoxRoot(policy.image, policy.pull, native::RootSources{map, store.get(), nullptr}, false);
+  if (!root.ok() && policy.backend == BackendKind::kAuto)
+    return Error{root.error().message + " (on the Docker backend it would be the engine's image, not inspected here)"};
+  return root;
+}
+
+// Issue 37: a workdir the box will not have is refused here, not by every session's start.
+bool WorkdirOk(const Policy& policy) {
+  native::WorkdirFinding f = native::CheckWorkdir(policy, RootForCheck(policy));
+  auto pos = policy.positions.find("container.workdir");
+  std::string where = pos == policy.positions.end() ? policy.source_file : pos->second.ToString();
+  if (f.verdict == native::WorkdirFinding::Verdict::kMissing) {
+    std::fprintf(stderr, "%s\n", PolicyDiagnostic{pos->second, f.message, f.hint}.ToString().c_str());
+    return false;
+  }
+  if (f.verdict == native::WorkdirFinding::Verdict::kNotInspected)
+    std::fprintf(stderr,
+                 "%s: note: container.workdir %s was not checked: %s; if the image has no such directory, every box "
+                 "fails at its start naming it\n",
+                 where.c_str(), policy.workdir.c_str(), f.message.c_str());
+  return true;
+}
 
 int Check(const Args& args) {
   if (args.empty()) return Usage("check needs at least one policy file");
@@ -48,6 +90,10 @@ int Check(const Args& args) {
     Result<Policy> policy = LoadPolicy(target);
     if (!policy.ok()) {
       std::fprintf(stderr, "%s\n", policy.error().message.c_str());
+      status = 1;
+      continue;
+    }
+    if (!WorkdirOk(*policy)) {
       status = 1;
       continue;
     }

@@ -15,6 +15,7 @@
 #include "cli/option_cursor.h"
 #include "cli/registry_flags.h"
 #include "monitor/audit_log.h"
+#include "monitor/audit_log_place.h"
 #include "policy/units.h"
 #include "monitor/webhook.h"
 #include "protocol/wire_values.h"
@@ -114,9 +115,10 @@ constexpr const char* kServeUsage =
     "monitoring (docs/monitoring.md):\n"
     "  --monitoring on|off      metrics, live events, audit log, webhooks, dashboard (default on)\n"
     "  --audit-log FILE|none    the audit log (JSON lines, fdatasync per record; default:\n"
-    "                           $LLM_SANDBOX_AUDIT_LOG, $LLM_SANDBOX_STATE_DIR/audit.jsonl,\n"
-    "                           /var/lib/llm-sandbox/audit.jsonl for root, else\n"
-    "                           ${XDG_STATE_HOME:-~/.local/state}/llm-sandbox/audit.jsonl; none: no log)\n"
+    "                           $LLM_SANDBOX_AUDIT_LOG, else this daemon's own file in the state dir:\n"
+    "                           <state dir>/daemons/HOST_PORT/audit.jsonl (HOST:PORT of --listen; the\n"
+    "                           state dir is $LLM_SANDBOX_STATE_DIR, /var/lib/llm-sandbox for root, else\n"
+    "                           ${XDG_STATE_HOME:-~/.local/state}/llm-sandbox); none: no log)\n"
     "  --audit-max-size BYTES   rotate the audit log past this size (default 64M)\n"
     "  --audit-keep N           rotated audit files kept (default 5)\n"
     "  --webhook URL            POST alerts to this http:// URL (repeatable)\n"
@@ -168,8 +170,8 @@ Result<std::string> RandomToken() {
 
 // The default audit log (audit_log.h), its directory made; "" with a warning when that fails: a
 // daemon nobody asked for a log is not refused for lack of one (--audit-log FILE is).
-std::string DefaultAuditLog() {
-  std::string path = monitor::DefaultAuditLogPath();
+std::string DefaultAuditLog(const std::string& host, uint16_t port) {
+  std::string path = monitor::DaemonAuditLogPath(host, port);
   if (path.empty()) {
     std::fprintf(stderr, "llm-sandbox serve: warning: no audit log (no HOME for its default place); give --audit-log FILE\n");
     return "";
@@ -551,7 +553,7 @@ void SettleAuditLog(ServeInputs& in) {
   } else if (in.audit_log) {
     in.c.monitor.audit_path = *in.audit_log;
   } else {
-    in.c.monitor.audit_path = DefaultAuditLog();
+    in.c.monitor.audit_path = DefaultAuditLog(in.c.http.host, in.c.http.port);
   }
 }
 

@@ -103,7 +103,7 @@ Result<Spawned> Adopt(Adoptee adoptee, const SpawnParams& p) {
 
   Spawned s = pipes.HostSide(adoptee.pid);
   s.control = std::move(adoptee.sock);  // EOF once the program closed its end: it runs
-  LSB_TRY(TakeListener(s, p.watch, "the fork server's program"));
+  LSB_TRY(TakeListener(s, p.watch, "the fork server's program", p.workdir));
   return s;
 }
 

@@ -166,7 +166,19 @@ Spawned StdioPipes::HostSide(pid_t pid) {
   return s;
 }
 
-Status TakeListener(Spawned& s, bool watch, const std::string& who) {
+// The child can send only a fixed word; the workdir's path and the fix are added here (issue 37:
+// "chdir to the workdir: No such file or directory" named neither).
+Error ConfineFailed(const std::string& who, const std::string& what, int err, const std::string& workdir) {
+  std::string message = "confine " + who + ": " + what + ": " + std::strerror(err);
+  if (what != "chdir to the workdir") return Error{message, err};
+  return Error{"confine " + who + ": cannot enter the working directory " + workdir + ": " + std::strerror(err) +
+                   "; set container.workdir to a directory the image has (or the path of one of the policy's "
+                   "tmpfs or mounts), or create it with container.build (run: [\"mkdir -p " + workdir +
+                   "\"]); `llm-sandbox policy check` reports a missing workdir before any box",
+               err};
+}
+
+Status TakeListener(Spawned& s, bool watch, const std::string& who, const std::string& workdir) {
   ChildMsg m{};
   int fds[kMaxPassedFds];
   size_t nfds = 0;
@@ -184,7 +196,7 @@ Status TakeListener(Spawned& s, bool watch, const std::string& who) {
   }
   if (n > 0 && m.tag == 'E') {
     m.what[sizeof m.what - 1] = '\0';
-    return Error{"confine " + who + ": " + m.what + ": " + std::strerror(m.err), m.err};
+    return ConfineFailed(who, m.what, m.err, workdir);
   }
   return Error{"confine " + who + ": it ended before handing over the seccomp listener"};
 }
@@ -222,7 +234,7 @@ Result<Spawned> Spawn(const SpawnParams& p) {
           io.pipes.out.second.get(), io.pipes.err.second.get());
   Spawned s = Forked(pid, io);
   // The child answers with the listener or with why it could not confine itself.
-  LSB_TRY(TakeListener(s, p.watch, "the program"));
+  LSB_TRY(TakeListener(s, p.watch, "the program", p.workdir));
   return s;
 }
 

@@ -57,7 +57,7 @@ Result<StdioPipes> MakeStdioPipes(bool stdin_pipe);
 // Once a child (`s.pid`, answering on `s.control`) was given its confinement: the seccomp listener
 // it hands back, or (none expected without `watch`) nothing; else why `who` could not confine
 // itself, with the child killed and reaped.
-Status TakeListener(Spawned& s, bool watch, const std::string& who);
+Status TakeListener(Spawned& s, bool watch, const std::string& who, const std::string& workdir);
 
 // On an error in the child before execve, the child is reaped and the error (with the child's
 // words and errno) is returned: the run could not be confined, so it does not happen.

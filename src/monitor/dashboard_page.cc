@@ -50,7 +50,7 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
 <body>
 <header>
   <h1>LLM Sandbox</h1>
-  <span id="conn" class="down">connecting</span>
+  <span id="conn" class="@CONN_CLASS@">@CONN_TEXT@</span>
   <span class="stat">running <b id="n-running">0</b></span>
   <span class="stat">recent <b id="n-recent">0</b></span>
   <span class="stat">alerts <b id="n-alerts">0</b></span>
@@ -106,12 +106,15 @@ const pct = (v) => num(v) == null ? "-" : v.toFixed(0) + "%";
 const time = (t) => t ? esc(new Date(t).toLocaleTimeString()) : "";
 const age = (t) => { const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000)); return isFinite(s) ? (s < 120 ? s + " s" : s < 7200 ? Math.round(s / 60) + " min" : Math.round(s / 3600) + " h") : "-"; };
 
+// The badge: "up" once the daemon answered (or served the page with its state), "live" on the
+// event stream, "down" classes when it is not reachable or wants a token.
+function setConn(text, cls) { $("conn").textContent = text; $("conn").className = cls; }
 function headers() { return state.token ? { Authorization: "Bearer " + state.token } : {}; }
 // This page's API paths go to the pinned node, if any (the front's /nodes/<node> prefix).
 function api(path) { return getJson(state.prefix + path); }
 async function getJson(path) {
   const r = await fetch(path, { headers: headers() });
-  if (r.status === 401) { $("token-box").style.display = "block"; throw new Error("unauthorized"); }
+  if (r.status === 401) { $("token-box").style.display = "block"; setConn("token needed", "down"); throw new Error("unauthorized"); }
   if (!r.ok) { let m = "HTTP " + r.status; try { m = (await r.json()).error.message; } catch (e) {} const err = new Error(m); err.status = r.status; throw err; }
   return r.json();
 }
@@ -266,14 +269,15 @@ async function refreshTotals() {
 }
 
 async function refreshSessions() {
-  try {
-    const d = await api("/v1/sessions");
-    const owner = state.owner || "single user";
-    $("sessions").innerHTML = d.sessions.map((s) =>
-      `<tr data-id="${esc(s.session_id)}"><td>${esc(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(owner)}</td><td>${esc(s.language)}</td>` +
-      `<td>${esc(age(s.created_at))}</td><td>${esc(age(s.last_used_at))}</td><td class="executions">${esc(s.executions)}</td><td>${esc(s.state)}</td></tr>`).join("") ||
-      `<tr><td colspan=8 class=muted>none</td></tr>`;
-  } catch (err) { /* shown by the next refresh */ }
+  try { renderSessions(await api("/v1/sessions")); } catch (err) { /* shown by the next refresh */ }
+}
+
+function renderSessions(d) {
+  const owner = state.owner || "single user";
+  $("sessions").innerHTML = d.sessions.map((s) =>
+    `<tr data-id="${esc(s.session_id)}"><td>${esc(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(owner)}</td><td>${esc(s.language)}</td>` +
+    `<td>${esc(age(s.created_at))}</td><td>${esc(age(s.last_used_at))}</td><td class="executions">${esc(s.executions)}</td><td>${esc(s.state)}</td></tr>`).join("") ||
+    `<tr><td colspan=8 class=muted>none</td></tr>`;
 }
 
 function addAlert(a, fresh) {
@@ -343,7 +347,7 @@ async function follow() {
       const r = await fetch(state.prefix + "/v1/events", { headers: headers() });
       if (r.status === 401) { $("token-box").style.display = "block"; }
       if (!r.ok) throw new Error("HTTP " + r.status);
-      $("conn").textContent = "live"; $("conn").className = "";
+      $("conn").textContent = "live"; $("conn").className = "live";
       const reader = r.body.getReader();
       const dec = new TextDecoder();
       let buf = "";
@@ -389,10 +393,24 @@ $("token-save").onclick = () => { state.token = $("token").value; sessionStorage
 
 window.addEventListener("hashchange", () => location.reload());
 
+// The daemon's state when it served this page (no token needed, so none is set; null otherwise):
+// drawn before the first paint, so a page never shows empty counters while its first polls run.
+const FIRST = @FIRST@;
+if (FIRST && !location.hash.includes("node=")) {
+  renderTotals(FIRST.overview);
+  fillFilters(FIRST.overview.filters || {});
+  state.running = new Map(FIRST.executions.running.map((e) => [e.execution_id, e]));
+  state.recent = FIRST.executions.recent;
+  renderRunning();
+  renderRecent();
+  renderSessions(FIRST.sessions);
+}
+
 (async () => {
   await findNodes();
   if (state.nodes.length) { refreshNodes(); setInterval(refreshNodes, 3000); }
   const o = await refreshTotals();
+  if (o && $("conn").className !== "live") setConn("up", "up");
   refreshSessions();
   const d = await refresh();
   if (d) for (const e of d.recent.slice().reverse()) for (const a of e.alerts || []) addAlert(Object.assign({ execution_id: e.execution_id, policy: e.policy }, a), false);
@@ -408,8 +426,24 @@ window.addEventListener("hashchange", () => location.reload());
 </html>
 )HTML";
 
+void ReplaceOnce(std::string& page, std::string_view marker, std::string_view with) {
+  page.replace(page.find(marker), marker.size(), with);
+}
+
 }  // namespace
 
-std::string_view DashboardPage() { return kPage; }
+std::string DashboardPage(const std::optional<nlohmann::json>& first) {
+  std::string page(kPage);
+  ReplaceOnce(page, "@CONN_CLASS@", first ? "up" : "down");
+  // With a snapshot the daemon is known up; without one (tokens) the page asks once it has one.
+  ReplaceOnce(page, "@CONN_TEXT@", first ? "up" : "loading");
+  std::string data = first ? first->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "null";
+  // Inside <script>: a "</script>" or "<!--" in a value (a policy name, output) must not end it.
+  std::string safe;
+  safe.reserve(data.size());
+  for (char c : data) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+  ReplaceOnce(page, "@FIRST@", safe);
+  return page;
+}
 
 }  // namespace lsb::monitor

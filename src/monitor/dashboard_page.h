@@ -4,10 +4,17 @@
 // Every value from the daemon is HTML-escaped before it reaches innerHTML (or set as text).
 #pragma once
 
-#include <string_view>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace lsb::monitor {
 
-std::string_view DashboardPage();
+// The page; `first` ({"overview", "executions": {"running", "recent"}, "sessions": {"sessions"}},
+// the answers of the routes the page polls) is drawn before the first paint, so a screenshot
+// right after load shows the daemon's state rather than "loading".
+// Only a daemon without tokens gives one: the page itself is served without a token.
+std::string DashboardPage(const std::optional<nlohmann::json>& first);
 
 }  // namespace lsb::monitor

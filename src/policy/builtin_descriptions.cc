@@ -7,7 +7,8 @@ namespace {
 
 // name -> description. Keep in step with docs/policy.md ("Shipped policies").
 constexpr std::pair<std::string_view, std::string_view> kBuiltinDescriptions[] = {
-    {"code-sandbox", "Python with pip (the requirements' policy): no shell, no network"},
+    {"code-sandbox", "Python with pip (the requirements' policy): no shell, no network; pip cannot install "
+                     "here (no network, read-only root)"},
 };
 
 }  // namespace

@@ -76,7 +76,9 @@ Result<Policy> LoadPolicy(const std::string& file_or_name) {
   std::string searched;
   for (const auto& dir : dirs) searched += (searched.empty() ? "" : ", ") + dir;
   return Error{"policy '" + file_or_name + "' not found (looked for " + file_or_name + ".yaml in " + searched +
-               ")\n  hint: pass the file's path, or put the directory in LLM_SANDBOX_POLICY_DIR", ENOENT};
+               ")\n  hint: pass the file's path, or put the directory in LLM_SANDBOX_POLICY_DIR (or policy_dir: in "
+               "~/.config/llm-sandbox/config.yaml, docs/configuration.md)",
+               ENOENT};
 }
 
 }  // namespace lsb

@@ -50,6 +50,10 @@ Error NotA(std::string_view what, std::string_view text, std::string_view exampl
 }
 
 constexpr std::string_view kSizeExamples = "a number of bytes or a size such as 512k, 256M, 256Mi, 1G";
+// Every spelling ParseBytes takes, for its errors.
+constexpr std::string_view kSizeForms =
+    "a whole number of bytes, or a number directly followed by k, M, G or T (any case), optionally "
+    "then i and/or B, all powers of 1024: 256M = 256Mi = 256MiB = 256MB";
 constexpr std::string_view kDurationExamples = "seconds such as 30, or 500ms, 30s, 2m, 1h, 1m30s";
 
 }  // namespace
@@ -62,7 +66,14 @@ Result<uint64_t> ParseBytes(std::string_view raw) {
   bool fraction = false;
   auto number = TakeNumber(rest, &fraction);
   if (!number) return NotA("a size", s, kSizeExamples);
-  std::string suffix = Lower(Trim(rest));
+  // "256 MB" was read as 256MiB without a word; a space is refused so a size is written one way.
+  if (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) {
+    std::string unit(Trim(rest));
+    return Error{"'" + std::string(s) + "' has a space between the number and its unit; write '" +
+                 std::string(s.substr(0, s.size() - rest.size())) + unit + "' (accepted: " +
+                 std::string(kSizeForms) + ")"};
+  }
+  std::string suffix = Lower(rest);
   double mult = 0;
   if (suffix.empty() || suffix == "b") {
     mult = 1;
@@ -75,8 +86,8 @@ Result<uint64_t> ParseBytes(std::string_view raw) {
     }
   }
   if (mult == 0) {
-    return Error{"'" + std::string(s) + "' has an unknown size unit '" + std::string(Trim(rest)) +
-                 "' (known: k, M, G, T, with optional i or B: 256M = 256Mi = 256MiB)"};
+    return Error{"'" + std::string(s) + "' has an unknown size unit '" + std::string(rest) + "' (accepted: " +
+                 std::string(kSizeForms) + ")"};
   }
   if (fraction && mult == 1) {
     return Error{"'" + std::string(s) + "' is a fraction of a byte; use a unit (1.5M) or whole bytes"};

@@ -51,7 +51,7 @@ bool YamlReader::IsMapping(const Field& f) {
 }
 
 void YamlReader::ForEachKnownKey(const Field& map, const std::vector<std::string>& known,
-                                 const std::function<void(const Field&)>& fn) {
+                                 const std::function<void(const Field&)>& fn, const Misspelled& misspelled) {
   if (!IsMapping(map)) return;
   std::map<std::string, YAML::Mark> seen;
   std::string prefix = map.path.empty() ? "" : map.path + ".";
@@ -68,9 +68,10 @@ void YamlReader::ForEachKnownKey(const Field& map, const std::vector<std::string
     const std::string& name = key.Scalar();
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       std::string guess = ClosestMatch(name, known);
+      std::string note = guess.empty() || !misspelled ? "" : misspelled(guess, Field{prefix + guess, key, value});
       Report(key.Mark(), "unknown key '" + name + "' " + where,
              (guess.empty() ? std::string() : "did you mean '" + guess + "'? ") + "known keys " + where +
-                 ": " + JoinList(known));
+                 ": " + JoinList(known) + note);
       continue;
     }
     auto [prev, inserted] = seen.emplace(name, key.Mark());

@@ -39,8 +39,11 @@ class YamlReader {
 
   // Walks a mapping whose keys are fixed: reports a non-mapping, unknown keys (with the closest
   // known one) and repeated keys; calls `fn` once per known key in file order.
+  // `misspelled`, when given, is called for an unknown key that is close to the known `guess`
+  // (Field's path is the guess); what it returns is added to the hint ("" for nothing).
+  using Misspelled = std::function<std::string(const std::string& guess, const Field&)>;
   void ForEachKnownKey(const Field& map, const std::vector<std::string>& known,
-                       const std::function<void(const Field&)>& fn);
+                       const std::function<void(const Field&)>& fn, const Misspelled& misspelled = nullptr);
   // Walks a mapping whose keys are data (tmpfs paths, env names): reports a non-mapping, non-scalar
   // keys and repeated keys; calls `fn` per entry with path "PARENT.KEY".
   void ForEachEntry(const Field& map, const std::function<void(const std::string& key, const Field&)>& fn);

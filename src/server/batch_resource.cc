@@ -18,6 +18,7 @@
 #include "server/fanout_reserve.h"
 #include "server/json_budget.h"
 #include "server/routes.h"
+#include "server/unknown_field.h"
 
 namespace lsb::server {
 namespace {
@@ -79,7 +80,8 @@ ApiOr<BatchPlan> PlanBatch(ServerContext& ctx, HttpRequest& req) {
   auto j = ParseObject(req.body);
   if (!j.ok()) return j.error();
   for (const auto& [k, _] : j->items())
-    if (k != "tasks" && k != "concurrency" && k != "async") return BadRequest(k + ": unknown field");
+    if (k != "tasks" && k != "concurrency" && k != "async")
+      return UnknownField("", k, {"tasks", "concurrency", "async"});
   auto async = TakeAsyncFlag(*j, req);
   if (!async.ok()) return async.error();
   if (!j->contains("tasks") || !(*j)["tasks"].is_array())

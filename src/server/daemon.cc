@@ -238,7 +238,8 @@ HttpHandler FrontDoor(ServerContext& ctx, const Router& router, const e2b::Front
   return [&ctx, &router, &e2b, &web_guard](HttpRequest& req, ResponseStream& out) -> Reply {
     auto start = Clock::now();
     Reply r;
-    // The dashboard page carries no data (it asks for a token when the daemon has them).
+    // The dashboard page carries the daemon's state only when it has no tokens (every route is
+    // open then); with tokens it carries none and asks for one (monitoring_resource.cc).
     bool open_route = req.path == "/healthz" || req.path == "/readyz" || req.path == "/";
     // The E2B data plane carries the sandbox's access token instead, checked by its own router.
     bool e2b_data = e2b::FrontDoor::IsDataPlane(req);

@@ -7,6 +7,7 @@
 
 #include "policy/network_rules.h"
 #include "policy/units.h"
+#include "server/unknown_field.h"
 
 namespace lsb::server {
 namespace {
@@ -148,7 +149,7 @@ Problem CheckExecuteKeys(const json& j, bool session, const std::string& where) 
                                "(POST /v1/execute with files and changes) to get its change set");
       if (session && (k == "policy" || k == "memory" || k == "cpu" || k == "files"))
         return Field(where, k, "cannot be set per execution in a session; set it when creating the session");
-      return Field(where, k, "unknown field");
+      return UnknownField(where, k, {known.begin(), known.end()});
     }
   return std::nullopt;
 }
@@ -282,7 +283,7 @@ ApiOr<FileBody> ParseFileEntry(const json& f, const std::string& where, const st
   if (!f.is_object()) return Field(where, fw, "must be an object {path, content | content_base64 | archive_base64}");
   for (const auto& [k, _] : f.items())
     if (k != "path" && k != "content" && k != "content_base64" && k != "archive_base64")
-      return Field(where, fw + "." + k, "unknown field");
+      return UnknownField(where + fw + ".", k, {"path", "content", "content_base64", "archive_base64"});
   if (!Present(f, "path") || !f.at("path").is_string()) return Field(where, fw + ".path", "is required (a string)");
   FileBody fb;
   fb.path = f.at("path").get<std::string>();
@@ -332,7 +333,7 @@ ApiOr<ExecuteBody> ParseExecuteBody(const json& j, bool session, const std::stri
 ApiOr<SessionBody> ParseSessionBody(const json& j) {
   static const std::set<std::string> known = {"policy", "idle_timeout", "max_lifetime", "language", "setup", "changes"};
   for (const auto& [k, _] : j.items())
-    if (!known.count(k)) return Field("", k, "unknown field");
+    if (!known.count(k)) return UnknownField("", k, {known.begin(), known.end()});
   SessionBody b;
   auto pol = OptString(j, "policy", "");
   if (!pol.ok()) return pol.error();

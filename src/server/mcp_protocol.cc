@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "policy/suggest.h"
 #include "server/api_error.h"
 #include "server/json_codec.h"
 #include "server/router.h"
@@ -354,7 +355,9 @@ json McpServer::CallTool(const json& id, const json& params, bool* rpc_error) {
       if (tool->second.count(k)) continue;
       std::string takes;
       for (const auto& t : tool->second) takes += (takes.empty() ? "" : ", ") + t;
-      return ToolError(k + ": not an argument of " + name + " (it takes: " + (takes.empty() ? "none" : takes) + ")");
+      std::string guess = ClosestMatch(k, {tool->second.begin(), tool->second.end()});
+      return ToolError(k + ": not an argument of " + name + (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
+                       " (it takes: " + (takes.empty() ? "none" : takes) + ")");
     }
   }
   if (name == "execute_code") return ExecuteCode(args);

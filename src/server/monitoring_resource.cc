@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "base/time_format.h"
@@ -12,6 +13,7 @@
 #include "scheduler/one_shot_pool.h"
 #include "scheduler/session/session_pool.h"
 #include "server/api_error.h"
+#include "server/json_codec.h"
 #include "server/routes.h"
 
 namespace lsb::server {
@@ -156,7 +158,7 @@ Reply History(ServerContext& ctx, HttpRequest& req) {
 
 // Daemon-wide counts (as /metrics and /readyz give them) and the caller's own: the sessions and
 // running executions "mine" are the caller's, every other number is of the whole daemon.
-Reply Overview(ServerContext& ctx, HttpRequest& req) {
+json OverviewJson(ServerContext& ctx, const std::string& owner) {
   json totals = ctx.monitor->HostTotals();
   totals["daemon"]["started_at"] = Rfc3339(ctx.started_at);
   json pool = nullptr;
@@ -165,21 +167,33 @@ Reply Overview(ServerContext& ctx, HttpRequest& req) {
             {"reaping", st->reaping}, {"hits", st->hits}, {"misses", st->misses}};
   }
   auto choices = FilterChoicesNow(ctx);
-  return JsonResponse(
-      200, {{"owner", req.owner},
-            {"node", ctx.node},
-            {"backend", ctx.backend.name()},
-            {"daemon", totals["daemon"]},
-            {"host", totals["host"]},
-            {"executor", {{"workers", ctx.executor.workers()}, {"busy", ctx.executor.running()},
-                          {"queued", ctx.executor.queued()}, {"queue_limit", ctx.executor.queue_limit()}}},
-            {"pool", pool},
-            {"sessions", {{"active", ctx.sessions.count()}, {"limit", ctx.sessions.max_sessions()},
-                          {"queued", ctx.sessions.queue().waiting()}, {"mine", ctx.sessions.List(req.owner).size()}}},
-            {"executions", {{"running", ctx.monitor->RunningCount()},
-                            {"running_mine", ctx.monitor->Running(req.owner).size()}}},
-            {"audit_log", ctx.monitor->has_audit_log()},
-            {"filters", {{"policies", choices.policies}, {"statuses", choices.statuses}, {"rules", choices.rules}}}});
+  return {{"owner", owner},
+          {"node", ctx.node},
+          {"backend", ctx.backend.name()},
+          {"daemon", totals["daemon"]},
+          {"host", totals["host"]},
+          {"executor", {{"workers", ctx.executor.workers()}, {"busy", ctx.executor.running()},
+                        {"queued", ctx.executor.queued()}, {"queue_limit", ctx.executor.queue_limit()}}},
+          {"pool", pool},
+          {"sessions", {{"active", ctx.sessions.count()}, {"limit", ctx.sessions.max_sessions()},
+                        {"queued", ctx.sessions.queue().waiting()}, {"mine", ctx.sessions.List(owner).size()}}},
+          {"executions", {{"running", ctx.monitor->RunningCount()},
+                          {"running_mine", ctx.monitor->Running(owner).size()}}},
+          {"audit_log", ctx.monitor->has_audit_log()},
+          {"filters", {{"policies", choices.policies}, {"statuses", choices.statuses}, {"rules", choices.rules}}}};
+}
+
+Reply Overview(ServerContext& ctx, HttpRequest& req) { return JsonResponse(200, OverviewJson(ctx, req.owner)); }
+
+// What the dashboard draws before its first poll (dashboard_page.h). Only without tokens: the
+// page is served to anyone, and then everyone may read these routes anyway.
+std::optional<json> DashboardFirst(ServerContext& ctx) {
+  if (!ctx.monitor || !ctx.tokens.empty()) return std::nullopt;
+  json sessions = json::array();
+  for (const auto& s : ctx.sessions.List("")) sessions.push_back(SessionJson(s->Info()));
+  return json{{"overview", OverviewJson(ctx, "")},
+              {"sessions", {{"sessions", std::move(sessions)}}},
+              {"executions", {{"running", ctx.monitor->Running("")}, {"recent", ctx.monitor->Recent(50, "")}}}};
 }
 
 // ?wait=SECONDS of GET /v1/executions/{id}: 0 (absent) to kMaxExecutionWaitSeconds, fractions allowed.
@@ -242,14 +256,14 @@ void AddMonitoringRoutes(Router& router, ServerContext& ctx) {
                                           " among the running and recent ones (older ones are in the audit log)"));
     return JsonResponse(200, *e);
   });
-  router.Add("GET", "/", [](HttpRequest&, ResponseStream&) -> Reply {
+  router.Add("GET", "/", [&ctx](HttpRequest&, ResponseStream&) -> Reply {
     HttpResponse res;
     res.status = 200;
     res.content_type = "text/html; charset=utf-8";
     res.headers.emplace_back("Content-Security-Policy",
                              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'");
     res.headers.emplace_back("Cache-Control", "no-store");
-    res.body = monitor::DashboardPage();
+    res.body = monitor::DashboardPage(DashboardFirst(ctx));
     return res;
   });
 }

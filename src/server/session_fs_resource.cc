@@ -11,6 +11,7 @@
 #include "server/json_codec.h"
 #include "server/routes.h"
 #include "server/session_ops.h"
+#include "server/unknown_field.h"
 
 namespace lsb::server {
 namespace {
@@ -48,7 +49,7 @@ ApiOr<json> BodyOf(const HttpRequest& req, const std::set<std::string>& allowed)
   auto j = ParseObject(req.body.empty() ? "{}" : req.body);
   if (!j.ok()) return j.error();
   for (const auto& [k, _] : j->items())
-    if (!allowed.count(k)) return BadRequest(k + ": unknown field");
+    if (!allowed.count(k)) return UnknownField("", k, {allowed.begin(), allowed.end()});
   return std::move(*j);
 }
 

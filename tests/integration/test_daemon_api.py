@@ -138,8 +138,12 @@ class DaemonApiTest(unittest.TestCase):
         self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {}), 400, "bad_request", "code")
         self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timeout": [1]}),
                          400, "bad_request", "timeout")
-        self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timout": 1}),
-                         400, "bad_request", "timout")
+        typo = self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "timout": 1})
+        self.assertError(typo, 400, "bad_request", "timout")
+        # Issue 37: the loader's did-you-mean over HTTP, in the message and as members a client reads.
+        self.assertIn("did you mean 'timeout'?", typo.json()["error"]["message"])
+        self.assertEqual(typo.json()["error"]["did_you_mean"], "timeout")
+        self.assertIn("timeout", typo.json()["error"]["known_fields"])
         self.assertError(self.call("POST", "/v1/execute", "/v1/execute", {"code": "1", "policy": "nope"}),
                          400, "bad_request", "policy")
         self.assertError(self.call("POST", "/v1/execute", "/v1/execute",

@@ -4,7 +4,9 @@ GET /v1/overview (daemon and host totals), GET /v1/history (the audit log, paged
 the policy/status/rule filters on it and on GET /v1/executions (unknown values are 400s that list
 the valid ones), CPU relative to the policy's CPU limit, and ownership with two tokens: each sees
 only its own history, sessions and running executions."""
+import json
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -122,6 +124,43 @@ class DashboardApi(unittest.TestCase):
             want = 100.0 * e["cpu_ms"] / (e["duration_ms"] * 0.5)
             self.assertAlmostEqual(e["cpu_percent_of_limit"], want, places=6)
             self.assertGreater(e["cpu_percent_of_limit"], 50)  # a busy loop uses most of its half core
+
+
+class DashboardFirstPaint(unittest.TestCase):
+    """GET / is served to anyone, with the state drawn before the first poll (issue 37) only when
+    the daemon has no tokens: a daemon with tokens must put none of its data in the page."""
+
+    def page(self, d, token=None):
+        r = request(d.base, "GET", "/", token=token)
+        self.assertEqual(r.status, 200)
+        text = r.body.decode() if isinstance(r.body, bytes) else r.body
+        first = re.search(r"const FIRST = (.*);\n", text)
+        self.assertIsNotNone(first, "the page has no FIRST snapshot line")
+        return text, first.group(1)
+
+    def test_without_tokens_the_page_carries_the_state_escaped(self):
+        skip_unless_daemon_suite()
+        d = Daemon()
+        self.addCleanup(d.close)
+        xid = request(d.base, "POST", "/v1/execute", {"code": "print('</script><b>x</b>')"}).json()["execution_id"]
+        text, first = self.page(d)
+        snapshot = json.loads(first)
+        self.assertIn(xid, [e["execution_id"] for e in snapshot["executions"]["recent"]])
+        self.assertIn("executor", snapshot["overview"])
+        self.assertEqual(snapshot["sessions"], {"sessions": []})
+        self.assertNotIn("</script><b>", first)  # a value cannot end the page's script
+        self.assertIn('<span id="conn" class="up">up</span>', text)
+        self.assertNotIn("connecting", text.split("<script>")[0])
+
+    def test_with_tokens_the_page_carries_nothing(self):
+        skip_unless_daemon_suite()
+        d = Daemon(env={"LLM_SANDBOX_TOKENS": ALICE})
+        self.addCleanup(d.close)
+        request(d.base, "POST", "/v1/execute", {"code": "print('secret-output')"}, token=ALICE)
+        text, first = self.page(d)
+        self.assertEqual(first, "null")
+        self.assertNotIn("secret-output", text)
+        self.assertIn('<span id="conn" class="down">loading</span>', text)
 
 
 class DashboardApiOwnership(unittest.TestCase):

@@ -199,13 +199,39 @@ class DefaultAuditLogTest(unittest.TestCase):
         self.addCleanup(d.close)
         r = request(d.base, "POST", "/v1/execute", {"code": "print(1)"})
         xid = r.json()["execution_id"]
-        path = os.path.join(state, "audit.jsonl")
+        path = os.path.join(state, "daemons", f"127.0.0.1_{d.port}", "audit.jsonl")  # this daemon's own
         self.assertIn("audit log " + path, d.log())
         with open(path, encoding="utf-8") as f:
             self.assertIn(xid, [json.loads(line).get("execution_id") for line in f])
         out = self.logs("--execution", xid, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn(xid, out.stdout)
+
+    def test_each_daemon_has_its_own_and_logs_picks_one(self):
+        """Issue 37: two daemons of one state dir no longer write, and `logs` no longer reads, one file."""
+        state = state_dir(self)
+        env = dict(os.environ, LLM_SANDBOX_STATE_DIR=state)
+        env.pop("LLM_SANDBOX_AUDIT_LOG", None)
+        a, b = Daemon(env=env), Daemon(env=env)
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        xa = request(a.base, "POST", "/v1/execute", {"code": "print(1)"}).json()["execution_id"]
+        xb = request(b.base, "POST", "/v1/execute", {"code": "print(2)"}).json()["execution_id"]
+        mine = self.logs("--daemon", f"127.0.0.1:{a.port}", "--json", env=env)
+        self.assertEqual(mine.returncode, 0, mine.stderr)
+        self.assertIn(xa, mine.stdout)
+        self.assertNotIn(xb, mine.stdout)
+        # Without --daemon: the one written last, said so on stderr with how to choose.
+        last = self.logs("--json", env=env)
+        self.assertEqual(last.returncode, 0, last.stderr)
+        self.assertIn(xb, last.stdout)
+        self.assertIn(f"reading the log of daemon 127.0.0.1_{b.port}", last.stderr)
+        self.assertIn("--daemon HOST:PORT", last.stderr)
+        # An explicit place is kept as it was.
+        explicit = os.path.join(state, "mine.jsonl")
+        c = Daemon(env=dict(env, LLM_SANDBOX_AUDIT_LOG=explicit))
+        self.addCleanup(c.close)
+        self.assertIn("audit log " + explicit, c.log())
 
     def test_none_turns_it_off(self):
         state = state_dir(self)
@@ -230,6 +256,33 @@ class DefaultAuditLogTest(unittest.TestCase):
         ok = self.logs("--status", "ok", env=env)
         self.assertEqual((ok.returncode, ok.stdout.count("ex-1")), (0, 1), ok.stderr)
         self.assertEqual(self.logs("--rule", "network_attempt", env=env).returncode, 0)
+
+
+class MissingWorkdirTest(unittest.TestCase):
+    """Issue 37 item 3: a policy whose workdir the box will not have is not runnable (400 naming the path and the
+    fix), where every session of it used to fail with 502 "chdir to the workdir: No such file or directory"."""
+
+    @classmethod
+    def setUpClass(cls):
+        skip_unless_daemon_suite()
+
+    def test_refused_with_400_naming_the_path_and_the_fix(self):
+        pdir = state_dir(self)
+        shutil.copy(os.path.join(SOURCE_DIR, "policies", "code-sandbox.yaml"), pdir)
+        with open(os.path.join(pdir, "nowhere.yaml"), "w") as f:
+            f.write('version: "1.0"\nname: nowhere\ncontainer:\n  image: host\n  workdir: /lsb-nowhere\n')
+        d = Daemon("--backend", "native", policies=pdir)
+        self.addCleanup(d.close)
+        got = request(d.base, "GET", "/v1/policies/nowhere").json()
+        self.assertFalse(got["runnable"])
+        self.assertIn("/lsb-nowhere does not exist in the box", got["reason"])
+        for path, body in (("/v1/execute", {"code": "print(1)", "policy": "nowhere"}),
+                           ("/v1/sessions", {"policy": "nowhere"})):
+            r = request(d.base, "POST", path, body)
+            self.assertEqual(r.status, 400, r.body)
+            self.assertIn("/lsb-nowhere does not exist in the box", r.json()["error"]["message"])
+            self.assertIn("mkdir -p /lsb-nowhere", r.json()["error"]["message"])
+        self.assertEqual(request(d.base, "POST", "/v1/execute", {"code": "print(1)"}).json()["stdout"], "1\n")
 
 
 class BodyLimitsTest(unittest.TestCase):

@@ -6,7 +6,9 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 from harness import BINARY, SOURCE_DIR
@@ -90,6 +92,129 @@ class PolicyCheckTest(unittest.TestCase):
         self.assertEqual(policy_cli("check", "--bogus", SEED).returncode, 2)
         self.assertEqual(policy_cli("explain").returncode, 2)
         self.assertEqual(policy_cli("explain", SEED, SEED).returncode, 2)
+
+
+@unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
+class PolicyWorkdirTest(unittest.TestCase):
+    """Issue 37 item 3: a workdir the box will not have is refused by check, naming the path and the fix."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="lsb-workdir-")
+        os.makedirs(os.path.join(self.tmp, "rootfs", "app"))
+        os.makedirs(os.path.join(self.tmp, "rootfs", "usr", "bin"))
+        self.images = os.path.join(self.tmp, "images.yaml")
+        with open(self.images, "w") as f:
+            f.write(f'images:\n  "tiny:1": {self.tmp}/rootfs\n')
+        self.env = {"LLM_SANDBOX_IMAGES": self.images, "LLM_SANDBOX_IMAGE_STORE": os.path.join(self.tmp, "store")}
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def check(self, image, workdir, extra=""):
+        path = os.path.join(self.tmp, "w.yaml")
+        with open(path, "w") as f:
+            f.write(f'version: "1.0"\nname: w\ncontainer:\n  image: "{image}"\n  workdir: {workdir}\n{extra}')
+        return policy_cli("check", path, env=self.env), path
+
+    def test_missing_workdir_in_the_host_image_is_refused(self):
+        proc, path = self.check("host", "/srv/lsb-nowhere")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn(f"{path}:5:12: container.workdir: /srv/lsb-nowhere does not exist in the box", proc.stderr)
+        self.assertIn('mkdir -p /srv/lsb-nowhere', proc.stderr)
+
+    def test_rootfs_image_is_looked_into(self):
+        proc, _ = self.check("tiny:1", "/app")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc, _ = self.check("tiny:1", "/srv")
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("container.image 'tiny:1'", proc.stderr)
+        self.assertIn("has no directory /srv", proc.stderr)
+
+    def test_a_tmpfs_of_the_policy_is_a_workdir(self):
+        proc, _ = self.check("host", "/work", '  tmpfs:\n    /work: "size=16M"\n')
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_an_image_not_here_is_said_not_checked(self):
+        proc, _ = self.check("example.invalid/nothing:1", "/app")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("ok: w", proc.stdout)
+        self.assertIn("note: container.workdir /app was not checked", proc.stderr)
+
+
+POLICY = 'version: "1.0"\nname: solo\ndescription: "{}"\n'
+
+
+@unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")
+class ConfigFileTest(unittest.TestCase):
+    """Issue 37 item 6: ~/.config/llm-sandbox/config.yaml (then /etc's) stands for the environment variables."""
+
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="lsb-home-")
+        self.addCleanup(shutil.rmtree, self.home, True)
+        self.conf_dir = os.path.join(self.home, ".config", "llm-sandbox")
+        os.makedirs(os.path.join(self.conf_dir, "mine"))
+        with open(os.path.join(self.conf_dir, "mine", "solo.yaml"), "w") as f:
+            f.write(POLICY.format("from the config file"))
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("LLM_SANDBOX_POLICY_DIR", "LLM_SANDBOX_CONFIG", "XDG_CONFIG_HOME")}
+        self.env["HOME"] = self.home
+
+    def write_config(self, text, name="config.yaml"):
+        path = os.path.join(self.conf_dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def cli(self, *args, **extra):
+        return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=60, cwd=self.home,
+                              env=dict(self.env, **extra))
+
+    def test_the_users_file_names_the_policy_dir_relative_to_itself(self):
+        self.write_config("policy_dir: mine\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, f"ok: solo ({self.conf_dir}/mine/solo.yaml)\n")
+
+    def test_the_environment_wins_over_the_file(self):
+        self.write_config("policy_dir: mine\n")
+        other = os.path.join(self.home, "other")
+        os.makedirs(other)
+        with open(os.path.join(other, "solo.yaml"), "w") as f:
+            f.write(POLICY.format("from the environment"))
+        proc = self.cli("policy", "check", "solo", LLM_SANDBOX_POLICY_DIR=other)
+        self.assertEqual(proc.stdout, f"ok: solo ({other}/solo.yaml)\n", proc.stderr)
+
+    def test_the_first_file_wins_key_by_key(self):
+        first = self.write_config("policy_dir: mine\n", "user.yaml")
+        second = self.write_config("policy_dir: nowhere\n", "machine.yaml")
+        proc = self.cli("policy", "check", "solo", LLM_SANDBOX_CONFIG=f"{first}:{second}")
+        self.assertEqual(proc.stdout, f"ok: solo ({self.conf_dir}/mine/solo.yaml)\n", proc.stderr)
+        proc = self.cli("policy", "check", "solo", LLM_SANDBOX_CONFIG=f"{second}:{first}")
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn(f"{self.conf_dir}/nowhere", proc.stderr)
+
+    def test_an_unknown_key_is_an_error_naming_the_file_and_the_key_meant(self):
+        path = self.write_config("policy_dir: mine\npolcy_dir: mine\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn(f"{path}:2:1: unknown key 'polcy_dir'", proc.stderr)
+        self.assertIn("did you mean 'policy_dir'?", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
+    def test_bad_yaml_and_a_list_value_name_the_file(self):
+        path = self.write_config("policy_dir: [unclosed\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn(f"{path}:", proc.stderr)
+        path = self.write_config("images:\n  - a.yaml\n")
+        proc = self.cli("policy", "check", "solo")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn(f"{path}:2:3: images: expected one value", proc.stderr)
+
+    def test_version_needs_no_config(self):
+        self.write_config("bogus: 1\n")
+        self.assertEqual(self.cli("version").returncode, 0)
 
 
 @unittest.skipUnless(os.access(BINARY, os.X_OK), f"{BINARY} is not built")

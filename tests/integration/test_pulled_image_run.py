@@ -406,7 +406,8 @@ class DefaultPathsInTheOrderANewUserTakesThem(unittest.TestCase):
     def test_serve_then_pull_then_run_on_the_default_paths(self):
         d = dh.Daemon("--backend", "native", "--images", EMPTY_MAP, "--pool-size", "0", env=self.env)
         try:
-            self.assertTrue(os.path.exists(os.path.join(self.state, "audit.jsonl")), "serve wrote its audit log there")
+            self.assertTrue(os.path.exists(os.path.join(self.state, "daemons", f"127.0.0.1_{d.port}", "audit.jsonl")),
+                            "serve wrote its audit log there")
         finally:
             d.close()
         mode = os.stat(self.state).st_mode & 0o777

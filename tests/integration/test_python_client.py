@@ -566,19 +566,22 @@ class AsyncPythonClientTest(DaemonTestCase):
 
 
 class ExecutionIdBeforeTheResultTest(DaemonTestCase):
-    """execute_async returns the id at once; the daemon keeps the result for get_execution /
+    """execute_async returns a handle at once; the daemon keeps the result for get_execution /
     wait_execution, so a caller whose HTTP wait is short loses nothing."""
 
     def test_execute_async_then_fetch_the_result_later(self):
         c = self.client(timeout=1)
-        xid = c.execute_async("import time; time.sleep(1.5); print('kept')")
+        handle = c.execute_async("import time; time.sleep(1.5); print('kept')")
+        xid = handle.id  # a handle like submit's (issue 37); get/wait_execution take it or its id
         self.assertTrue(xid.startswith("ex-"), xid)
+        self.assertEqual(str(handle), xid)
         self.assertIn(c.get_execution(xid)["state"], ("queued", "running", "finished"))
         with self.assertRaises(RequestTimedOut):
             c.wait_execution(xid, timeout=0.2)
-        r = c.wait_execution(xid, timeout=60)
+        r = c.wait_execution(handle, timeout=60)
         self.assertEqual((r["stdout"], r["execution_id"]), ("kept\n", xid), r)
         self.assertEqual(c.get_execution(xid)["result"]["stdout"], "kept\n")
+        self.assertEqual(handle.result(timeout=5)["stdout"], "kept\n")
         with self.assertRaises(NotFound):
             c.get_execution("ex-00000000deadbeef")
         with self.assertRaises(BadRequest):
@@ -587,10 +590,146 @@ class ExecutionIdBeforeTheResultTest(DaemonTestCase):
     def test_the_asyncio_client_too(self):
         async def go():
             c = AsyncSandboxClient(base_url=self.daemon.url, policy="code-sandbox")
-            xid = await c.execute_async("print('aio')")
-            return xid, await c.wait_execution(xid, timeout=60)
+            handle = await c.execute_async("print('aio')")
+            return handle.id, await handle.result(timeout=60)
         xid, r = asyncio.run(go())
         self.assertEqual((r["stdout"], r["execution_id"]), ("aio\n", xid), r)
+
+
+class within:
+    """Fails the test (AssertionError, from SIGALRM) when its block takes longer than `seconds`:
+    an event stream that never delivers must not hang the suite."""
+
+    def __init__(self, seconds, what):
+        self.seconds, self.what = seconds, what
+
+    def _expired(self, *_):
+        raise AssertionError(f"{self.what}: nothing within {self.seconds} s")
+
+    def __enter__(self):
+        self.old = signal.signal(signal.SIGALRM, self._expired)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+class ParityWithTheApiTest(DaemonTestCase):
+    """Issue 37: pause/resume, fork's report, the monitoring routes, /v1/images and the event
+    streams, through both Python clients against the real daemon."""
+
+    @classmethod
+    def setUpClass(cls):
+        # Its own state directory: the paused sessions and the audit log (history) go there.
+        cls.state = tempfile.mkdtemp(prefix="lsb-state-")
+        cls.addClassCleanup(shutil.rmtree, cls.state, True)
+        cls.daemon_env = {"LLM_SANDBOX_STATE_DIR": cls.state,
+                          "LLM_SANDBOX_AUDIT_LOG": os.path.join(cls.state, "audit.jsonl")}
+        super().setUpClass()
+
+    def test_pause_resume_and_resume_by_id(self):
+        c = self.client()
+        with c.session(language="python") as s:
+            s.execute("x = 41")
+            paused = s.pause()
+            self.assertEqual((paused["session_id"], paused["state"]), (s.id, "paused"), paused)
+            self.assertIn("processes", paused["pause"]["not_kept"])
+            info = s.resume()
+            self.assertEqual(info["session_id"], s.id)
+            self.assertIn("x", info["resume"]["carried"]["globals"], info)
+            self.assertEqual(s.execute("print(x + 1)")["stdout"], "42\n")
+            s.pause()
+            again = c.resume_session(s.id)  # e.g. another process, or after a restart
+            self.assertEqual(again.execute("print(x)")["stdout"], "41\n")
+
+    def test_fork_returns_the_children_and_the_report(self):
+        c = self.client()
+        with c.session(language="python") as s:
+            s.execute("y = [1, 2]\nimport json")
+            children = s.fork(2)
+            try:
+                self.assertEqual(len(children), 2)
+                self.assertEqual(children.report["parent"], s.id, children.report)
+                self.assertIn("y", children.report["carried"]["globals"])
+                self.assertIn("json", children.report["carried"]["modules"])
+                self.assertIn("processes", children.report["not_carried"])
+                self.assertIs(children[1].fork_report, children.report)
+                self.assertEqual(children[0].execute("print(y)")["stdout"], "[1, 2]\n")
+            finally:
+                for child in children:
+                    child.close()
+
+    def test_monitoring_routes_images_and_history(self):
+        c = self.client()
+        done = c.execute("print('seen')")
+        listed = c.list_executions(limit=5)
+        self.assertIn(done["execution_id"], [e["execution_id"] for e in listed["recent"]], listed)
+        self.assertIn("executor", c.overview())
+        self.assertIsInstance(c.images(), list)
+        page = c.history(limit=5)
+        self.assertIn(done["execution_id"], [e["execution_id"] for e in page["executions"]], page)
+        with self.assertRaises(BadRequest):  # the daemon checks the filter's values
+            c.history(status="no-such-status")
+
+    def test_events_and_watch_streams(self):
+        c = self.client()
+        later = threading.Timer(0.5, lambda: c.execute("print('evented')"))
+        events = c.events(types=["execution_finished"])
+        later.start()
+        try:
+            with within(30, "GET /v1/events"):
+                kind, data = next(events)
+        finally:
+            events.close()
+            later.join()
+        self.assertEqual(kind, "execution_finished", data)
+        with c.session(language="python") as s:
+            s.execute("import os; os.makedirs('/tmp/w', exist_ok=True)")
+            writer = threading.Timer(0.5, lambda: s.upload("/tmp/w/new.txt", "x"))
+            changes = s.watch("/tmp/w")
+            writer.start()
+            try:
+                with within(30, "GET .../fs/watch"):
+                    _, change = next(e for e in changes if e[1] and e[1].get("path") == "/tmp/w/new.txt")
+            finally:
+                changes.close()
+                writer.join()
+            self.assertIn(change["op"], ("create", "modify", "close_write"), change)
+
+    def test_the_asyncio_client_too(self):
+        async def go():
+            c = AsyncSandboxClient(base_url=self.daemon.url, policy="code-sandbox")
+            s = await c.session(language="python")
+            try:
+                await s.execute("z = 7")
+                children = await s.fork(1)
+                report = children.report
+                await children[0].close()
+                await s.pause()
+                resumed = await s.resume()
+                out = (await s.execute("print(z)"))["stdout"]
+            finally:
+                await s.close()
+            return report, resumed, out, await c.overview(), await c.list_executions(), await first_event(c)
+
+        async def first_event(c):
+            events = c.events(types=["execution_finished"])
+            later = asyncio.ensure_future(asyncio.sleep(0.5))
+            later.add_done_callback(lambda _: asyncio.ensure_future(c.execute("print('evented')")))
+            try:
+                return await asyncio.wait_for(events.__anext__(), 30)
+            finally:
+                await events.aclose()
+        report, resumed, out, overview, listed, event = asyncio.run(go())
+        self.assertEqual(event[0], "execution_finished", event)
+        page = asyncio.run(AsyncSandboxClient(base_url=self.daemon.url).history(limit=1))
+        self.assertEqual(len(page["executions"]), 1, page)  # this class's executions are in the audit log
+        self.assertIn("z", report["carried"]["globals"], report)
+        self.assertIn("z", resumed["resume"]["carried"]["globals"], resumed)
+        self.assertEqual(out, "7\n")
+        self.assertIn("sessions", overview)
+        self.assertIn("recent", listed)
 
 
 def slow_policy():

@@ -16,6 +16,7 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -194,6 +195,55 @@ class TestReferenceAgent(unittest.TestCase):
         self.assertFalse(live & {r.session_id for r in recs})
         # The scripted endpoint saw the main agent (3 turns) and 10 sub-agents (2 turns each).
         self.assertEqual(len(ScriptedLLM.requests_seen), 3 + 2 * N)
+
+
+class TestScriptedModel(unittest.TestCase):
+    """`agent.py --model scripted` (examples/agent/scripted.py, a scripted stand-in for a paid
+    LLM API): a first try with no endpoint and no key, run as a user would, against the real
+    daemon."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(BINARY, os.X_OK):
+            raise unittest.SkipTest(f"{BINARY} not built")
+        prepare_test_backend()
+        cls.daemon = Daemon(*serve_backend_args())
+        cls.addClassCleanup(cls.daemon.close)
+
+    def agent(self, *args):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}  # no endpoint, no key
+        proc = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "examples", "agent", "agent.py"),
+                               "--model", "scripted", "--sandbox-url", self.daemon.base, *args],
+                              env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout.strip(), proc.stderr
+
+    def test_a_snippet_answered_from_the_sandbox(self):
+        out, err = self.agent("-v", "What is 2**100 + 7?")
+        self.assertEqual(out, f"The sandbox ran it and printed: {2**100 + 7}", err)
+        self.assertIn("tool run_code", err)  # the verbose log shows the tool call went to the daemon
+
+    def test_sub_agents_over_a_data_set(self):
+        rows = [(i, 3 * i + 1) for i in range(101)]
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write("id,amount,region\n" + "".join(f"{i},{a},north\n" for i, a in rows))
+        self.addCleanup(os.unlink, f.name)
+        out, err = self.agent("--data", f"sales={f.name}", "--trace",
+                              "What is the total of the amount column? Use 3 sub-agents.")
+        answer, _, trace = out.partition("\n")
+        self.assertEqual(answer, f"3 sub-agents read 101 rows; totals: id = {sum(i for i, _ in rows)}, "
+                                 f"amount = {sum(a for _, a in rows)}.", err)
+        records = json.loads(trace)
+        self.assertEqual(len({r["session_id"] for r in records}), 3, records)
+        self.assertEqual(sum(r["rows"] for r in records), 101)
+
+    def test_without_a_model_the_error_points_to_scripted(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+        proc = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "examples", "agent", "agent.py"),
+                               "--sandbox-url", self.daemon.base, "hello"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--model scripted", proc.stderr)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,19 @@ class RunBasics(SandboxTestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("not both", p.stderr)
 
+    def test_a_missing_workdir_names_the_path_and_the_fix(self):
+        """Issue 37 item 3: the box's start failed with a bare "chdir to the workdir: No such file"."""
+        d = tempfile.mkdtemp(prefix="lsb-workdir-")
+        self.addCleanup(shutil.rmtree, d, True)
+        policy = os.path.join(d, "w.yaml")
+        with open(policy, "w") as f:
+            f.write('version: "1.0"\nname: w\ncontainer:\n  image: host\n  workdir: /lsb-no-such-dir\n')
+        p = run_cli(["run", "--policy", policy, "--images", IMAGES, "-"], stdin="print(1)\n")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("cannot enter the working directory /lsb-no-such-dir: No such file or directory", p.stderr)
+        self.assertIn('mkdir -p /lsb-no-such-dir', p.stderr)
+        self.assertIn("llm-sandbox policy check", p.stderr)
+
     def test_program_from_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
             f.write("print(6 * 7)\n")

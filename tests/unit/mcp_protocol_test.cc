@@ -166,6 +166,16 @@ TEST(McpProtocol, UnknownArgumentsAreRefusedNotDropped) {
   }
 }
 
+// Issue 37: a misspelled argument gets the policy loader's did-you-mean.
+TEST(McpProtocol, AMisspelledArgumentSaysWhatWasMeant) {
+  FakeApi api;
+  McpServer s(api.Call());
+  auto r = s.Handle(Req(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}, {"polcy", "x"}}}}));
+  ASSERT_TRUE(r);
+  std::string text = (*r)["result"]["content"][0]["text"];
+  EXPECT_NE(text.find("polcy: not an argument of execute_code; did you mean 'policy'?"), std::string::npos) << text;
+}
+
 TEST(McpProtocol, SessionTools) {
   FakeApi api;
   McpServer s(api.Call());

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "runtime/policy_explain.h"
 #include "policy/languages.h"
@@ -14,6 +15,17 @@ namespace lsb {
 namespace {
 
 const std::string kSource = LSB_SOURCE_DIR;
+
+// Issue 37: the seed allows pip, which cannot install in its box; the file says why and what to do.
+TEST(PolicyLoader, SeedSaysWhyPipCannotInstall) {
+  std::ifstream seed(kSource + "/policies/code-sandbox.yaml");
+  std::string text((std::istreambuf_iterator<char>(seed)), std::istreambuf_iterator<char>());
+  size_t note = text.find("# pip: ");
+  ASSERT_NE(note, std::string::npos) << "policies/code-sandbox.yaml lost its note on pip";
+  std::string rest = text.substr(note);
+  for (const char* words : {"network is off", "read-only", "container.build", "docs/policy.md"})
+    EXPECT_NE(rest.find(words), std::string::npos) << words;
+}
 
 TEST(PolicyLoader, SeedLoadsVerbatimWithExactValues) {
   std::ifstream seed(kSource + "/policies/code-sandbox.yaml");

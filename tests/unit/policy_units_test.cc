@@ -32,6 +32,20 @@ TEST(PolicyUnits, BadBytes) {
   EXPECT_FALSE(ParseBytes("99999999999T").ok());
 }
 
+// Issue 37: "256 MB" was silently 256MiB; a space between number and unit is refused, naming the
+// value, the spelling to write and the accepted forms.
+TEST(PolicyUnits, SpaceBeforeTheUnitIsRefused) {
+  for (const char* text : {"256 MB", "256 M", "1.5 G", "100 B", "64\tKiB"}) {
+    auto r = ParseBytes(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(std::string("'") + text + "' has a space"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("accepted:"), std::string::npos) << r.error().message;
+  }
+  EXPECT_NE(ParseBytes("256 MB").error().message.find("write '256MB'"), std::string::npos);
+  EXPECT_NE(ParseBytes("10X").error().message.find("256M = 256Mi = 256MiB"), std::string::npos);
+}
+
 TEST(PolicyUnits, Cpu) {
   EXPECT_DOUBLE_EQ(*ParseCpu("0.5"), 0.5);
   EXPECT_DOUBLE_EQ(*ParseCpu("2"), 2.0);

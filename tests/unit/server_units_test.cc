@@ -80,6 +80,35 @@ TEST(JsonCodec, ExecuteBodyFieldsAndTheirErrors) {
   EXPECT_NE(s.error().message.find("session"), std::string::npos);
 }
 
+// Issue 37: an unknown field over HTTP has the policy loader's did-you-mean, in the message and
+// as error members a client can read.
+TEST(JsonCodec, UnknownFieldsSayWhatWasMeant) {
+  auto r = server::ParseExecuteBody(json{{"code", "1"}, {"memroy", "1G"}}, false, "tasks[0].");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("tasks[0].memroy: unknown field; did you mean 'memory'? known fields: ", 0), 0u)
+      << r.error().message;
+  json err = server::ErrorJson(r.error())["error"];
+  EXPECT_EQ(err["did_you_mean"], "memory");
+  EXPECT_EQ(err["field"], "tasks[0].memroy");
+  EXPECT_TRUE(err["known_fields"].is_array());
+
+  auto f = server::ParseExecuteBody(json{{"code", "1"}, {"files", {{{"path", "/tmp/a"}, {"contnet", "x"}}}}}, false);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("files[0].contnet: unknown field; did you mean 'content'?"), std::string::npos)
+      << f.error().message;
+
+  auto s = server::ParseSessionBody(json{{"polcy", "code-sandbox"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("polcy: unknown field; did you mean 'policy'?"), std::string::npos)
+      << s.error().message;
+
+  // Nothing close: no guess, still the list.
+  auto far = server::ParseSessionBody(json{{"zzzzzzzz", 1}});
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.error().message.find("did you mean"), std::string::npos);
+  EXPECT_NE(far.error().message.find("known fields: "), std::string::npos);
+}
+
 TEST(JsonCodec, Base64) {
   bool ok = false;
   EXPECT_EQ(server::Base64Decode("aGVsbG8=", &ok), "hello");

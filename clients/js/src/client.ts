@@ -13,12 +13,13 @@ import {
   DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport, transportError,
 } from "./http.js";
 import { ExecutionHandle } from "./handle.js";
+import { follow, type StreamedEvent } from "./events.js";
 import { Session } from "./session.js";
 import { SSEParser, type SSEMessage } from "./sse.js";
 import { PolicyTimeouts } from "./timeouts.js";
 import type {
-  BatchEntry, BatchTask, ExecResult, ExecuteOptions, ExecutionState, PolicyDetail, PolicySummary, SessionInfo,
-  SessionOptions, StreamEvent,
+  BatchEntry, BatchTask, ExecResult, ExecuteOptions, ExecutionFilter, ExecutionState, ExecutionsView, HistoryPage,
+  PolicyDetail, PolicySummary, SessionInfo, SessionOptions, SessionResumeInfo, StreamEvent,
 } from "./types.js";
 
 export const DEFAULT_URL = "http://localhost:8080";
@@ -135,20 +136,12 @@ export class SandboxClient {
   }
 
   /**
-   * Queues code like execute() and returns its execution id at once; the daemon keeps the
-   * result (bounded, docs/api.md) for getExecution() / waitExecution(), so a result outlives any
-   * HTTP wait of the caller.
+   * Queues code like execute() and returns a handle at once, as submit() does (it returned the
+   * bare id at first: `handle.id` is that id, `String(handle)` too, and getExecution() /
+   * waitExecution() take the handle or the id). The daemon keeps the result (bounded, docs/api.md).
    */
-  async executeAsync(code: string, opts: ExecuteOptions = {}): Promise<string> {
-    const body = executeBody(code, opts, this.policy);
-    const answer = await this.transport.json<{ execution_id?: unknown }>({
-      method: "POST", path: "/v1/execute?async=true", json: body, signal: opts.signal,
-      timeoutMs: httpTimeoutMs(this.timeout),
-    });
-    if (typeof answer?.execution_id !== "string") {
-      throw new ProtocolError(`async execute answer without an execution_id: ${JSON.stringify(answer).slice(0, 200)}`);
-    }
-    return answer.execution_id;
+  executeAsync(code: string, opts: ExecuteOptions = {}): Promise<ExecutionHandle<ExecResult>> {
+    return this.submit(code, opts);
   }
 
   /**
@@ -156,9 +149,9 @@ export class SandboxClient {
    * when the daemon could not run it. Throws NotFound once it is no longer kept (or is another
    * token's).
    */
-  getExecution(executionId: string): Promise<ExecutionState> {
+  getExecution(execution: string | ExecutionHandle): Promise<ExecutionState> {
     return this.transport.json<ExecutionState>({
-      method: "GET", path: `/v1/executions/${segment(executionId)}`, timeoutMs: httpTimeoutMs(this.timeout),
+      method: "GET", path: `/v1/executions/${segment(String(execution))}`, timeoutMs: httpTimeoutMs(this.timeout),
     });
   }
 
@@ -167,7 +160,9 @@ export class SandboxClient {
    * error). `timeout`: seconds to wait at most (default: until it finishes); past it
    * RequestTimedOut, and the execution is still kept for a later call.
    */
-  async waitExecution(executionId: string, opts: { timeout?: number; pollInterval?: number } = {}): Promise<ExecResult> {
+  async waitExecution(execution: string | ExecutionHandle, opts: { timeout?: number; pollInterval?: number } = {}):
+      Promise<ExecResult> {
+    const executionId = String(execution);
     const deadline = opts.timeout === undefined ? undefined : Date.now() + opts.timeout * 1000;
     for (;;) {
       const view = await this.getExecution(executionId);
@@ -298,6 +293,53 @@ export class SandboxClient {
     return answer.sessions;
   }
 
+  /** Resumes a paused session by its id (paused by another process, or before a restart). */
+  async resumeSession(sessionId: string): Promise<Session> {
+    const info = await this.transport.json<SessionResumeInfo>({
+      method: "POST", path: `/v1/sessions/${segment(sessionId)}/resume`, json: {},
+      timeoutMs: Math.max(httpTimeoutMs(this.timeout), 30_000),
+    });
+    return new Session(this.transport, this.timeout, info, this.policyTimeouts);
+  }
+
+  // --- monitoring: what the dashboard reads (docs/api.md "Monitoring")
+
+  /** The caller's running and recent executions. */
+  listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionsView> {
+    return this.transport.json({
+      method: "GET", path: "/v1/executions" + query({ ...filter }), timeoutMs: httpTimeoutMs(this.timeout),
+    });
+  }
+
+  /** A page of the audit log, newest first; NotFound when the daemon keeps none. */
+  history(filter: ExecutionFilter & { cursor?: string } = {}): Promise<HistoryPage> {
+    return this.transport.json({
+      method: "GET", path: "/v1/history" + query({ ...filter }), timeoutMs: httpTimeoutMs(this.timeout),
+    });
+  }
+
+  /** The daemon's and host's totals, the executor, the pool and the caller's sessions. */
+  overview(): Promise<Record<string, unknown>> {
+    return this.transport.json({ method: "GET", path: "/v1/overview", timeoutMs: httpTimeoutMs(this.timeout) });
+  }
+
+  /**
+   * Follows the monitoring events (execution_started, usage, execution_finished, alert,
+   * session_created, ...); `types` keeps only those. Leaving the loop closes the connection.
+   */
+  events(opts: { types?: readonly string[]; signal?: AbortSignal } = {}): AsyncGenerator<StreamedEvent> {
+    return follow(this.transport, "/v1/events" + query({ types: opts.types?.join(",") }), opts.signal);
+  }
+
+  /** The daemon's image store. */
+  async images(): Promise<Record<string, unknown>[]> {
+    const answer = await this.transport.json<{ images: Record<string, unknown>[] }>({
+      method: "GET", path: "/v1/images", timeoutMs: httpTimeoutMs(this.timeout),
+    });
+    if (!Array.isArray(answer?.images)) throw new ProtocolError("images answer without an 'images' list");
+    return answer.images;
+  }
+
   // --- policies and health
 
   /** The daemon's policies: name, description, backend, network, languages. */
@@ -336,6 +378,12 @@ export class SandboxClient {
 /** True for a batch entry the daemon refused. */
 export function isBatchError(e: BatchEntry): e is { error: { code: string; message: string } } {
   return typeof e === "object" && e !== null && "error" in e && !("exit_code" in e);
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const q = Object.entries(params).filter(([, v]) => v !== undefined && v !== "")
+    .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`).join("&");
+  return q ? "?" + q : "";
 }
 
 function decodeEvent(m: SSEMessage): StreamEvent {

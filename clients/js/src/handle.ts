@@ -21,6 +21,9 @@ export type ExecutionFetch = (waitSeconds: number) => Promise<ExecutionState>;
 export class ExecutionHandle<R = unknown> {
   constructor(readonly id: string, private readonly fetch: ExecutionFetch) {}
 
+  /** The id, so code that used executeAsync's bare id (before it returned a handle) still works. */
+  toString(): string { return this.id; }
+
   /** The execution's view now: state queued | running | finished, result or error once finished. */
   status(): Promise<ExecutionState> { return this.fetch(0); }
 

@@ -5,7 +5,8 @@
  * never needs those frameworks.
  */
 export { SandboxClient, DEFAULT_POLICY, DEFAULT_URL, isBatchError, type ClientOptions } from "./client.js";
-export { Session, type ArchiveWritten } from "./session.js";
+export { Session, type ArchiveWritten, type ForkedSessions } from "./session.js";
+export { EVENT_STREAM_MS, type StreamedEvent } from "./events.js";
 export { ExecutionHandle, LONG_POLL_S } from "./handle.js";
 export { archiveEntry, packDir, unpackTar, DEFAULT_IGNORE } from "./workspace.js";
 export { outputBytes } from "./output.js";

@@ -9,10 +9,15 @@ import { fileQuery, httpTimeoutMs, segment } from "./body.js";
 import { NotFound } from "./errors.js";
 import { readBytes, type Transport } from "./http.js";
 import type { PolicyTimeouts } from "./timeouts.js";
+import { follow, type StreamedEvent } from "./events.js";
 import type {
-  ChangeSet, ExecResult, FsEntry, FsListing, SessionExecuteOptions, SessionInfo, SessionResetInfo,
+  ChangeSet, ExecResult, ForkReport, FsEntry, FsListing, PauseInfo, SessionExecuteOptions, SessionInfo,
+  SessionResetInfo, SessionResumeInfo,
 } from "./types.js";
 import { packDir, unpackTar } from "./workspace.js";
+
+/** What fork() returns: the children (an array, in order) with the daemon's report. */
+export type ForkedSessions = Session[] & { report: ForkReport };
 
 /** The answer of PUT /v1/sessions/{id}/archive. */
 export interface ArchiveWritten { path: string; format: string; files: number; dirs: number; bytes: number }
@@ -173,6 +178,55 @@ export class Session {
       method: "POST", path: `${this.base}/snapshot`, json: {}, timeoutMs: httpTimeoutMs(this.baseTimeoutS),
     });
     return this.infoCache;
+  }
+
+  /**
+   * New sessions, each in its own box, starting with this session's globals (those that pickle),
+   * imported modules and tmpfs files; no process is carried. The array's `report` is the
+   * daemon's account of what was and was not carried (docs/api.md "Fork").
+   */
+  async fork(count = 1): Promise<ForkedSessions> {
+    const answer = await this.transport.json<{ sessions: SessionInfo[]; fork: ForkReport }>({
+      method: "POST", path: `${this.base}/fork`, json: { count },
+      // Each child costs a create; they open concurrently, but leave room for several waves.
+      timeoutMs: Math.max(httpTimeoutMs(this.baseTimeoutS), 60_000),
+    });
+    const children = answer.sessions.map((info) =>
+      new Session(this.transport, this.baseTimeoutS, info, this.policyTimeouts));
+    return Object.assign(children, { report: answer.fork });
+  }
+
+  /**
+   * Saves the session's state (the globals that pickle, its modules, its writable files) in the
+   * daemon and ends its box, freeing its memory; the id stays. Python sessions only. resume()
+   * (or client.resumeSession(id), also after a restart) brings it back; processes never survive.
+   */
+  async pause(): Promise<PauseInfo> {
+    const answer = await this.transport.json<PauseInfo>({
+      method: "POST", path: `${this.base}/pause`, json: {},
+      timeoutMs: Math.max(httpTimeoutMs(this.baseTimeoutS), 15_000),
+    });
+    this.infoCache = { ...this.infoCache, state: "paused" };
+    return answer;
+  }
+
+  /** Rebuilds a paused session, same id, in a new box; `resume` says what was carried. */
+  async resume(): Promise<SessionResumeInfo> {
+    const info = await this.transport.json<SessionResumeInfo>({
+      method: "POST", path: `${this.base}/resume`, json: {},
+      timeoutMs: Math.max(httpTimeoutMs(this.baseTimeoutS), 30_000),
+    });
+    this.infoCache = info;
+    return info;
+  }
+
+  /**
+   * Follows changes under `path` in the box (`for await (const {event, data} of s.watch("/tmp"))`);
+   * leaving the loop or aborting `signal` closes the connection.
+   */
+  watch(path: string, opts: { recursive?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<StreamedEvent> {
+    const q = `path=${fileQuery(path)}` + (opts.recursive ? "&recursive=true" : "");
+    return follow(this.transport, `${this.base}/fs/watch?${q}`, opts.signal);
   }
 
   /** The session's current state (executions, state, expires_at...). */

@@ -168,7 +168,7 @@ export interface SessionInfo {
   last_used_at: string;
   expires_at: string;
   executions: number;
-  state: "ready" | "busy" | "closed";
+  state: "ready" | "busy" | "closed" | "paused";
   /** How long the setup took when the interpreter last started (null: not python). */
   setup_ms?: number | null;
   resets?: number;
@@ -180,6 +180,47 @@ export interface SessionResetInfo extends SessionInfo {
   reset: { mode: "interpreter" | "new_box"; duration_ms: number; duration_us: number; why?: string;
            snapshot_lost?: boolean };
 }
+
+/** POST /v1/sessions/{id}/fork's account of what the children got from the parent. */
+export interface ForkReport {
+  parent: string;
+  mechanism: string;
+  carried: { globals: string[]; modules: string[]; file_bytes: number };
+  not_carried: { globals: string[]; not_loaded: string[]; processes: string; unpicklable: string };
+  save_ms: number;
+  warm_children: number;
+  duration_ms: number;
+  queued?: unknown;
+  [key: string]: unknown;
+}
+
+/** What POST /v1/sessions/{id}/pause answers. */
+export interface PauseInfo {
+  session_id: string;
+  state: "paused";
+  pause: { bytes: number; duration_ms: number; not_kept: string };
+}
+
+/** What POST /v1/sessions/{id}/resume answers: the session and what came back. */
+export interface SessionResumeInfo extends SessionInfo {
+  resume: { paused_at: string; carried: { globals: string[]; modules: string[] };
+            not_carried: { globals: string[]; not_loaded: string[] }; not_kept: string; duration_ms: number };
+}
+
+/** GET /v1/executions: the caller's running and recent executions (monitoring views). */
+export interface ExecutionsView { running: Record<string, unknown>[]; recent: Record<string, unknown>[] }
+
+/** GET /v1/history: a page of the audit log; pass next_cursor back as `cursor`. */
+export interface HistoryPage {
+  executions: Record<string, unknown>[];
+  next_cursor: string | null;
+  scanned_bytes: number;
+  skipped_lines: number;
+  cursor_expired: boolean;
+}
+
+/** Filters of the monitoring views (the daemon checks the values: unknown ones are 400). */
+export interface ExecutionFilter { limit?: number; policy?: string; status?: string; rule?: string }
 
 /** A policy as listed by GET /v1/policies. */
 export interface PolicySummary {

@@ -111,9 +111,12 @@ describe("one-shot executions", () => {
 });
 
 describe("asynchronous executions", () => {
-  test("executeAsync returns the id at once; waitExecution and getExecution fetch the result later", async () => {
-    const id = await client.executeAsync("import time\ntime.sleep(0.5)\nprint('later')");
+  test("executeAsync returns a handle at once; waitExecution and getExecution fetch the result later", async () => {
+    const handle = await client.executeAsync("import time\ntime.sleep(0.5)\nprint('later')");
+    const id = handle.id;  // a handle like submit's (issue 37); String(handle) is the id it used to return
     assert.match(id, /^ex-/);
+    assert.equal(String(handle), id);
+    assert.equal((await client.waitExecution(handle, { timeout: 60 })).stdout, "later\n");
     const early = await client.getExecution(id);
     assert.equal(early.execution_id, id);
     assert.ok(["queued", "running", "finished"].includes(early.state), JSON.stringify(early));
@@ -127,7 +130,7 @@ describe("asynchronous executions", () => {
 
   test("an unknown execution id is NotFound; a short wait is RequestTimedOut and the result stays", async () => {
     await assert.rejects(client.getExecution("ex-00000000deadbeef"), NotFound);
-    const id = await client.executeAsync("import time\ntime.sleep(1)\nprint('slow')");
+    const id = (await client.executeAsync("import time\ntime.sleep(1)\nprint('slow')")).id;
     await assert.rejects(client.waitExecution(id, { timeout: 0.1 }), RequestTimedOut);
     assert.equal((await client.waitExecution(id)).stdout, "slow\n");
   });
@@ -145,6 +148,64 @@ describe("asynchronous executions", () => {
   test("submitBatch keeps the batch's whole answer", async () => {
     const answer = await (await client.submitBatch(["print(1)", "print(2)"], { concurrency: 2 })).result(60);
     assert.deepEqual(answer.results.map((x) => (x as ExecResult).stdout), ["1\n", "2\n"]);
+  });
+});
+
+describe("parity with the API (issue 37)", () => {
+  test("pause and resume keep the variables; resumeSession by id; fork returns its report", async () => {
+    const s = await client.session({ language: "python" });
+    try {
+      await s.execute("x = 41\nimport json");
+      const forked = await s.fork(2);
+      try {
+        assert.equal(forked.length, 2);
+        assert.equal(forked.report.parent, s.id);
+        assert.ok(forked.report.carried.globals.includes("x"), JSON.stringify(forked.report));
+        assert.ok(forked.report.carried.modules.includes("json"), JSON.stringify(forked.report));
+        assert.equal((await forked[1].execute("print(x)")).stdout, "41\n");
+      } finally {
+        for (const c of forked) await c.close();
+      }
+      const paused = await s.pause();
+      assert.equal(paused.state, "paused");
+      assert.match(paused.pause.not_kept, /processes/);
+      const info = await s.resume();
+      assert.ok(info.resume.carried.globals.includes("x"), JSON.stringify(info));
+      assert.equal((await s.execute("print(x + 1)")).stdout, "42\n");
+      await s.pause();
+      const again = await client.resumeSession(s.id);
+      assert.equal((await again.execute("print(x)")).stdout, "41\n");
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("the monitoring routes, history, images and the event streams", async () => {
+    const done = await client.execute("print('seen')");
+    const listed = await client.listExecutions({ limit: 5 });
+    assert.ok(listed.recent.some((e) => e.execution_id === done.execution_id), JSON.stringify(listed));
+    assert.ok("executor" in await client.overview());
+    assert.ok(Array.isArray(await client.images()));
+    const page = await client.history({ limit: 5 });
+    assert.ok(page.executions.some((e) => e.execution_id === done.execution_id), JSON.stringify(page));
+    const later = setTimeout(() => { client.execute("print('evented')").catch(() => undefined); }, 500);
+    // A bounded wait: a stream that never delivers fails the test instead of hanging it.
+    for await (const ev of client.events({ types: ["execution_finished"], signal: AbortSignal.timeout(20_000) })) {
+      assert.equal(ev.event, "execution_finished");
+      break;
+    }
+    clearTimeout(later);
+    const s = await client.session({ language: "python" });
+    try {
+      await s.execute("import os; os.makedirs('/tmp/w', exist_ok=True)");
+      const writer = setTimeout(() => { s.upload("/tmp/w/new.txt", "x").catch(() => undefined); }, 500);
+      for await (const ev of s.watch("/tmp/w", { signal: AbortSignal.timeout(20_000) })) {
+        if ((ev.data as { path?: string } | undefined)?.path === "/tmp/w/new.txt") break;
+      }
+      clearTimeout(writer);
+    } finally {
+      await s.close();
+    }
   });
 });
 

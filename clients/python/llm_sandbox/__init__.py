@@ -7,7 +7,7 @@
 Standard library only. See README.md beside this package and docs/api.md in the repository.
 """
 from ._version import __version__
-from ._calls import StreamEvent, output_bytes
+from ._calls import ForkedSessions, StreamEvent, output_bytes
 from ._workspace import DEFAULT_IGNORE, archive_entry
 from .aio import AsyncSandboxClient, AsyncSession
 from .client import SandboxClient
@@ -23,5 +23,5 @@ __all__ = [
     "ExecutionHandle", "AsyncExecutionHandle", "StreamEvent", "output_bytes", "SandboxError", "BadRequest", "MethodNotAllowed", "UnsupportedMediaType",
     "Unauthorized", "Forbidden", "PolicyViolation", "NotFound", "SessionGone", "Conflict", "PayloadTooLarge",
     "RateLimited", "Unavailable", "SandboxFailure", "ServerError", "ConnectionFailed",
-    "RequestTimedOut", "ProtocolError", "archive_entry", "DEFAULT_IGNORE",
+    "RequestTimedOut", "ProtocolError", "archive_entry", "DEFAULT_IGNORE", "ForkedSessions",
 ]

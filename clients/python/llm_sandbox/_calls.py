@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional,
-                    Sequence, Union)
+                    Sequence, Tuple, Union)
 from urllib.parse import quote
 
 from .errors import ProtocolError, SandboxError, error_from_body
@@ -532,3 +532,96 @@ def finished_result(view: Any) -> Optional[Dict[str, Any]]:
     if not isinstance(result, dict):
         raise ProtocolError(f"a finished execution without a result: {str(view)[:200]}")
     return result
+
+
+# --- pause and resume (docs/api.md "Pause and resume")
+
+def session_pause(session_id: str, base_timeout: float) -> Call:
+    """POST .../pause: {"session_id", "state": "paused", "pause": {"bytes", "duration_ms", "not_kept"}}."""
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/pause", {}, max(base_timeout, TIMEOUT_MARGIN), decode_json)
+
+
+def session_resume(session_id: str, base_timeout: float) -> Call:
+    """POST .../resume: the Session info with "resume" (what was and was not carried)."""
+    return _post_json(f"/v1/sessions/{_sid(session_id)}/resume", {}, max(base_timeout, 2 * TIMEOUT_MARGIN),
+                      _new_session)
+
+
+class ForkedSessions(list):  # type: ignore[type-arg]
+    """What ``fork()`` returns: the children (a list, as before) and the daemon's ``report`` of
+    what was and was not carried ({"parent", "carried", "not_carried", "save_ms", ...})."""
+
+    def __init__(self, children: Sequence[Any], report: Optional[Dict[str, Any]]) -> None:
+        super().__init__(children)
+        self.report: Dict[str, Any] = report or {}
+
+
+# --- monitoring (docs/api.md "Monitoring"): the dashboard's routes, for scripts and tools
+
+def _query(**params: Any) -> str:
+    q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params.items() if v is not None and v != "")
+    return f"?{q}" if q else ""
+
+
+def list_executions(base_timeout: float, *, limit: Optional[int] = None, policy: Optional[str] = None,
+                    status: Optional[str] = None, rule: Optional[str] = None) -> Call:
+    """GET /v1/executions: {"running": [...], "recent": [...]} (the caller's own)."""
+    path = "/v1/executions" + _query(limit=limit, policy=policy, status=status, rule=rule)
+    return Call("GET", path, http_timeout=base_timeout, parse=decode_json)
+
+
+def history(base_timeout: float, *, limit: Optional[int] = None, cursor: Optional[str] = None,
+            policy: Optional[str] = None, status: Optional[str] = None, rule: Optional[str] = None) -> Call:
+    """GET /v1/history: a page of the audit log, {"executions": [...], "next_cursor"?}."""
+    path = "/v1/history" + _query(limit=limit, cursor=cursor, policy=policy, status=status, rule=rule)
+    return Call("GET", path, http_timeout=base_timeout, parse=decode_json)
+
+
+def overview(base_timeout: float) -> Call:
+    """GET /v1/overview: the daemon's and host's totals, the caller's sessions and executions."""
+    return Call("GET", "/v1/overview", http_timeout=base_timeout, parse=decode_json)
+
+
+def images(base_timeout: float) -> Call:
+    """GET /v1/images: the daemon's image store."""
+    return Call("GET", "/v1/images", http_timeout=base_timeout, parse=_key("images"))
+
+
+#: Seconds a read of an event stream may wait: the daemon sends a keep-alive every 15 s.
+EVENT_READ_TIMEOUT = 60.0
+
+
+def events(types: Optional[Sequence[str]] = None) -> Call:
+    """GET /v1/events: the monitoring events as SSE; ``types`` keeps only those event names."""
+    q = _query(types=",".join(types) if types else None)
+    return Call("GET", "/v1/events" + q, accept="text/event-stream", http_timeout=EVENT_READ_TIMEOUT)
+
+
+def fs_watch(session_id: str, path: str, recursive: bool) -> Call:
+    """GET .../fs/watch: changes under ``path`` in the box, as SSE."""
+    return Call("GET", _fs(session_id, "watch", path, recursive="true" if recursive else None),
+                accept="text/event-stream", http_timeout=EVENT_READ_TIMEOUT)
+
+
+class EventDecoder:
+    """A long-lived event stream (/v1/events, fs/watch), bytes in, ``(event, data)`` out: data is
+    the decoded JSON (None when there is none); an "error" event is raised as its exception."""
+
+    def __init__(self) -> None:
+        self._parser = SSEParser()
+
+    def feed(self, chunk: bytes) -> Iterator[Tuple[str, Any]]:
+        for ev in self._parser.feed(chunk):
+            try:
+                data = json.loads(ev.data) if ev.data else None
+            except ValueError:
+                raise ProtocolError(f"SSE event {ev.event!r} carries data that is not JSON: "
+                                    f"{ev.data[:200]!r}") from None
+            if ev.event == "error":
+                raise error_from_body(data)
+            yield ev.event, data
+
+
+def execution_id(execution: Any) -> str:
+    """The id of a handle, or the id itself (execute_async returned the bare id at first)."""
+    return str(getattr(execution, "id", execution))

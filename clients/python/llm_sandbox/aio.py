@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from typing import (Any, AsyncIterator, Awaitable, Dict, Generator, Iterable, List, Mapping, Optional, Sequence,
-                    Union)
+                    Tuple, Union)
 
 from . import _calls, _policy_timeouts, _workspace
 from ._calls import Call, FilesArg, Response, StreamEvent
@@ -268,6 +268,29 @@ class AsyncSession(SessionBase):
             _calls.session_snapshot(self.session_id, self._client.timeout))
         return self._info
 
+    async def fork(self, count: int = 1) -> _calls.ForkedSessions:
+        """See Session.fork: the children, with the daemon's carried/not-carried ``.report``."""
+        answer = await self._client._run(_calls.session_fork(self.session_id, count, self._client.timeout))
+        children = [AsyncSession(self._client, info) for info in answer["sessions"]]
+        for c in children:
+            c.fork_report = answer.get("fork")
+        return _calls.ForkedSessions(children, answer.get("fork"))
+
+    async def pause(self) -> Dict[str, Any]:
+        """See Session.pause."""
+        answer = await self._client._run(_calls.session_pause(self.session_id, self._client.timeout))
+        self._info = dict(self._info, state="paused")
+        return answer
+
+    async def resume(self) -> Dict[str, Any]:
+        """See Session.resume."""
+        self._info = await self._client._run(_calls.session_resume(self.session_id, self._client.timeout))
+        return self._info
+
+    def watch(self, path: str, *, recursive: bool = False) -> AsyncIterator[Tuple[str, Any]]:
+        """See Session.watch: ``async for event, data in session.watch("/tmp"): ...``."""
+        return self._client._follow(_calls.fs_watch(self.session_id, path, recursive))
+
     async def info(self) -> Dict[str, Any]:
         self._info = await self._client._run(
             _calls.session_info(self.session_id, self._client.timeout))
@@ -401,22 +424,21 @@ class AsyncSandboxClient(ClientBase):
                             stdin: Optional[str] = None, timeout: Optional[float] = None,
                             env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
                             policy: Optional[str] = None, memory: Union[str, int, None] = None,
-                            cpu: Union[str, float, None] = None) -> str:
-        """See SandboxClient.execute_async: the execution id, at once."""
-        body = _calls.execute_body(code, policy=policy or self._policy, language=language,
-                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
-                                   files=files)
-        return await self._run(_calls.execute_async(body, self.timeout))
+                            cpu: Union[str, float, None] = None) -> AsyncExecutionHandle:
+        """See SandboxClient.execute_async: a handle, at once (the bare id at first: ``handle.id``)."""
+        return await self.submit(code, language=language, stdin=stdin, timeout=timeout, env=env, files=files,
+                                 policy=policy, memory=memory, cpu=cpu)
 
-    async def get_execution(self, execution_id: str) -> Dict[str, Any]:
+    async def get_execution(self, execution_id: Union[str, AsyncExecutionHandle]) -> Dict[str, Any]:
         """See SandboxClient.get_execution."""
-        return await self._run(_calls.get_execution(execution_id, self.timeout))
+        return await self._run(_calls.get_execution(_calls.execution_id(execution_id), self.timeout))
 
-    async def wait_execution(self, execution_id: str, *, timeout: Optional[float] = None,
+    async def wait_execution(self, execution_id: Union[str, AsyncExecutionHandle], *, timeout: Optional[float] = None,
                              poll_interval: float = _calls.POLL_INTERVAL) -> Dict[str, Any]:
         """See SandboxClient.wait_execution."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + float(timeout)
+        execution_id = _calls.execution_id(execution_id)
         while True:
             result = _calls.finished_result(await self.get_execution(execution_id))
             if result is not None:
@@ -451,6 +473,45 @@ class AsyncSandboxClient(ClientBase):
 
     async def list_sessions(self) -> List[Dict[str, Any]]:
         return await self._run(_calls.list_sessions(self.timeout))
+
+    async def resume_session(self, session_id: str) -> AsyncSession:
+        """See SandboxClient.resume_session."""
+        return AsyncSession(self, await self._run(_calls.session_resume(session_id, self.timeout)))
+
+    async def list_executions(self, *, limit: Optional[int] = None, policy: Optional[str] = None,
+                              status: Optional[str] = None, rule: Optional[str] = None) -> Dict[str, Any]:
+        """See SandboxClient.list_executions."""
+        return await self._run(_calls.list_executions(self.timeout, limit=limit, policy=policy, status=status,
+                                                      rule=rule))
+
+    async def history(self, *, limit: Optional[int] = None, cursor: Optional[str] = None,
+                      policy: Optional[str] = None, status: Optional[str] = None,
+                      rule: Optional[str] = None) -> Dict[str, Any]:
+        """See SandboxClient.history."""
+        return await self._run(_calls.history(self.timeout, limit=limit, cursor=cursor, policy=policy,
+                                              status=status, rule=rule))
+
+    async def overview(self) -> Dict[str, Any]:
+        """See SandboxClient.overview."""
+        return await self._run(_calls.overview(self.timeout))
+
+    def events(self, types: Optional[Sequence[str]] = None) -> AsyncIterator[Tuple[str, Any]]:
+        """See SandboxClient.events: ``async for event, data in client.events(): ...``."""
+        return self._follow(_calls.events(types))
+
+    async def images(self) -> List[Dict[str, Any]]:
+        """See SandboxClient.images."""
+        return await self._run(_calls.images(self.timeout))
+
+    async def _follow(self, call: Call) -> AsyncIterator[Tuple[str, Any]]:
+        decoder = _calls.EventDecoder()
+        chunks = self._transport.stream(call)
+        try:
+            async for chunk in chunks:
+                for out in decoder.feed(chunk):
+                    yield out
+        finally:
+            await chunks.aclose()
 
     async def policies(self) -> List[Dict[str, Any]]:
         return await self._run(_calls.policies(self.timeout))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ssl
 import time
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _calls
 from ._calls import FilesArg, StreamEvent
@@ -215,27 +215,26 @@ class SandboxClient(ClientBase):
                       stdin: Optional[str] = None, timeout: Optional[float] = None,
                       env: Optional[Mapping[str, str]] = None, files: FilesArg = None,
                       policy: Optional[str] = None, memory: Union[str, int, None] = None,
-                      cpu: Union[str, float, None] = None) -> str:
-        """Queues code like :meth:`execute` and returns its execution id at once; the daemon
-        keeps the result (bounded, docs/api.md) for :meth:`get_execution` / :meth:`wait_execution`,
-        so a result outlives any HTTP wait of the caller."""
-        body = _calls.execute_body(code, policy=policy or self._policy, language=language,
-                                   stdin=stdin, timeout=timeout, memory=memory, cpu=cpu, env=env,
-                                   files=files)
-        return self._run(_calls.execute_async(body, self.timeout))
+                      cpu: Union[str, float, None] = None) -> ExecutionHandle:
+        """Queues code like :meth:`execute` and returns an :class:`ExecutionHandle` at once, as
+        :meth:`submit` does (it returned the bare id at first: ``handle.id`` is that id, ``str(handle)`` too, and
+        :meth:`get_execution` / :meth:`wait_execution` take the handle or the id)."""
+        return self.submit(code, language=language, stdin=stdin, timeout=timeout, env=env, files=files,
+                           policy=policy, memory=memory, cpu=cpu)
 
-    def get_execution(self, execution_id: str) -> Dict[str, Any]:
+    def get_execution(self, execution_id: Union[str, ExecutionHandle]) -> Dict[str, Any]:
         """An execution's state: ``{"state": "queued"|"running"|"finished", "result": ExecResult
         (finished), "error": {...} (the daemon could not run it)}``; NotFound once it is no
         longer kept (or is another token's)."""
-        return self._run(_calls.get_execution(execution_id, self.timeout))
+        return self._run(_calls.get_execution(_calls.execution_id(execution_id), self.timeout))
 
-    def wait_execution(self, execution_id: str, *, timeout: Optional[float] = None,
+    def wait_execution(self, execution_id: Union[str, ExecutionHandle], *, timeout: Optional[float] = None,
                        poll_interval: float = _calls.POLL_INTERVAL) -> Dict[str, Any]:
         """Waits for an asynchronous execution and returns its ExecResult (a failed one raises
         its typed exception). ``timeout``: seconds to wait at most (None: until it finishes);
         past it RequestTimedOut, and the execution is still kept for a later call."""
         deadline = None if timeout is None else time.monotonic() + float(timeout)
+        execution_id = _calls.execution_id(execution_id)
         while True:
             result = _calls.finished_result(self.get_execution(execution_id))
             if result is not None:
@@ -244,6 +243,16 @@ class SandboxClient(ClientBase):
                 raise RequestTimedOut(f"execution {execution_id} did not finish within {timeout} s; "
                                       "it is still kept: call wait_execution again later")
             time.sleep(poll_interval)
+
+    def _follow(self, call: _calls.Call) -> Iterator[Tuple[str, Any]]:
+        """``(event, data)`` of a long-lived event stream until the caller stops iterating."""
+        events = _calls.EventDecoder()
+        chunks = self._transport.stream(call)
+        try:
+            for chunk in chunks:
+                yield from events.feed(chunk)
+        finally:
+            chunks.close()
 
     def _stream(self, call: _calls.Call) -> Iterator[StreamEvent]:
         events = _calls.StreamDecoder()
@@ -293,6 +302,38 @@ class SandboxClient(ClientBase):
     def list_sessions(self) -> List[Dict[str, Any]]:
         """Every live session on the daemon, as Session info dicts."""
         return self._run(_calls.list_sessions(self.timeout))
+
+    def resume_session(self, session_id: str) -> Session:
+        """Resumes a paused session by its id (e.g. paused by another process, or before the
+        daemon restarted); ``session.info()["resume"]`` says what was carried."""
+        return Session(self, self._run(_calls.session_resume(session_id, self.timeout)))
+
+    # --- monitoring: what the dashboard reads (docs/api.md "Monitoring")
+
+    def list_executions(self, *, limit: Optional[int] = None, policy: Optional[str] = None,
+                        status: Optional[str] = None, rule: Optional[str] = None) -> Dict[str, Any]:
+        """The caller's running and recent executions: {"running": [...], "recent": [...]}."""
+        return self._run(_calls.list_executions(self.timeout, limit=limit, policy=policy, status=status, rule=rule))
+
+    def history(self, *, limit: Optional[int] = None, cursor: Optional[str] = None, policy: Optional[str] = None,
+                status: Optional[str] = None, rule: Optional[str] = None) -> Dict[str, Any]:
+        """A page of the audit log, newest first: {"executions", "next_cursor", ...}; pass
+        ``next_cursor`` back as ``cursor`` for the next page. NotFound without an audit log."""
+        return self._run(_calls.history(self.timeout, limit=limit, cursor=cursor, policy=policy,
+                                        status=status, rule=rule))
+
+    def overview(self) -> Dict[str, Any]:
+        """The daemon's and host's totals, the executor, the pool and the caller's sessions."""
+        return self._run(_calls.overview(self.timeout))
+
+    def events(self, types: Optional[Sequence[str]] = None) -> Iterator[Tuple[str, Any]]:
+        """Follows the monitoring events (execution_started, usage, execution_finished, alert,
+        session_created, ...): yields ``(event, data)``; ``break`` closes the connection."""
+        return self._follow(_calls.events(types))
+
+    def images(self) -> List[Dict[str, Any]]:
+        """The daemon's image store (name, digest, platform, size...)."""
+        return self._run(_calls.images(self.timeout))
 
     # --- policies and health
 

@@ -62,6 +62,10 @@ class ExecutionHandle:
             if deadline is not None and time.monotonic() >= deadline:
                 raise _not_finished(self.id, timeout)
 
+    def __str__(self) -> str:
+        # The id, so code that formatted execute_async's bare id (before the handle) still works.
+        return self.id
+
     def __repr__(self) -> str:
         return f"ExecutionHandle({self.id!r})"
 
@@ -98,6 +102,10 @@ class AsyncExecutionHandle:
                 return result
             if deadline is not None and loop.time() >= deadline:
                 raise _not_finished(self.id, timeout)
+
+    def __str__(self) -> str:
+        # The id, so code that formatted execute_async's bare id (before the handle) still works.
+        return self.id
 
     def __repr__(self) -> str:
         return f"AsyncExecutionHandle({self.id!r})"

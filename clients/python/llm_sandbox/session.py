@@ -6,7 +6,7 @@ idle timeout passes, so use it as a context manager and it is closed even when t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _calls, _workspace
 from .errors import NotFound
@@ -121,15 +121,37 @@ class Session(SessionBase):
         self._info = self._client._run(_calls.session_snapshot(self.session_id, self._client.timeout))
         return self._info
 
-    def fork(self, count: int = 1) -> List["Session"]:
+    def fork(self, count: int = 1) -> "_calls.ForkedSessions":
         """New sessions, each in its own box, starting with this session's globals (those that
-        pickle), imported modules and tmpfs files; no process is carried. What was and was not
-        carried is in ``child.fork_report`` (docs/api.md "Fork")."""
+        pickle), imported modules and tmpfs files; no process is carried. Returns a list of the
+        children whose ``.report`` is the daemon's account of what was and was not carried
+        (docs/api.md "Fork"); each child's ``fork_report`` is the same dict."""
         answer = self._client._run(_calls.session_fork(self.session_id, count, self._client.timeout))
         children = [Session(self._client, info) for info in answer["sessions"]]
         for c in children:
             c.fork_report = answer.get("fork")
-        return children
+        return _calls.ForkedSessions(children, answer.get("fork"))
+
+    def pause(self) -> Dict[str, Any]:
+        """Saves the session's state (the globals that pickle, its modules, the files of its
+        writable paths) in the daemon and ends its box, freeing its memory; the id stays. Returns
+        {"session_id", "state": "paused", "pause": {"bytes", "duration_ms", "not_kept"}}. Python
+        sessions only; :meth:`resume` (or ``client.resume_session(id)``, even from a later daemon
+        run) brings it back."""
+        answer = self._client._run(_calls.session_pause(self.session_id, self._client.timeout))
+        self._info = dict(self._info, state="paused")
+        return answer
+
+    def resume(self) -> Dict[str, Any]:
+        """Rebuilds a paused session, same id, in a new box; returns the session info with
+        "resume" (what was carried and not). Processes never survive a pause."""
+        self._info = self._client._run(_calls.session_resume(self.session_id, self._client.timeout))
+        return self._info
+
+    def watch(self, path: str, *, recursive: bool = False) -> Iterator[Tuple[str, Any]]:
+        """Follows changes under ``path`` in the box: yields ``(event, data)`` as they happen
+        (docs/api.md "File-system API"); ``break`` closes the connection."""
+        return self._client._follow(_calls.fs_watch(self.session_id, path, recursive))
 
     def info(self) -> Dict[str, Any]:
         """The session's current state (executions, state, expires_at...)."""

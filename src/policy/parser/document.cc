@@ -2,6 +2,7 @@
 // the steps after the whole file is read (presets expanded, defaults applied, checks across fields).
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <cctype>
 #include <sstream>
 #include <string_view>
@@ -48,7 +49,7 @@ void SectionParser::Document(const YAML::Node& root) {
       {"session", ControlSection::kSession, &SectionParser::SessionSetup},
   };
   bool have_version = false, have_name = false;
-  r_.ForEachKnownKey(top, TopKeys(), [&](const Field& f) {
+  auto read_key = [&](const Field& f) {
     const std::string& key = f.path;
     if (SetPlain(f)) return;
     for (const auto& s : kSections) {
@@ -72,7 +73,18 @@ void SectionParser::Document(const YAML::Node& root) {
     } else {
       Unread(f);
     }
-  });
+  };
+  // A misspelled section ("contaner:") is read as the one it was close to, so the errors inside it
+  // show in the same pass instead of after the name is fixed.
+  std::set<std::string> read_as;  // once each: two misspellings of one section are not read twice
+  auto as_section = [&](const std::string& guess, const Field& f) -> std::string {
+    bool section = guess == "languages";
+    for (const auto& s : kSections) section |= guess == s.key;
+    if (!section || root[guess] || !read_as.insert(guess).second) return "";
+    read_key(f);
+    return "; its contents were checked as '" + guess + "'";
+  };
+  r_.ForEachKnownKey(top, TopKeys(), read_key, as_section);
   if (!have_version) {
     r_.Report(root.Mark(), "missing key 'version'", "add version: \"1.0\" at the top of the file");
   }

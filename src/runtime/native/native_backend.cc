@@ -22,6 +22,7 @@
 #include "runtime/mount_roots.h"
 #include "runtime/native/native_box.h"
 #include "runtime/native/native_controls.h"
+#include "runtime/native/workdir_check.h"
 #include "runtime/runner.h"
 #include "egress/box_egress.h"
 #include "egress/egress_proxy.h"
@@ -185,10 +186,17 @@ std::vector<ControlSupport> NativeBackend::Explain(const Policy& policy) const {
   else
     add("llm-sandbox-init", false, init.error().message);
 
-  if (auto root = ResolveRoot(policy, /*may_pull=*/false); !root.ok())
+  auto root = ResolveRoot(policy, /*may_pull=*/false);
+  if (!root.ok())
     add("container.image", false, root.error().message);
   else
     add("container.image", true, root->how);
+  // A workdir the box will not have fails every box at its start (issue 37): refused once, here.
+  if (WorkdirFinding wd = CheckWorkdir(policy, root); wd.verdict == WorkdirFinding::Verdict::kMissing) {
+    const std::string prefix = "container.workdir: ";
+    std::string what = wd.message.rfind(prefix, 0) == 0 ? wd.message.substr(prefix.size()) : wd.message;
+    add("container.workdir", false, what + "; fix: " + wd.hint);
+  }
 
   for (auto& c : PlanControls(policy)) out.push_back(std::move(c));
 
