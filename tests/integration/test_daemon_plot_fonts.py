@@ -61,5 +61,19 @@ class PlotFontsTest(unittest.TestCase):
         self.assertEqual(after.get("exit_code"), 0, after)
 
 
+    def test_a_python_session_plots_without_an_alert(self):
+        r = request(self.d.base, "POST", "/v1/sessions", {"language": "python"})
+        self.assertEqual(r.status, 201, r.body[:2000])
+        sid = r.json()["session_id"]
+        self.addCleanup(lambda: request(self.d.base, "DELETE", f"/v1/sessions/{sid}"))
+        for _ in range(2):  # the second cell reuses the imported module
+            r = request(self.d.base, "POST", f"/v1/sessions/{sid}/execute", {"code": PLOT})
+            self.assertEqual(r.status, 200, r.body[:2000])
+            res = r.json()
+            self.assertEqual(res.get("alerts", []), [], res)
+            self.assertIn("configdir /run/job/.matplotlib", res["stdout"], res)
+            self.assertNotIn("temporary config/cache directory", res.get("stderr", ""), res)
+
+
 if __name__ == "__main__":
     unittest.main()
