@@ -16,6 +16,7 @@ int LogsCommand(const Args& args);    // logs_cmd.cc: llm-sandbox logs (the audi
 int McpCommand(const Args& args);     // mcp_cmd.cc: llm-sandbox mcp (MCP server on stdio)
 int ImagePullCommand(const Args& args);  // image_pull_cmd.cc: llm-sandbox image pull
 int ImageBuildCommand(const Args& args);  // image_build_cmd.cc: llm-sandbox image build
+int ImageCreateCommand(const Args& args);  // image_create_cmd.cc: llm-sandbox image create (a rootfs)
 int ReadyCommand(const Args& args);   // ready_cmd.cc: llm-sandbox ready (the image's health check)
 // image_docker_cmd.cc: image ls|prune --docker, the engine's images container.build made.
 int ImageDockerCommand(const std::string& sub, bool as_json);

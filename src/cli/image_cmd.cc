@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "image/image_fs.h"
+#include "image/layout_refs.h"
 #include "image/store.h"
 #include "policy/units.h"
 #include "runtime/build_plan.h"
@@ -22,6 +23,7 @@ using nlohmann::json;
 
 constexpr const char* kUsage =
     "usage: llm-sandbox image import [--store DIR] [--name REF] FILE|DIR\n"
+    "       llm-sandbox image create --name REF [--store DIR] ROOTFS_DIR|ROOTFS.tar (see image create --help)\n"
     "       llm-sandbox image ls [--store DIR] [--json]\n"
     "       llm-sandbox image inspect [--store DIR] [--json] REF\n"
     "       llm-sandbox image rm [--store DIR] REF...\n"
@@ -30,8 +32,9 @@ constexpr const char* kUsage =
     "       llm-sandbox image inspect --docker [--json] REF\n"
     "\n"
     "  import    load a `docker save` archive (FILE) or an OCI image layout (DIR, as\n"
-    "            `skopeo copy ... oci:DIR[:tag]` makes); --name names the image (needed when the\n"
-    "            archive or layout does not carry a full name)\n"
+    "            `skopeo copy ... oci:DIR:NAME:TAG` makes); without --name, each image under the\n"
+    "            name it carries (RepoTags; the layout's ref.name), which must be a full name\n"
+    "  create    make an image from a root filesystem directory or tarball, offline\n"
     "  ls        stored images: name, digest, size, created\n"
     "  inspect   digest, size, platform, layers, config, and the interpreters the image has\n"
     "  rm        remove images, then the layers no other image uses\n"
@@ -122,10 +125,21 @@ int Import(const Args& args) {
   if (::stat(src.c_str(), &st) != 0) return Fail(Error::FromErrno("import " + src));
   std::vector<image::ImageRoot> roots;
   if (S_ISDIR(st.st_mode)) {
-    if (!name) return Usage("an OCI layout carries only a tag: name the image with --name REF");
-    auto r = (*store)->ImportOciLayout(src, *name);
-    if (!r.ok()) return Fail(r.error());
-    roots.push_back(std::move(r).value());
+    // Without --name, each image under the name the layout gives it (layout_refs.h).
+    std::vector<image::ImageReference> names;
+    if (name) {
+      names.push_back(*name);
+    } else {
+      auto refs = image::LayoutReferences(src, (*store)->limits());
+      if (!refs.ok() && refs.error().field == "name") return Usage(refs.error().message);
+      if (!refs.ok()) return Fail(refs.error());
+      names = std::move(refs).value();
+    }
+    for (const auto& n : names) {
+      auto r = (*store)->ImportOciLayout(src, n);
+      if (!r.ok()) return Fail(r.error());
+      roots.push_back(std::move(r).value());
+    }
   } else {
     auto r = (*store)->ImportDockerArchive(src, name);
     if (!r.ok()) return Fail(r.error());

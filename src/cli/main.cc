@@ -18,7 +18,7 @@ constexpr const char* kUsage =
     "  serve [--listen HOST:PORT] [--policies DIR] ...             the HTTP daemon (docs/api.md)\n"
     "  logs [--file FILE] [--policy P] [--rule R] [-f] ...         read/filter/follow the audit log\n"
     "  mcp [--policies DIR] [--images FILE] ...                   MCP server on stdin/stdout\n"
-    "  image pull|build|import|ls|inspect|rm|prune ...           the image store (docs/images.md)\n"
+    "  image pull|build|create|import|ls|inspect|rm|prune ...    the image store (docs/images.md)\n"
     "  ready [--port PORT]                                        exit 0 if the local daemon is ready\n"
     "  version                                                    print the version\n"
     "\n"
@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
     return lsb::cli::ImagePullCommand(lsb::cli::Args(args.begin() + 1, args.end()));
   if (cmd == "image" && !args.empty() && args[0] == "build")
     return lsb::cli::ImageBuildCommand(lsb::cli::Args(args.begin() + 1, args.end()));
+  if (cmd == "image" && !args.empty() && args[0] == "create")
+    return lsb::cli::ImageCreateCommand(lsb::cli::Args(args.begin() + 1, args.end()));
   if (cmd == "image") return lsb::cli::ImageCommand(args);
   if (cmd == "ready") return lsb::cli::ReadyCommand(args);
   std::fprintf(stderr, "llm-sandbox: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);

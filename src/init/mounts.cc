@@ -21,6 +21,7 @@
 #include "base/mountinfo.h"
 #include "base/unique_fd.h"
 #include "init/exec_policy.h"
+#include "init/font_cache.h"
 #include "init/host_etc.h"
 #include "init/image_etc.h"
 #include "init/layers.h"
@@ -450,6 +451,7 @@ Status BuildRoot(const BoxSetup& setup) {
     }
   }
   LSB_TRY(MountJobDir(source, root, setup.job_dir));
+  LSB_TRY(PlaceFontCache(setup, root + setup.job_dir));
   source.fd.reset();
   if (::sethostname(setup.hostname.data(), setup.hostname.size()) != 0)
     return Error::FromErrno("set hostname (is init in its own UTS namespace?)");
@@ -559,6 +561,7 @@ Status DeriveRoot(const BoxSetup& setup) {
   }
   LSB_TRY(ValidateMountPath("job_dir", setup.job_dir));
   LSB_TRY(Mount("tmpfs", setup.job_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4m,mode=0755"));
+  LSB_TRY(PlaceFontCache(setup, setup.job_dir));
   LSB_TRY(Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777"));
   if (::sethostname(setup.hostname.data(), setup.hostname.size()) != 0)
     return Error::FromErrno("set hostname (is init in its own UTS namespace?)");

@@ -13,6 +13,7 @@
 #include "init/diag.h"
 #include "init/egress_env.h"
 #include "init/idle_memory.h"
+#include "init/font_cache.h"
 #include "init/image_config.h"
 #include "init/spawn.h"
 #include "policy/env_rules.h"
@@ -102,6 +103,7 @@ Status Supervisor::WriteProgram(const RunSpec& spec, const std::string& code) {
     }
     ::closedir(d);
   }
+  if (n == kFontCacheDirName) return Error{"file_name \"" + n + "\" is the box's font cache; choose another name"};
   if (!setup_.egress_ca_pem.empty()) {
     if (n == kEgressCaFileName) return Error{"file_name \"" + n + "\" is the box's CA bundle; choose another name"};
     const std::string ca = setup_.job_dir + "/" + kEgressCaFileName;
@@ -143,6 +145,7 @@ Result<SpawnParams> Supervisor::SpawnParamsFor(const RunSpec& spec, uint64_t nof
   std::map<std::string, std::string> env =
       RunEnvironment(spec.env, setup_.image_env, workdir, [](const std::string& w) { Diag(w); });
   AddEgressProxyEnv(env, setup_.egress_proxy);
+  AddFontCacheEnv(env, setup_);
   if (!setup_.egress_ca_pem.empty()) AddEgressCaEnv(env, setup_.job_dir + "/" + kEgressCaFileName);
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
   // A bare name on the run's PATH; a path the image lacks by its name on the image's PATH, as

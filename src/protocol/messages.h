@@ -112,6 +112,11 @@ struct BoxSetup {
   // "zygote" only: the descriptors init keeps for the interpreter (the daemon's socket,
   // liblsb-fork.so, init's binary), at their numbers; the interpreter gets them as 3, 4 and 5.
   std::vector<int> fork_fds;
+  // matplotlib's font list (fontlist-v*.json), built once by the daemon from the host's fonts
+  // (runtime/native/font_cache.h): init writes it read-only into the box's job dir and points
+  // MPLCONFIGDIR there, so importing pyplot neither rebuilds it nor executes fc-list. "" for none.
+  std::string font_cache_name;
+  std::string font_cache;
 };
 // The largest number of layers an image root may have: overlayfs itself stacks at most 500 lower
 // layers, and Docker's overlay2 driver refuses images of more than 125; 128 keeps the mount's
@@ -121,7 +126,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BoxSetup, protocol, mode, rootfs
                                                 job_dir, hostname, network_enabled, allow, deny,
                                                 uid, gid, trace, gvisor_accept_weaker,
                                                 layers, image_env, image_workdir, egress_proxy, egress_ca_pem,
-                                                readable, fork, fork_fds)
+                                                readable, fork, fork_fds, font_cache_name, font_cache)
 
 // kRun: one program execution. argv may contain "{file}", replaced by job_dir/file_name.
 struct RunSpec {

@@ -41,6 +41,7 @@ Result<std::unique_ptr<Backend>> MakeNative(const BackendOptions& opts) {
   n.loopback_up = lo && std::string(lo) == "up";
   n.fork_server = fork_server;
   n.fork_server_sources = opts.fork_server_sources;
+  n.font_cache = opts.font_cache;
   n.image_source = opts.image_source;
   n.image_puller = opts.image_puller;
   n.egress = opts.egress;

@@ -50,6 +50,7 @@ struct BackendOptions {
   bool fork_server = false;
   bool fork_server_asked = false;
   std::vector<std::string> fork_server_sources;
+  bool font_cache = false;  // native: matplotlib's font list built once (native/font_cache.h)
 };
 
 // Names accepted by MakeBackend, "auto" first.

@@ -147,6 +147,7 @@ Result<std::unique_ptr<Backend>> ChooseBackend(const DaemonConfig& config, const
   bopts.fork_server = config.fork_server.value_or(!env_off);
   bopts.fork_server_asked = config.fork_server.value_or(false);
   bopts.fork_server_sources = {sched::OneShotPreludeSource(), sched::PythonDriverProgram()};
+  bopts.font_cache = true;
   bopts.image_source = images.store;
   bopts.image_puller = images.puller;
   bopts.init_path = config.init_path;

@@ -29,11 +29,11 @@ using nlohmann::json;
 // Each Change(s, i) sets field i of `s` to a value other than its default and returns the field's
 // name; nullptr past the last field.
 
-constexpr int kBoxSetupFields = 23;  // the names in the binding below
+constexpr int kBoxSetupFields = 25;  // the names in the binding below
 const char* Change(protocol::BoxSetup& s, int i) {
   auto& [protocol, mode, rootfs, read_only, tmpfs, mounts, job_dir, hostname, network_enabled, allow, deny, uid, gid,
          trace, gvisor_accept_weaker, layers, image_env, image_workdir, egress_proxy, egress_ca_pem, readable, fork,
-         fork_fds] = s;
+         fork_fds, font_cache_name, font_cache] = s;
   switch (i) {
     case 0: protocol += 1; return "protocol";
     case 1: mode = protocol::BoxMode::kInPlace; return "mode";
@@ -58,6 +58,8 @@ const char* Change(protocol::BoxSetup& s, int i) {
     case 20: readable.push_back("/opt/tool"); return "readable";
     case 21: fork = "zygote"; return "fork";
     case 22: fork_fds.push_back(3); return "fork_fds";
+    case 23: font_cache_name = "fontlist-v330.json"; return "font_cache_name";
+    case 24: font_cache = "{}"; return "font_cache";
     default: return nullptr;
   }
 }

@@ -80,6 +80,7 @@ CgroupLimits LimitsFor(const Policy& p, const NativeOptions& o) {
 }  // namespace
 
 NativeBackend::NativeBackend(NativeOptions opts) : opts_(std::move(opts)), images_(opts_.images_file) {
+  if (opts_.font_cache) fonts_.Start();  // in the background: the daemon's start does not wait
   // container.build writes into the image store: only a store we can open (not a fixed test set).
   if (auto shared = std::dynamic_pointer_cast<const image::SharedStore>(opts_.image_source)) {
     BuilderSettings settings{opts_.egress, opts_.cgroup_parent, opts_.id_base};
@@ -277,6 +278,11 @@ Result<protocol::BoxSetup> NativeBackend::SetupFor(const Policy& policy) const {
     s.layers = img.layers;
     s.image_env = img.config.env;
     if (!policy.positions.count("container.workdir")) s.image_workdir = img.config.working_dir;
+  }
+  if (opts_.font_cache && s.rootfs == "host" && AllowsPython(s.allow)) {
+    const FontCache& fonts = fonts_.Get();  // the host's fonts: an image root has its own
+    s.font_cache_name = fonts.name;
+    s.font_cache = fonts.json;
   }
   return s;
 }

@@ -20,6 +20,7 @@
 #include "image/image_source.h"
 #include "runtime/backend.h"
 #include "runtime/image_map_cache.h"
+#include "runtime/native/font_cache.h"
 #include "runtime/native/box_cgroup.h"
 #include "runtime/native/fork_server.h"
 #include "runtime/native/box_root.h"
@@ -65,6 +66,9 @@ struct NativeOptions {
   // Sources a run hands its adopted copy as `-c SOURCE` (the one-shot prelude, the session driver:
   // scheduler/driver), compiled once by each fork server instead of by every run.
   std::vector<std::string> fork_server_sources;
+  // matplotlib's font list, built once from the host's fonts and given to each host-rooted python
+  // box (font_cache.h), so pyplot neither rebuilds it nor executes fc-list. The daemon's only.
+  bool font_cache = false;
 };
 
 // A box's network through the egress proxy: the policy's lists, as the proxy applies them.
@@ -166,6 +170,7 @@ class NativeBackend : public Backend {
 
   NativeOptions opts_;
   std::unique_ptr<EnvironmentBuilder> builder_;  // with an image store only
+  mutable HostFontCache fonts_;  // with opts_.font_cache only
   ImageMapCache images_;  // read for every box (SetupFor) and every Explain
   mutable std::mutex fork_mu_;
   // By init's setup and owner (DESIGN §12: a zygote's boxes share its per-user counts and its
