@@ -360,6 +360,11 @@ DaemonCore::DaemonCore(std::unique_ptr<Backend> backend, std::unique_ptr<sched::
   ctx_.reset(new ServerContext{*backend_, *policies_, *executor_, boxes_, *sessions_, c.limits, c.tokens});
   ctx_->executions = executions_.get();
   ctx_->jobs = jobs_.get();
+  // A burst's session opens go one per CPU at a time, in arrival order (open_turns.h); one in flight
+  // for over a second stops holding its place.
+  const size_t opens = std::max<size_t>(2, std::thread::hardware_concurrency());
+  session_opens_ = std::make_unique<OpenTurns>(opens, std::chrono::milliseconds(1000), sessions_->queue().limits());
+  ctx_->session_opens = session_opens_.get();
   fanout_ = std::make_unique<ByteBudget>(c.fanout_budget, std::chrono::milliseconds(c.fanout_wait_ms));
   ctx_->fanout = fanout_.get();
   std::string paused_dir = c.paused_dir;
@@ -412,6 +417,7 @@ void DaemonCore::BeginShutdown() {
   ctx_->shutting_down = true;
   if (monitor_) monitor_->events().CloseAll();  // live event streams end now
   sessions_->queue().Shutdown();                // creates waiting for a slot answer 503 now
+  session_opens_->Shutdown();                   // and those waiting for their turn to open
 }
 
 void DaemonCore::FinishWork(int grace_ms) {

@@ -124,6 +124,7 @@ class DaemonCore {
   std::unique_ptr<sched::Executor> executor_;
   sched::BoxRegistry boxes_;
   std::unique_ptr<sched::SessionManager> sessions_;
+  std::unique_ptr<OpenTurns> session_opens_;  // session opens in flight (open_turns.h)
   std::unique_ptr<sched::OneShotPool> pool_;  // null: the backend pools itself, or no pooling
   std::unique_ptr<sched::SessionPool> session_pool_;  // null: --session-pool 0
   std::unique_ptr<ServerContext> ctx_;

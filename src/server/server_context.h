@@ -12,6 +12,7 @@
 #include "monitor/monitor.h"
 #include "runtime/backend.h"
 #include "runtime/exec_result.h"
+#include "server/open_turns.h"
 #include "scheduler/archive/archive_in.h"
 #include "scheduler/box_registry.h"
 #include "scheduler/session/paused_sessions.h"
@@ -61,6 +62,7 @@ struct ServerContext {
   lsb::monitor::Monitor* monitor = nullptr;    // null when monitoring is off (--monitoring off)
   ExecutionStore* executions = nullptr;        // async results (execution_store.h); null: no async form
   sched::PausedSessions* paused = nullptr;     // paused sessions on disk; null: pause/resume answer 501
+  OpenTurns* session_opens = nullptr;          // session opens in flight (open_turns.h); null: no gate
   ByteBudget* fanout = nullptr;                // fan-out memory budget (byte_budget.h); null: none
   BackgroundJobs* jobs = nullptr;              // async batches' threads (background_jobs.h); with `executions`
   const image::SharedStore* images = nullptr;  // the image store (GET /v1/images); null: none here

@@ -73,4 +73,16 @@ ApiOr<SessionTurn> AwaitSessionSlots(ServerContext& ctx, size_t n, const std::st
   return turn;
 }
 
+bool AwaitOpenTurn(ServerContext& ctx, SessionTurn& turn, std::optional<OpenTurns::Turn>& held) {
+  if (!ctx.session_opens || turn.runs_user_code) return true;
+  auto out = ctx.session_opens->Await();
+  if (out.position) {
+    turn.waited_ms += out.waited_ms;
+    if (turn.reason.empty()) turn.reason = "opening";
+    if (!turn.position) turn.position = out.position;  // its place in the line it waited in
+  }
+  if (out.turn) held.emplace(std::move(*out.turn));
+  return out.go;
+}
+
 }  // namespace lsb::server

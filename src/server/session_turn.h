@@ -28,7 +28,8 @@ struct SessionTurn {
   bool may_wait = false;                   // --session-queue-wait > 0
   size_t position = 0;                     // 1-based place in the line at arrival; 0: did not queue
   uint64_t waited_ms = 0;
-  std::string reason;                      // "max_sessions", "executor"; empty: did not wait
+  std::string reason;                      // "max_sessions", "opening", "executor"; empty: did not wait
+  bool runs_user_code = false;             // a create with `setup`: it takes no turn among the opens
 
   // {"waited_ms", "position", "reason"}, or null when it did not wait.
   nlohmann::json Queued() const;
@@ -39,10 +40,21 @@ struct SessionTurn {
 // Waits for `n` session slots. `what` starts a refusal's message ("fork: ").
 ApiOr<SessionTurn> AwaitSessionSlots(ServerContext& ctx, size_t n, const std::string& what = "");
 
+// A turn among the session opens in flight (open_turns.h), held while `fn` runs; false: a shutdown.
+// No gate, or a create that runs user code while it opens: true at once, without a turn.
+bool AwaitOpenTurn(ServerContext& ctx, SessionTurn& turn, std::optional<OpenTurns::Turn>& held);
+
 // Runs `fn` on the executor for `turn`: when every worker is busy and the queue is full, waits for
 // room until the turn's deadline (counted in the turn's wait) rather than refusing at once.
+// Before that, it waits its turn among the opens in flight (ctx.session_opens, open_turns.h): the
+// first creates of a burst to arrive finish first rather than all of them together.
 template <typename T>
 std::optional<T> RunForTurn(ServerContext& ctx, SessionTurn& turn, std::function<T()> fn, sched::Admission* a) {
+  std::optional<OpenTurns::Turn> opening;
+  if (!AwaitOpenTurn(ctx, turn, opening)) {
+    *a = sched::Admission::kShuttingDown;
+    return std::nullopt;
+  }
   auto start = SessionTurn::Clock::now();
   auto submit = [&](sched::Executor::Task t, sched::Executor::Then then) {
     auto first = ctx.executor.Submit(t, then);  // copies: offered again when refused

@@ -52,6 +52,7 @@ Reply Create(ServerContext& ctx, HttpRequest& req) {
                                                    " s on this daemon"});
   auto turn = AwaitSessionSlots(ctx, 1);  // at the cap: wait in line (bounded), or 429 with the place
   if (!turn.ok()) return ErrorResponse(turn.error());
+  turn->runs_user_code = !cfg.setup.empty();  // its open runs the setup: it takes no turn
   std::string id = ctx.sessions.NewId();
   sched::Admission admission;
   std::function<Result<std::shared_ptr<sched::Session>>()> open =

@@ -174,10 +174,17 @@ class SessionQueueTest(unittest.TestCase):
 class BurstTest(unittest.TestCase):
     """The public burst benchmark's shape: creates at once, beyond what the executor admits."""
 
-    def burst(self, n, *flags):
+    def burst(self, n, *flags, busy=0):
         skip_unless_daemon_suite()
         d = Daemon(*flags)
         self.addCleanup(d.close)
+        # `busy` one-shots that sleep, started first: they hold the executor's room during the burst.
+        sleepers = [threading.Thread(target=request, args=(d.base, "POST", "/v1/execute",
+                                                           {"code": "import time\ntime.sleep(2)"}),
+                                     kwargs={"timeout": 60}) for _ in range(busy)]
+        for t in sleepers:
+            t.start()
+            time.sleep(0.3)
         limit = [ln for ln in request(d.base, "GET", "/metrics").body.decode().splitlines()
                  if ln.startswith("lsb_sessions_limit")]
         if limit and float(limit[0].split()[-1]) < n:
@@ -192,7 +199,7 @@ class BurstTest(unittest.TestCase):
         threads = [threading.Thread(target=one) for _ in range(n)]
         for t in threads:
             t.start()
-        for t in threads:
+        for t in threads + sleepers:
             t.join(300)
         self.assertEqual([r.status for r in answers], [201] * n, [r.body[:300] for r in answers if r.status != 201])
         for r in answers:
@@ -200,15 +207,20 @@ class BurstTest(unittest.TestCase):
         return [r.json().get("queued") for r in answers], d
 
     def test_creates_wait_for_executor_room_instead_of_429(self):
-        # 1 worker and 1 queued: the executor admits 2 at once; the other 4 wait for room.
-        queued, _ = self.burst(6, "--max-concurrency", "1", "--queue", "1")
+        # 1 worker and 1 queued, both taken by sleeping one-shots: the creates wait for room (the
+        # first of them to open; the others wait their turn to open before that, open_turns.h).
+        queued, _ = self.burst(6, "--max-concurrency", "1", "--queue", "1", busy=2)
         reasons = [q["reason"] for q in queued if q]
         self.assertIn("executor", reasons)
         self.assertTrue(all(q["position"] is None for q in queued if q and q["reason"] == "executor"))
 
     def test_a_hundred_at_once_with_the_defaults(self):
-        _, d = self.burst(100)
+        queued, d = self.burst(100)
         self.assertRegex(d.log(), r"\d+ sessions at most by memory")
+        # The opens took turns (open_turns.h): those that waited say so, with their place in line.
+        opening = [q for q in queued if q and q["reason"] == "opening"]
+        self.assertTrue(opening, queued)
+        self.assertTrue(all(q["position"] >= 1 for q in opening), opening)
 
 
 if __name__ == "__main__":

@@ -177,6 +177,7 @@ Reply Create(ServerContext& ctx, SandboxTable& table, HttpRequest& req) {
   cfg.setup = (*policy)->session_setup;
   // Commands get them from the record; the interpreter from its setup.
   if (!envs->empty() && cfg.language == "python") cfg.setup = EnvSetup(*envs) + cfg.setup;
+  turn->runs_user_code = !cfg.setup.empty();  // its open runs the setup: it takes no turn
   std::string id = ctx.sessions.NewId();
   sched::Admission admission;
   std::function<Result<std::shared_ptr<sched::Session>>()> open = [&]() -> Result<std::shared_ptr<sched::Session>> {
