@@ -13,7 +13,7 @@ import {
   DEFAULT_MAX_RETRY_WAIT_S, DEFAULT_RETRIES, DEFAULT_RETRY_BUDGET_S, Transport,
 } from "./http.js";
 import { ExecutionHandle } from "./handle.js";
-import { follow, sseMessages, type StreamedEvent } from "./events.js";
+import { follow, sseData, sseMessages, type StreamedEvent } from "./events.js";
 import { Session } from "./session.js";
 import type { SSEMessage } from "./sse.js";
 import { PolicyTimeouts } from "./timeouts.js";
@@ -368,13 +368,7 @@ function query(params: Record<string, string | number | undefined>): string {
 }
 
 function decodeEvent(m: SSEMessage): StreamEvent {
-  let data: unknown;
-  try {
-    data = m.data ? JSON.parse(m.data) : undefined;
-  } catch {
-    throw new ProtocolError(`SSE event '${m.event}' carries data that is not JSON: ${m.data.slice(0, 200)}`);
-  }
-  if (m.event === "error") throw errorFromBody(data);
+  const data = sseData(m);
   if (m.event === "stdout" || m.event === "stderr") {
     const d = data as { data?: unknown; data_base64?: unknown } | undefined;
     const text = d?.data;

@@ -41,14 +41,17 @@ export async function* sseMessages(transport: Transport, req: HttpRequest): Asyn
 export async function* follow(transport: Transport, path: string, signal?: AbortSignal):
     AsyncGenerator<StreamedEvent, void, undefined> {
   const req: HttpRequest = { method: "GET", path, accept: "text/event-stream", timeoutMs: EVENT_STREAM_MS, signal };
-  for await (const m of sseMessages(transport, req)) {
-    let data: unknown;
-    try {
-      data = m.data ? JSON.parse(m.data) : undefined;
-    } catch {
-      throw new ProtocolError(`SSE event '${m.event}' carries data that is not JSON: ${m.data.slice(0, 200)}`);
-    }
-    if (m.event === "error") throw errorFromBody(data);
-    yield { event: m.event, data };
+  for await (const m of sseMessages(transport, req)) yield { event: m.event, data: sseData(m) };
+}
+
+/** One SSE message's JSON data (undefined when it has none); an "error" event is thrown as its typed error. */
+export function sseData(m: SSEMessage): unknown {
+  let data: unknown;
+  try {
+    data = m.data ? JSON.parse(m.data) : undefined;
+  } catch {
+    throw new ProtocolError(`SSE event '${m.event}' carries data that is not JSON: ${m.data.slice(0, 200)}`);
   }
+  if (m.event === "error") throw errorFromBody(data);
+  return data;
 }
